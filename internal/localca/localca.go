@@ -1,0 +1,120 @@
+// Package localca is a small certificate authority for tests, examples and
+// the fleet simulation: it signs certificate signing requests with a
+// self-signed ECDSA P-256 root, and can be told to misbehave the ways real
+// issuers have (a certificate for the wrong key, an already expired one) so
+// that hosts can prove certlife never loops on them.
+package localca
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net/url"
+	"time"
+)
+
+// CA signs requests. It is not safe for concurrent use.
+type CA struct {
+	// Cert is the self-signed root.
+	Cert *x509.Certificate
+	// CertPEM is Cert in PEM, the ca.crt a host writes.
+	CertPEM []byte
+
+	key    crypto.Signer
+	serial int64
+}
+
+// New creates a root named commonName, valid from notBefore for ten years.
+// rand supplies the key and signature randomness.
+func New(rand io.Reader, commonName string, notBefore time.Time) (*CA, error) {
+	if commonName == "" {
+		return nil, errors.New("localca: commonName is empty")
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand)
+	if err != nil {
+		return nil, fmt.Errorf("localca: generating root key: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: commonName},
+		NotBefore:             notBefore,
+		NotAfter:              notBefore.AddDate(10, 0, 0),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+	}
+	der, err := x509.CreateCertificate(rand, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return nil, fmt.Errorf("localca: self-signing root: %w", err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("localca: parsing root: %w", err)
+	}
+	return &CA{
+		Cert:    cert,
+		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		key:     key,
+		serial:  1,
+	}, nil
+}
+
+// Options shape one signature. The zero value signs the request as asked.
+type Options struct {
+	// NotBefore and NotAfter set the validity. Both are required.
+	NotBefore, NotAfter time.Time
+	// PublicKey, when set, is certified instead of the request's key: the
+	// "issuer returned a certificate for the wrong key" fault.
+	PublicKey crypto.PublicKey
+	// IsCA marks the certificate as a CA.
+	IsCA bool
+}
+
+// Sign issues a leaf certificate for the request's subject, names and key,
+// and returns it in PEM (the chain a host writes to tls.crt; the root is
+// CertPEM). The request's signature is checked first.
+func (ca *CA) Sign(rand io.Reader, csr *x509.CertificateRequest, opts Options) ([]byte, error) {
+	if csr == nil {
+		return nil, errors.New("localca: no request to sign")
+	}
+	if err := csr.CheckSignature(); err != nil {
+		return nil, fmt.Errorf("localca: request signature: %w", err)
+	}
+	if opts.NotBefore.IsZero() || opts.NotAfter.IsZero() || !opts.NotAfter.After(opts.NotBefore) {
+		return nil, fmt.Errorf("localca: validity %v..%v is empty", opts.NotBefore, opts.NotAfter)
+	}
+	pub := csr.PublicKey
+	if opts.PublicKey != nil {
+		pub = opts.PublicKey
+	}
+	ca.serial++
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(ca.serial),
+		Subject:               csr.Subject,
+		DNSNames:              csr.DNSNames,
+		IPAddresses:           csr.IPAddresses,
+		EmailAddresses:        csr.EmailAddresses,
+		URIs:                  append([]*url.URL(nil), csr.URIs...),
+		NotBefore:             opts.NotBefore,
+		NotAfter:              opts.NotAfter,
+		KeyUsage:              x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  opts.IsCA,
+	}
+	if opts.IsCA {
+		tmpl.KeyUsage |= x509.KeyUsageCertSign
+	}
+	der, err := x509.CreateCertificate(rand, tmpl, ca.Cert, pub, ca.key)
+	if err != nil {
+		return nil, fmt.Errorf("localca: signing: %w", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
