@@ -1,0 +1,497 @@
+package keys
+
+import (
+	"crypto"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Usage is a key usage or extended key usage, by the names Kubernetes
+// operators use.
+type Usage string
+
+// Usages.
+const (
+	UsageSigning           Usage = "signing"
+	UsageDigitalSignature  Usage = "digital signature"
+	UsageContentCommitment Usage = "content commitment"
+	UsageKeyEncipherment   Usage = "key encipherment"
+	UsageKeyAgreement      Usage = "key agreement"
+	UsageDataEncipherment  Usage = "data encipherment"
+	UsageCertSign          Usage = "cert sign"
+	UsageCRLSign           Usage = "crl sign"
+	UsageEncipherOnly      Usage = "encipher only"
+	UsageDecipherOnly      Usage = "decipher only"
+	UsageAny               Usage = "any"
+	UsageServerAuth        Usage = "server auth"
+	UsageClientAuth        Usage = "client auth"
+	UsageCodeSigning       Usage = "code signing"
+	UsageEmailProtection   Usage = "email protection"
+	UsageTimestamping      Usage = "timestamping"
+	UsageOCSPSigning       Usage = "ocsp signing"
+)
+
+var keyUsages = map[Usage]x509.KeyUsage{
+	UsageSigning:           x509.KeyUsageDigitalSignature,
+	UsageDigitalSignature:  x509.KeyUsageDigitalSignature,
+	UsageContentCommitment: x509.KeyUsageContentCommitment,
+	UsageKeyEncipherment:   x509.KeyUsageKeyEncipherment,
+	UsageKeyAgreement:      x509.KeyUsageKeyAgreement,
+	UsageDataEncipherment:  x509.KeyUsageDataEncipherment,
+	UsageCertSign:          x509.KeyUsageCertSign,
+	UsageCRLSign:           x509.KeyUsageCRLSign,
+	UsageEncipherOnly:      x509.KeyUsageEncipherOnly,
+	UsageDecipherOnly:      x509.KeyUsageDecipherOnly,
+}
+
+var extKeyUsages = map[Usage]asn1.ObjectIdentifier{
+	UsageAny:             {2, 5, 29, 37, 0},
+	UsageServerAuth:      {1, 3, 6, 1, 5, 5, 7, 3, 1},
+	UsageClientAuth:      {1, 3, 6, 1, 5, 5, 7, 3, 2},
+	UsageCodeSigning:     {1, 3, 6, 1, 5, 5, 7, 3, 3},
+	UsageEmailProtection: {1, 3, 6, 1, 5, 5, 7, 3, 4},
+	UsageTimestamping:    {1, 3, 6, 1, 5, 5, 7, 3, 8},
+	UsageOCSPSigning:     {1, 3, 6, 1, 5, 5, 7, 3, 9},
+}
+
+var (
+	oidKeyUsage         = asn1.ObjectIdentifier{2, 5, 29, 15}
+	oidExtKeyUsage      = asn1.ObjectIdentifier{2, 5, 29, 37}
+	oidBasicConstraints = asn1.ObjectIdentifier{2, 5, 29, 19}
+)
+
+// DefaultUsages are the usages of a template that names none.
+var DefaultUsages = []Usage{UsageDigitalSignature, UsageKeyEncipherment}
+
+// Subject holds the distinguished-name fields of a request beyond the
+// common name. Empty fields are left out.
+type Subject struct {
+	Organizations       []string `json:"organizations,omitempty"`
+	Countries           []string `json:"countries,omitempty"`
+	OrganizationalUnits []string `json:"organizationalUnits,omitempty"`
+	Localities          []string `json:"localities,omitempty"`
+	Provinces           []string `json:"provinces,omitempty"`
+	StreetAddresses     []string `json:"streetAddresses,omitempty"`
+	PostalCodes         []string `json:"postalCodes,omitempty"`
+	SerialNumber        string   `json:"serialNumber,omitempty"`
+}
+
+// RequestTemplate is what a certificate asks to be certified.
+type RequestTemplate struct {
+	// CommonName is the subject common name. Optional.
+	CommonName string `json:"commonName,omitempty"`
+	// DNSNames, IPAddresses (textual), URIs and EmailAddresses are the
+	// subject alternative names.
+	DNSNames       []string `json:"dnsNames,omitempty"`
+	IPAddresses    []string `json:"ipAddresses,omitempty"`
+	URIs           []string `json:"uris,omitempty"`
+	EmailAddresses []string `json:"emailAddresses,omitempty"`
+	// Subject holds the other subject fields. Nil means none.
+	Subject *Subject `json:"subject,omitempty"`
+	// Usages; empty means DefaultUsages.
+	Usages []Usage `json:"usages,omitempty"`
+	// IsCA asks for a CA certificate.
+	IsCA bool `json:"isCA,omitempty"`
+}
+
+// ErrTemplate is wrapped by every error about a malformed template.
+var ErrTemplate = errors.New("keys: invalid request template")
+
+func (t RequestTemplate) subject() pkix.Name {
+	n := pkix.Name{CommonName: t.CommonName}
+	if s := t.Subject; s != nil {
+		n.Organization = s.Organizations
+		n.Country = s.Countries
+		n.OrganizationalUnit = s.OrganizationalUnits
+		n.Locality = s.Localities
+		n.Province = s.Provinces
+		n.StreetAddress = s.StreetAddresses
+		n.PostalCode = s.PostalCodes
+		n.SerialNumber = s.SerialNumber
+	}
+	return n
+}
+
+func (t RequestTemplate) usages() []Usage {
+	if len(t.Usages) == 0 {
+		return DefaultUsages
+	}
+	return t.Usages
+}
+
+// extensions returns the key usage, extended key usage and basic
+// constraints extensions the template asks for.
+func (t RequestTemplate) extensions() ([]pkix.Extension, error) {
+	var ku x509.KeyUsage
+	var eku []asn1.ObjectIdentifier
+	for i, u := range t.usages() {
+		if k, ok := keyUsages[u]; ok {
+			ku |= k
+			continue
+		}
+		if oid, ok := extKeyUsages[u]; ok {
+			eku = append(eku, oid)
+			continue
+		}
+		return nil, fmt.Errorf("%w: usages[%d]: %q is not a known usage", ErrTemplate, i, u)
+	}
+	if t.IsCA {
+		ku |= x509.KeyUsageCertSign
+	}
+	var exts []pkix.Extension
+	if ku != 0 {
+		v, err := marshalKeyUsage(ku)
+		if err != nil {
+			return nil, err
+		}
+		exts = append(exts, pkix.Extension{Id: oidKeyUsage, Critical: true, Value: v})
+	}
+	if len(eku) > 0 {
+		v, err := asn1.Marshal(eku)
+		if err != nil {
+			return nil, err
+		}
+		exts = append(exts, pkix.Extension{Id: oidExtKeyUsage, Value: v})
+	}
+	if t.IsCA {
+		v, err := asn1.Marshal(struct {
+			IsCA bool `asn1:"optional"`
+		}{true})
+		if err != nil {
+			return nil, err
+		}
+		exts = append(exts, pkix.Extension{Id: oidBasicConstraints, Critical: true, Value: v})
+	}
+	return exts, nil
+}
+
+func marshalKeyUsage(ku x509.KeyUsage) ([]byte, error) {
+	var a [2]byte
+	a[0] = reverseBits(byte(ku))
+	a[1] = reverseBits(byte(ku >> 8))
+	l := 1
+	if a[1] != 0 {
+		l = 2
+	}
+	bs := a[:l]
+	return asn1.Marshal(asn1.BitString{Bytes: bs, BitLength: asn1BitLength(bs)})
+}
+
+func reverseBits(b byte) byte {
+	var r byte
+	for i := 0; i < 8; i++ {
+		r = r<<1 | b&1
+		b >>= 1
+	}
+	return r
+}
+
+func asn1BitLength(b []byte) int {
+	l := len(b) * 8
+	for i := range b {
+		c := b[len(b)-i-1]
+		for j := 0; j < 8; j++ {
+			if (c>>j)&1 == 1 {
+				return l
+			}
+			l--
+		}
+	}
+	return 0
+}
+
+// parsedNames returns the template's IPs and URIs parsed, naming the field
+// of the first bad one.
+func (t RequestTemplate) parsedNames() ([]net.IP, []*url.URL, error) {
+	var ips []net.IP
+	for i, s := range t.IPAddresses {
+		ip := net.ParseIP(s)
+		if ip == nil {
+			return nil, nil, fmt.Errorf("%w: ipAddresses[%d]: %q is not an IP address", ErrTemplate, i, s)
+		}
+		ips = append(ips, ip)
+	}
+	var uris []*url.URL
+	for i, s := range t.URIs {
+		u, err := url.Parse(s)
+		if err != nil || u.Scheme == "" {
+			return nil, nil, fmt.Errorf("%w: uris[%d]: %q is not an absolute URI", ErrTemplate, i, s)
+		}
+		uris = append(uris, u)
+	}
+	return ips, uris, nil
+}
+
+// BuildCSR builds a PEM certificate signing request for tmpl, signed by key
+// with randomness from rand.
+func BuildCSR(rand io.Reader, tmpl RequestTemplate, key crypto.Signer) ([]byte, error) {
+	if key == nil {
+		return nil, errors.New("keys: BuildCSR needs a private key")
+	}
+	if tmpl.CommonName == "" && len(tmpl.DNSNames)+len(tmpl.IPAddresses)+len(tmpl.URIs)+len(tmpl.EmailAddresses) == 0 {
+		return nil, fmt.Errorf("%w: no common name and no subject alternative names", ErrTemplate)
+	}
+	ips, uris, err := tmpl.parsedNames()
+	if err != nil {
+		return nil, err
+	}
+	exts, err := tmpl.extensions()
+	if err != nil {
+		return nil, err
+	}
+	der, err := x509.CreateCertificateRequest(rand, &x509.CertificateRequest{
+		Subject:         tmpl.subject(),
+		DNSNames:        tmpl.DNSNames,
+		IPAddresses:     ips,
+		URIs:            uris,
+		EmailAddresses:  tmpl.EmailAddresses,
+		ExtraExtensions: exts,
+	}, key)
+	if err != nil {
+		return nil, fmt.Errorf("keys: signing request: %w", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), nil
+}
+
+// ParseCSR parses the first PEM block of pemBytes as a certificate signing
+// request and checks its signature.
+func ParseCSR(pemBytes []byte) (*x509.CertificateRequest, error) {
+	block, _ := pem.Decode(pemBytes)
+	if block == nil {
+		return nil, errors.New("keys: request: no PEM block found")
+	}
+	if block.Type != "CERTIFICATE REQUEST" && block.Type != "NEW CERTIFICATE REQUEST" {
+		return nil, fmt.Errorf("keys: request: PEM block type %q is not a certificate request", block.Type)
+	}
+	csr, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("keys: request: %w", err)
+	}
+	if err := csr.CheckSignature(); err != nil {
+		return nil, fmt.Errorf("keys: request signature: %w", err)
+	}
+	return csr, nil
+}
+
+// Difference is one way a request or certificate differs from a template.
+type Difference struct {
+	// Field is the template's JSON field name, e.g. "dnsNames".
+	Field string
+	// Want is what the template asks, Have what was found.
+	Want, Have string
+}
+
+// String renders "dnsNames: want [a b], have [a]".
+func (d Difference) String() string {
+	return fmt.Sprintf("%s: want %s, have %s", d.Field, d.Want, d.Have)
+}
+
+// CompareCSR returns every difference between a parsed request and tmpl:
+// subject fields, names (order-insensitive), usages and isCA. Nil means the
+// request is what the template asks.
+func CompareCSR(csr *x509.CertificateRequest, tmpl RequestTemplate) []Difference {
+	if csr == nil {
+		return []Difference{{Field: "request", Want: "a request", Have: "none"}}
+	}
+	var diffs []Difference
+	want := tmpl.subject()
+	diffs = cmpString(diffs, "commonName", want.CommonName, csr.Subject.CommonName)
+	diffs = cmpSubject(diffs, want, csr.Subject)
+	diffs = cmpSet(diffs, "dnsNames", tmpl.DNSNames, csr.DNSNames)
+	diffs = cmpSet(diffs, "ipAddresses", normIPs(tmpl.IPAddresses), ipStrings(csr.IPAddresses))
+	diffs = cmpSet(diffs, "uris", tmpl.URIs, uriStrings(csr.URIs))
+	diffs = cmpSet(diffs, "emailAddresses", tmpl.EmailAddresses, csr.EmailAddresses)
+
+	wantKU, wantEKU, isCA := expectedUsages(tmpl)
+	haveKU, haveEKU, haveCA := requestUsages(csr)
+	if wantKU != haveKU || !sameSet(wantEKU, haveEKU) {
+		diffs = append(diffs, Difference{Field: "usages", Want: describeUsages(wantKU, wantEKU), Have: describeUsages(haveKU, haveEKU)})
+	}
+	if isCA != haveCA {
+		diffs = append(diffs, Difference{Field: "isCA", Want: fmt.Sprint(isCA), Have: fmt.Sprint(haveCA)})
+	}
+	return diffs
+}
+
+// CompareCertificateNames compares an issued certificate's names with tmpl,
+// order-insensitively. It is the fallback when no request exists: a name may
+// move between the common name and the DNS names (issuers copy the common
+// name into the DNS names, or drop it), so the common name and DNS names are
+// compared as one set.
+func CompareCertificateNames(cert *x509.Certificate, tmpl RequestTemplate) []Difference {
+	if cert == nil {
+		return []Difference{{Field: "certificate", Want: "a certificate", Have: "none"}}
+	}
+	var diffs []Difference
+	wantNames := withCN(tmpl.DNSNames, tmpl.CommonName)
+	haveNames := withCN(cert.DNSNames, cert.Subject.CommonName)
+	diffs = cmpSet(diffs, "commonName+dnsNames", wantNames, haveNames)
+	diffs = cmpSet(diffs, "ipAddresses", normIPs(tmpl.IPAddresses), ipStrings(cert.IPAddresses))
+	diffs = cmpSet(diffs, "uris", tmpl.URIs, uriStrings(cert.URIs))
+	diffs = cmpSet(diffs, "emailAddresses", tmpl.EmailAddresses, cert.EmailAddresses)
+	return diffs
+}
+
+func withCN(names []string, cn string) []string {
+	if cn == "" || slices.Contains(names, cn) {
+		return names
+	}
+	return append(slices.Clip(names), cn)
+}
+
+func cmpString(diffs []Difference, field, want, have string) []Difference {
+	if want != have {
+		diffs = append(diffs, Difference{Field: field, Want: fmt.Sprintf("%q", want), Have: fmt.Sprintf("%q", have)})
+	}
+	return diffs
+}
+
+func cmpSubject(diffs []Difference, want, have pkix.Name) []Difference {
+	diffs = cmpSet(diffs, "subject.organizations", want.Organization, have.Organization)
+	diffs = cmpSet(diffs, "subject.countries", want.Country, have.Country)
+	diffs = cmpSet(diffs, "subject.organizationalUnits", want.OrganizationalUnit, have.OrganizationalUnit)
+	diffs = cmpSet(diffs, "subject.localities", want.Locality, have.Locality)
+	diffs = cmpSet(diffs, "subject.provinces", want.Province, have.Province)
+	diffs = cmpSet(diffs, "subject.streetAddresses", want.StreetAddress, have.StreetAddress)
+	diffs = cmpSet(diffs, "subject.postalCodes", want.PostalCode, have.PostalCode)
+	return cmpString(diffs, "subject.serialNumber", want.SerialNumber, have.SerialNumber)
+}
+
+func cmpSet(diffs []Difference, field string, want, have []string) []Difference {
+	if !sameSet(want, have) {
+		diffs = append(diffs, Difference{Field: field, Want: fmt.Sprint(sorted(want)), Have: fmt.Sprint(sorted(have))})
+	}
+	return diffs
+}
+
+// sameSet compares two string lists as sets, without allocating for the
+// small lists certificates carry.
+func sameSet(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			return false
+		}
+	}
+	return true
+}
+
+func sorted(s []string) []string {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	c = slices.Compact(c)
+	if c == nil {
+		c = []string{}
+	}
+	return c
+}
+
+func normIPs(s []string) []string {
+	out := make([]string, 0, len(s))
+	for _, v := range s {
+		if ip := net.ParseIP(v); ip != nil {
+			out = append(out, ip.String())
+		} else {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func ipStrings(ips []net.IP) []string {
+	out := make([]string, 0, len(ips))
+	for _, ip := range ips {
+		out = append(out, ip.String())
+	}
+	return out
+}
+
+func uriStrings(us []*url.URL) []string {
+	out := make([]string, 0, len(us))
+	for _, u := range us {
+		out = append(out, u.String())
+	}
+	return out
+}
+
+func expectedUsages(t RequestTemplate) (x509.KeyUsage, []string, bool) {
+	var ku x509.KeyUsage
+	var eku []string
+	for _, u := range t.usages() {
+		if k, ok := keyUsages[u]; ok {
+			ku |= k
+		} else if oid, ok := extKeyUsages[u]; ok {
+			eku = append(eku, oid.String())
+		} else {
+			eku = append(eku, "unknown:"+string(u))
+		}
+	}
+	if t.IsCA {
+		ku |= x509.KeyUsageCertSign
+	}
+	return ku, eku, t.IsCA
+}
+
+func requestUsages(csr *x509.CertificateRequest) (ku x509.KeyUsage, eku []string, isCA bool) {
+	for _, ext := range csr.Extensions {
+		switch {
+		case ext.Id.Equal(oidKeyUsage):
+			var bs asn1.BitString
+			if _, err := asn1.Unmarshal(ext.Value, &bs); err == nil {
+				for i := 0; i < 9; i++ {
+					if bs.At(i) != 0 {
+						ku |= 1 << uint(i)
+					}
+				}
+			}
+		case ext.Id.Equal(oidExtKeyUsage):
+			var oids []asn1.ObjectIdentifier
+			if _, err := asn1.Unmarshal(ext.Value, &oids); err == nil {
+				for _, o := range oids {
+					eku = append(eku, o.String())
+				}
+			}
+		case ext.Id.Equal(oidBasicConstraints):
+			var bc struct {
+				IsCA bool `asn1:"optional"`
+			}
+			if _, err := asn1.Unmarshal(ext.Value, &bc); err == nil {
+				isCA = bc.IsCA
+			}
+		}
+	}
+	return ku, eku, isCA
+}
+
+func describeUsages(ku x509.KeyUsage, eku []string) string {
+	var names []string
+	for u, k := range keyUsages {
+		if u != UsageSigning && ku&k != 0 {
+			names = append(names, string(u))
+		}
+	}
+	for _, o := range eku {
+		name := o
+		for u, oid := range extKeyUsages {
+			if oid.String() == o {
+				name = string(u)
+			}
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return "[" + strings.Join(names, ", ") + "]"
+}

@@ -1,0 +1,26 @@
+// Package keys holds the effects and checks around private keys,
+// certificate signing requests and certificate secrets that certlife's
+// decisions rely on.
+//
+// Decisions in package certificate never generate keys or sign anything:
+// they return actions. A host carries out a key action with [Generate] and
+// [EncodePrivateKey], a request action with [BuildCSR], and an issue action
+// with [SecretData]; each takes a caller-supplied io.Reader for randomness.
+//
+// The checks are pure and cheap, because the trigger runs them on every
+// reconcile of every certificate:
+//
+//   - [KeySpec] and [KeySpec.Validate]: RSA 2048–8192, ECDSA P-256/384/521,
+//     Ed25519; PKCS#1 or PKCS#8 encoding; rotation Always or Never.
+//   - [SpecMismatches] and [PublicKeysEqual]: does a key meet a spec, is a
+//     certificate's, request's and private key's public key the same.
+//   - [CompareCSR] and [CompareCertificateNames]: every difference between a
+//     request or an issued certificate and what the certificate asks.
+//   - [ParseSecretData]: a secret's tls.crt and tls.key parsed once, with a
+//     per-field error, the chain parsed only when asked. The result is
+//     immutable, so hosts may cache it by resource version or [DataHash].
+//
+// Private key material never appears in String, in any fmt verb, or in an
+// error: [ParsedSecret] and [Password] redact themselves, and parse errors
+// name the field, never its bytes.
+package keys

@@ -1,0 +1,176 @@
+package keys
+
+import (
+	"crypto"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+)
+
+// Errors of secret parsing, for errors.Is.
+var (
+	// ErrMissing: the field is absent or empty.
+	ErrMissing = errors.New("missing")
+	// ErrKeyMismatch: the private key does not match the certificate.
+	ErrKeyMismatch = errors.New("private key does not match the certificate")
+)
+
+// FieldError is a problem with one field of a secret's data. Its text names
+// the field and never includes the field's bytes.
+type FieldError struct {
+	// Field is the data key, e.g. "tls.key".
+	Field string
+	// Err is the cause; ErrMissing for an absent field.
+	Err error
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("keys: %s: %v", e.Field, e.Err) }
+
+// Unwrap returns the cause.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// ParsedSecret is a secret's data parsed once: the leaf certificate and the
+// private key, with the rest of the chain and the CA parsed only on request.
+// It is immutable after ParseSecretData returns, so a host may cache it by
+// the secret's resource version or by DataHash, and share it between
+// goroutines.
+//
+// It never prints the key: String and every fmt verb show only the leaf's
+// subject, serial and whether the key matches.
+type ParsedSecret struct {
+	// Leaf is the first certificate of tls.crt; nil when CertErr is set.
+	Leaf *x509.Certificate
+	// Key is the private key of tls.key; nil when KeyErr is set.
+	Key crypto.Signer
+	// CertErr is a *FieldError for tls.crt (ErrMissing when absent).
+	CertErr error
+	// KeyErr is a *FieldError for tls.key (ErrMissing when absent).
+	KeyErr error
+	// KeyMatches is true when both parsed and the key is the leaf's.
+	KeyMatches bool
+
+	chainRest []byte // PEM after the leaf
+	caPEM     []byte
+
+	once     sync.Once
+	chain    []*x509.Certificate
+	chainErr error
+}
+
+// ParseSecretData parses tls.crt (its first certificate only) and tls.key.
+// The result is never nil: a caller tells "missing" from "undecodable" from
+// "key does not match" by CertErr, KeyErr and KeyMatches. The returned
+// error joins CertErr and KeyErr (nil when both parsed; a mismatch is not an
+// error here, it is KeyMatches false).
+func ParseSecretData(data map[string][]byte) (*ParsedSecret, error) {
+	p := &ParsedSecret{caPEM: data[SecretCA]}
+	if crt := data[SecretCertificate]; len(crt) == 0 {
+		p.CertErr = &FieldError{Field: SecretCertificate, Err: ErrMissing}
+	} else {
+		block, rest := pem.Decode(crt)
+		switch {
+		case block == nil:
+			p.CertErr = &FieldError{Field: SecretCertificate, Err: errors.New("no PEM block found")}
+		case block.Type != "CERTIFICATE":
+			p.CertErr = &FieldError{Field: SecretCertificate, Err: fmt.Errorf("PEM block type %q is not CERTIFICATE", block.Type)}
+		default:
+			leaf, err := x509.ParseCertificate(block.Bytes)
+			if err != nil {
+				p.CertErr = &FieldError{Field: SecretCertificate, Err: err}
+			} else {
+				p.Leaf, p.chainRest = leaf, rest
+			}
+		}
+	}
+	if k := data[SecretPrivateKey]; len(k) == 0 {
+		p.KeyErr = &FieldError{Field: SecretPrivateKey, Err: ErrMissing}
+	} else if key, err := DecodePrivateKey(k); err != nil {
+		p.KeyErr = &FieldError{Field: SecretPrivateKey, Err: err}
+	} else {
+		p.Key = key
+	}
+	if p.Leaf != nil && p.Key != nil {
+		p.KeyMatches = PublicKeysEqual(p.Leaf.PublicKey, p.Key.Public())
+	}
+	return p, errors.Join(p.CertErr, p.KeyErr)
+}
+
+// Chain returns the whole chain of tls.crt, leaf first, parsing the
+// certificates after the leaf on the first call.
+func (p *ParsedSecret) Chain() ([]*x509.Certificate, error) {
+	if p == nil || p.Leaf == nil {
+		return nil, &FieldError{Field: SecretCertificate, Err: ErrMissing}
+	}
+	p.once.Do(func() {
+		rest, err := parseCertificates(p.chainRest)
+		if err != nil {
+			p.chainErr = &FieldError{Field: SecretCertificate, Err: err}
+			return
+		}
+		p.chain = append([]*x509.Certificate{p.Leaf}, rest...)
+	})
+	return p.chain, p.chainErr
+}
+
+// CA parses ca.crt; an absent ca.crt gives nil and no error.
+func (p *ParsedSecret) CA() ([]*x509.Certificate, error) {
+	if p == nil {
+		return nil, nil
+	}
+	cas, err := parseCertificates(p.caPEM)
+	if err != nil {
+		return nil, &FieldError{Field: SecretCA, Err: err}
+	}
+	return cas, nil
+}
+
+// String describes the secret without key material.
+func (p *ParsedSecret) String() string {
+	if p == nil {
+		return "ParsedSecret(nil)"
+	}
+	leaf := "none"
+	if p.Leaf != nil {
+		leaf = fmt.Sprintf("%q serial %s", p.Leaf.Subject.CommonName, p.Leaf.SerialNumber)
+	}
+	key := "none"
+	if p.Key != nil {
+		alg, size := describePublicKey(p.Key.Public())
+		key = fmt.Sprintf("%s %d %s", alg, size, redacted)
+	}
+	return fmt.Sprintf("ParsedSecret{leaf: %s, key: %s, keyMatches: %v}", leaf, key, p.KeyMatches)
+}
+
+// Format prints String for every verb, so %v, %+v and %#v never reach the
+// key's fields.
+func (p *ParsedSecret) Format(f fmt.State, _ rune) { io.WriteString(f, p.String()) }
+
+// DataHash is a content hash of a secret's data, for hosts that cache
+// parsed secrets by content rather than by resource version.
+func DataHash(data map[string][]byte) [sha256.Size]byte {
+	names := make([]string, 0, len(data))
+	for k := range data {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	var n [8]byte
+	for _, k := range names {
+		for _, part := range [][]byte{[]byte(k), data[k]} {
+			l := uint64(len(part))
+			for i := range n {
+				n[i] = byte(l >> (8 * i))
+			}
+			h.Write(n[:])
+			h.Write(part)
+		}
+	}
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
+}
