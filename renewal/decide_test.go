@@ -1,0 +1,193 @@
+package renewal
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestDecide(t *testing.T) {
+	day := 24 * time.Hour
+	nb := utc("2026-01-01T00:00:00Z")
+	na := nb.Add(90 * day) // renewal due 2026-03-02T00:00:00Z (a Monday)
+	due := utc("2026-03-02T00:00:00Z")
+	night := Window{DaysOfWeek: []string{"Tuesday"}, Start: "01:00", End: "03:00"}
+	type want struct {
+		renew, deferred, bypassed bool
+		reason                    string
+		nextCheck                 string
+		conditions                []string
+		matched                   string
+		msg                       string
+	}
+	tests := map[string]struct {
+		in   Input
+		now  time.Time
+		opts Options
+		want want
+	}{
+		"automatic before the renewal time waits for it": {
+			in: Input{NotBefore: nb, NotAfter: na}, now: due.Add(-time.Hour),
+			want: want{reason: ReasonNotDue, nextCheck: "2026-03-02T00:00:00Z", msg: "renewal due at 2026-03-02T00:00:00Z (default)"},
+		},
+		"automatic at the renewal time renews": {
+			in: Input{NotBefore: nb, NotAfter: na}, now: due,
+			want: want{renew: true, reason: ReasonDue},
+		},
+		"automatic with windows ignores them and says so": {
+			in:  Input{NotBefore: nb, NotAfter: na, Spec: Spec{Windows: []Window{night}}},
+			now: due, want: want{renew: true, reason: ReasonDue, conditions: []string{ConditionRenewalWindowsIgnored}},
+		},
+		"disabled never renews and never asks to look again": {
+			in:  Input{NotBefore: nb, NotAfter: na, Spec: Spec{Policy: PolicyDisabled}},
+			now: na.Add(-time.Minute), want: want{reason: ReasonDisabled, conditions: []string{ConditionRenewalDisabled}, msg: "a manual trigger still renews"},
+		},
+		"scheduled and not yet due waits for the renewal time": {
+			in:  Input{NotBefore: nb, NotAfter: na, Spec: Spec{Policy: PolicyScheduled, Windows: []Window{night}}},
+			now: due.Add(-day), want: want{reason: ReasonNotDue, nextCheck: "2026-03-02T00:00:00Z"},
+		},
+		"scheduled, due, outside the window defers to the next start": {
+			in:  Input{NotBefore: nb, NotAfter: na, Spec: Spec{Policy: PolicyScheduled, Windows: []Window{night}}},
+			now: due, want: want{deferred: true, reason: ReasonDeferred, nextCheck: "2026-03-03T01:00:00Z",
+				conditions: []string{ConditionRenewalDeferred}, msg: "opens at 2026-03-03T01:00:00Z"},
+		},
+		"scheduled, due, inside the window renews and names it": {
+			in:  Input{NotBefore: nb, NotAfter: na, Spec: Spec{Policy: PolicyScheduled, Windows: []Window{{Start: "00:00", End: "06:00"}, night}}},
+			now: utc("2026-03-03T01:30:00Z"), want: want{renew: true, reason: ReasonDue, matched: "windows[0]"},
+		},
+		"scheduled near expiry bypasses the windows (fail-safe)": {
+			in:  Input{NotBefore: nb, NotAfter: na, Spec: Spec{Policy: PolicyScheduled, Windows: []Window{night}}},
+			now: na.Add(-20 * time.Hour), want: want{renew: true, bypassed: true, reason: ReasonWindowBypassed,
+				conditions: []string{ConditionRenewalWindowBypassed}, msg: "within the 24h0m0s safety margin"},
+		},
+		"the deferral wakes up at the fail-safe point when it comes before the window": {
+			in:  Input{NotBefore: nb, NotAfter: na, Spec: Spec{Policy: PolicyScheduled, Windows: []Window{night}}},
+			now: utc("2026-03-30T12:00:00Z"), // Monday; the window opens Tuesday 01:00, the fail-safe point is Tuesday 00:00
+			want: want{deferred: true, reason: ReasonDeferred, nextCheck: "2026-03-31T00:00:00Z", conditions: []string{ConditionRenewalDeferred}},
+		},
+		"strict mode keeps the windows even past the margin and says the certificate may expire": {
+			in:  Input{NotBefore: nb, NotAfter: na, Spec: Spec{Policy: PolicyScheduled, Windows: []Window{night}}},
+			now: na.Add(-2 * time.Hour), opts: Options{Strict: true},
+			want: want{deferred: true, reason: ReasonDeferred, nextCheck: "2026-04-07T01:00:00Z", conditions: []string{ConditionRenewalDeferred},
+				msg: "strict mode keeps the windows although the certificate expires"},
+		},
+		"invalid windows stop windowed renewal but wake up at the fail-safe point": {
+			in:  Input{NotBefore: nb, NotAfter: na, Spec: Spec{Policy: PolicyScheduled, Windows: []Window{{Start: "99:00", End: "01:00"}}}},
+			now: due, want: want{reason: ReasonConfigInvalid, nextCheck: "2026-03-31T00:00:00Z", conditions: []string{ConditionRenewalConfigInvalid},
+				msg: "the fail-safe renews at 2026-03-31T00:00:00Z"},
+		},
+		"invalid windows near expiry still renew (fail-safe)": {
+			in:  Input{NotBefore: nb, NotAfter: na, Spec: Spec{Policy: PolicyScheduled, Windows: []Window{{Start: "99:00", End: "01:00"}}}},
+			now: na.Add(-time.Hour), want: want{renew: true, bypassed: true, reason: ReasonWindowBypassed,
+				conditions: []string{ConditionRenewalConfigInvalid, ConditionRenewalWindowBypassed}},
+		},
+		"a short-lived certificate's margin is a sixth of its life": {
+			in:  Input{NotBefore: nb, NotAfter: nb.Add(72 * time.Hour), Spec: Spec{Policy: PolicyScheduled, Windows: []Window{night}}},
+			now: nb.Add(61 * time.Hour), want: want{renew: true, bypassed: true, reason: ReasonWindowBypassed,
+				conditions: []string{ConditionRenewalWindowBypassed}, msg: "12h0m0s safety margin"},
+		},
+		"an ARI window replaces the renewal time": {
+			in:  Input{NotBefore: nb, NotAfter: na, ARI: &ARIWindow{Start: utc("2026-02-10T00:00:00Z"), End: utc("2026-02-11T00:00:00Z")}, JitterKey: "uid-1"},
+			now: utc("2026-02-01T00:00:00Z"), want: want{reason: ReasonNotDue, msg: "(ARI)"},
+		},
+		"an ARI window that has started renews now": {
+			in:  Input{NotBefore: nb, NotAfter: na, ARI: &ARIWindow{Start: utc("2026-01-20T00:00:00Z"), End: utc("2026-01-21T00:00:00Z")}},
+			now: utc("2026-01-20T00:00:01Z"), want: want{renew: true, reason: ReasonDue, msg: "since 2026-01-20T00:00:00Z (ARI)"},
+		},
+		"a malformed ARI window is ignored, saying why": {
+			in:  Input{NotBefore: nb, NotAfter: na, ARI: &ARIWindow{Start: utc("2026-01-21T00:00:00Z"), End: utc("2026-01-20T00:00:00Z")}},
+			now: utc("2026-01-20T12:00:00Z"), want: want{reason: ReasonNotDue, nextCheck: "2026-03-02T00:00:00Z", msg: "malformed"},
+		},
+		"a stale ARI window (ending before notBefore) is ignored": {
+			in:  Input{NotBefore: nb, NotAfter: na, ARI: &ARIWindow{Start: utc("2025-10-01T00:00:00Z"), End: utc("2025-10-02T00:00:00Z")}},
+			now: utc("2026-01-20T12:00:00Z"), want: want{reason: ReasonNotDue, nextCheck: "2026-03-02T00:00:00Z", msg: "ends before the certificate's notBefore"},
+		},
+		"an unknown policy renews as Automatic and says so": {
+			in:  Input{NotBefore: nb, NotAfter: na, Spec: Spec{Policy: "Sometimes"}},
+			now: due, want: want{renew: true, reason: ReasonDue, conditions: []string{ConditionRenewalConfigInvalid}},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			d := Decide(tc.in, tc.now, tc.opts)
+			var conds []string
+			for _, c := range d.Conditions {
+				conds = append(conds, c.Type)
+			}
+			got := want{renew: d.Renew, deferred: d.Deferred, bypassed: d.Bypassed, reason: d.Reason, conditions: conds, msg: tc.want.msg}
+			if !d.NextCheck.IsZero() && tc.want.nextCheck != "" {
+				got.nextCheck = stamp(d.NextCheck)
+			}
+			if d.Status.Windows != nil {
+				got.matched = d.Status.Windows.MatchedWindow
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Fatalf("Decide() mismatch (-want +got):\n%s\nmessage: %s", diff, d.Message)
+			}
+			if !strings.Contains(d.Message, tc.want.msg) {
+				t.Fatalf("message %q does not say %q", d.Message, tc.want.msg)
+			}
+			if d.Renew && d.NextCheck.After(tc.now) && !d.NextCheck.IsZero() {
+				t.Fatalf("a renewing decision asks to look again later: %v", d.NextCheck)
+			}
+		})
+	}
+}
+
+func TestDecideARIPointIsDeterministicAndInside(t *testing.T) {
+	w := &ARIWindow{Start: utc("2026-02-10T00:00:00Z"), End: utc("2026-02-12T00:00:00Z")}
+	in := Input{NotBefore: utc("2026-01-01T00:00:00Z"), NotAfter: utc("2026-04-01T00:00:00Z"), ARI: w}
+	seen := map[time.Time]bool{}
+	for _, key := range []string{"a", "b", "c", "d", "e", "f"} {
+		in.JitterKey = key
+		d1 := Decide(in, utc("2026-01-15T00:00:00Z"), Options{})
+		d2 := Decide(in, utc("2026-02-01T00:00:00Z"), Options{})
+		if !d1.RenewalTime.Equal(d2.RenewalTime) {
+			t.Fatal("the ARI point moved between calls")
+		}
+		if d1.RenewalTime.Before(w.Start) || !d1.RenewalTime.Before(w.End) {
+			t.Fatalf("ARI point %v outside the window", d1.RenewalTime)
+		}
+		seen[d1.RenewalTime] = true
+	}
+	if len(seen) < 5 {
+		t.Fatal("keys do not spread inside the ARI window")
+	}
+}
+
+func TestSpecValidate(t *testing.T) {
+	if err := (Spec{Policy: PolicyScheduled, Windows: []Window{{Start: "01:00", End: "02:00"}}}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+	err := Spec{Policy: "Weekly", Windows: []Window{{Start: "1", End: "02:00"}}}.Validate()
+	if err == nil || !strings.Contains(err.Error(), `policy: "Weekly"`) || !strings.Contains(err.Error(), "windows[0].start") {
+		t.Fatalf("Validate() = %v, want both the policy and the window named", err)
+	}
+}
+
+func BenchmarkNextWindow7(b *testing.B) {
+	var ws []Window
+	for _, d := range []string{"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"} {
+		ws = append(ws, Window{DaysOfWeek: []string{d}, Start: "23:00", End: "05:00", TimeZone: "Europe/Oslo"})
+	}
+	s := mustCompile(b, ws...)
+	now := utc("2026-03-04T12:00:00Z")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, _, ok := s.NextStart(now); !ok {
+			b.Fatal("no next start")
+		}
+	}
+}
+
+func BenchmarkDecideAutomaticNotDue(b *testing.B) {
+	in := Input{NotBefore: t0, NotAfter: t0.Add(90 * 24 * time.Hour), JitterKey: "6f1c2b0e-8d4a-4b7e-9a51-0c3f2d9e7a11"}
+	opts := Options{Timing: Timing{Jitter: true}}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		_ = Decide(in, t0.Add(time.Hour), opts)
+	}
+}
