@@ -63,8 +63,8 @@ func TestDecide(t *testing.T) {
 				conditions: []string{ConditionRenewalWindowBypassed}, msg: "within the 24h0m0s safety margin"},
 		},
 		"the deferral wakes up at the fail-safe point when it comes before the window": {
-			in:  Input{NotBefore: nb, NotAfter: na, Spec: Spec{Policy: PolicyScheduled, Windows: []Window{night}}},
-			now: utc("2026-03-30T12:00:00Z"), // Monday; the window opens Tuesday 01:00, the fail-safe point is Tuesday 00:00
+			in:   Input{NotBefore: nb, NotAfter: na, Spec: Spec{Policy: PolicyScheduled, Windows: []Window{night}}},
+			now:  utc("2026-03-30T12:00:00Z"), // Monday; the window opens Tuesday 01:00, the fail-safe point is Tuesday 00:00
 			want: want{deferred: true, reason: ReasonDeferred, nextCheck: "2026-03-31T00:00:00Z", conditions: []string{ConditionRenewalDeferred}},
 		},
 		"strict mode keeps the windows even past the margin and says the certificate may expire": {
