@@ -3,13 +3,45 @@ package keys
 import (
 	"crypto/rand"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
 	"testing"
+	"time"
 )
 
+func mustOID(b *testing.B, s string) x509.OID {
+	oid, err := x509.ParseOID(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return oid
+}
+
+// benchSecret builds the issue's benchmark secret: an ECDSA P-256 leaf
+// shaped like a public CA's (key usage, EKU, basic constraints, SKI/AKI,
+// two DNS names, AIA, CRL distribution point, a policy), its CA, and the key.
 func benchSecret(b *testing.B) (map[string][]byte, []byte) {
 	ca := newTestCA(b)
 	key := mustKey(b, KeySpec{Algorithm: AlgorithmECDSA})
-	der := ca.issueDER(b, key.Public(), "a.example", []string{"a.example", "www.a.example"})
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(0x0312_3456_789a_bcde),
+		Subject:               pkix.Name{CommonName: "a.example"},
+		DNSNames:              []string{"a.example", "www.a.example"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(90 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		BasicConstraintsValid: true,
+		SubjectKeyId:          []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20},
+		OCSPServer:            []string{"http://o.ca.example"},
+		IssuingCertificateURL: []string{"http://i.ca.example/"},
+		CRLDistributionPoints: []string{"http://c.ca.example/1.crl"},
+		Policies:              []x509.OID{mustOID(b, "2.23.140.1.2.1")},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
+	if err != nil {
+		b.Fatal(err)
+	}
 	keyPEM, _ := EncodePrivateKey(key, EncodingPKCS1)
 	return map[string][]byte{"tls.crt": pemCert(der), "tls.key": keyPEM, "ca.crt": ca.pem}, der
 }
