@@ -495,3 +495,10 @@ func describeUsages(ku x509.KeyUsage, eku []string) string {
 	slices.Sort(names)
 	return "[" + strings.Join(names, ", ") + "]"
 }
+
+// KnownUsage reports whether u is a usage BuildCSR understands.
+func KnownUsage(u Usage) bool {
+	_, ku := keyUsages[u]
+	_, eku := extKeyUsages[u]
+	return ku || eku
+}

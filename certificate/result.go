@@ -1,0 +1,112 @@
+package certificate
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/certlife/certlife/backoff"
+	"github.com/certlife/certlife/renewal"
+)
+
+// Config is a host's settings for every certificate. The zero value is the
+// documented default of each part.
+type Config struct {
+	// Backoff after failed issuance (seed 003). Zero: 1h·2^(n−1) ≤ 32h.
+	Backoff backoff.Policy
+	// Renewal options: short-lived timing, jitter, fail-safe margin,
+	// strict windows.
+	Renewal renewal.Options
+	// SecretInUseRecheck is how soon a certificate that lost a shared
+	// secret to another looks again. Zero means 1h.
+	SecretInUseRecheck time.Duration
+}
+
+func (c Config) secretInUseRecheck() time.Duration {
+	if c.SecretInUseRecheck > 0 {
+		return c.SecretInUseRecheck
+	}
+	return time.Hour
+}
+
+// Action is one effect the host carries out, in the order the result
+// lists them. The set is closed: hosts switch over the concrete types.
+type Action interface {
+	isAction()
+	// String describes the action for logs; it never prints key material.
+	String() string
+}
+
+// UpdateStatus asks the host to write Status as the certificate's status
+// (the status subresource), with the resource version it read. On a
+// conflict the host drops the rest of the pass and requeues: the next
+// decision runs on fresh state.
+//
+// Ordering: status is written after every other action of the same result,
+// so that a crash in between leaves the old status, and the next pass
+// repeats the work instead of believing it done.
+type UpdateStatus struct {
+	Status Status
+}
+
+func (UpdateStatus) isAction() {}
+
+func (a UpdateStatus) String() string {
+	s := "UpdateStatus{"
+	for i, c := range a.Status.Conditions {
+		if i > 0 {
+			s += ", "
+		}
+		s += c.Type + "=" + c.Status
+		if c.Reason != "" {
+			s += "(" + c.Reason + ")"
+		}
+	}
+	if a.Status.Revision != nil {
+		s += fmt.Sprintf(", revision=%d", *a.Status.Revision)
+	}
+	return s + "}"
+}
+
+// Result is a decision: the actions to carry out in order, when to look
+// again, and why.
+type Result struct {
+	// Actions to carry out in order; stop at the first error.
+	Actions []Action
+	// RequeueAt is when to run the decision again even if nothing changes;
+	// zero means only on a change.
+	RequeueAt time.Time
+	// Reason is a constant from reasons.go; Message says why and when.
+	Reason, Message string
+	// Renewal is the renewal decision the trigger consulted, when it did.
+	Renewal *renewal.Decision
+}
+
+// setCondition returns conds with c set: the transition time is kept when
+// the status does not change.
+func setCondition(conds []Condition, c Condition, now time.Time, generation int64) []Condition {
+	c.ObservedGeneration = generation
+	c.LastTransitionTime = now
+	out := make([]Condition, 0, len(conds)+1)
+	found := false
+	for _, old := range conds {
+		if old.Type != c.Type {
+			out = append(out, old)
+			continue
+		}
+		found = true
+		if old.Status == c.Status {
+			c.LastTransitionTime = old.LastTransitionTime
+		}
+		out = append(out, c)
+	}
+	if !found {
+		out = append(out, c)
+	}
+	return out
+}
+
+// cloneStatus deep-copies what the stages change.
+func cloneStatus(s Status) Status {
+	s.Conditions = append([]Condition(nil), s.Conditions...)
+	return s
+}

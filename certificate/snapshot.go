@@ -1,0 +1,117 @@
+package certificate
+
+import (
+	"crypto/x509"
+	"strconv"
+
+	"github.com/certlife/certlife/keys"
+	"github.com/certlife/certlife/renewal"
+)
+
+// Snapshot is everything a decision reads about one certificate, gathered
+// by the host in one place. Nil means missing. The decision never changes
+// it.
+type Snapshot struct {
+	// Certificate is the resource being reconciled.
+	Certificate *Certificate
+	// Secret is spec.secretName; nil when it does not exist.
+	Secret *Secret
+	// Requests are the CertificateRequests the certificate owns.
+	Requests []*CertificateRequest
+	// NextPrivateKeySecrets are the secrets the certificate owns that carry
+	// LabelNextPrivateKey.
+	NextPrivateKeySecrets []*Secret
+	// OtherOwners are other certificates whose spec.secretName is the same
+	// secret.
+	OtherOwners []*Certificate
+	// ARI is the CA's suggested renewal window for the current certificate.
+	ARI *renewal.ARIWindow
+
+	// Parsed is an optional host cache: the parse of Secret.Data, valid
+	// only for this Secret (the host keys it by resource version or
+	// keys.DataHash). Nil means parse here.
+	Parsed *keys.ParsedSecret
+	// ParsedCSRs is an optional host cache of parsed requests by request
+	// name, valid for the Requests passed.
+	ParsedCSRs map[string]*x509.CertificateRequest
+}
+
+// view is a snapshot with every input parsed at most once per decision.
+type view struct {
+	s    *Snapshot
+	cert *Certificate
+
+	parsed     *keys.ParsedSecret
+	parsedDone bool
+
+	current     *CertificateRequest // revision == status.revision
+	currentCSR  *x509.CertificateRequest
+	currentErr  error
+	currentDone bool
+}
+
+func newView(s *Snapshot) *view {
+	return &view{s: s, cert: s.Certificate}
+}
+
+// secret returns the parsed secret, parsing it on first use.
+func (v *view) secret() *keys.ParsedSecret {
+	if v.parsedDone {
+		return v.parsed
+	}
+	v.parsedDone = true
+	switch {
+	case v.s.Secret == nil:
+	case v.s.Parsed != nil:
+		v.parsed = v.s.Parsed
+	default:
+		v.parsed, _ = keys.ParseSecretData(v.s.Secret.Data)
+	}
+	return v.parsed
+}
+
+// revisionOf reads a request's revision annotation; ok is false when it is
+// missing or not a positive integer.
+func revisionOf(r *CertificateRequest) (int, bool) {
+	if r == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(r.Annotations[AnnotationRevision])
+	if err != nil || n < 1 {
+		return 0, false
+	}
+	return n, true
+}
+
+// requestFor returns the request of the given revision, or nil.
+func (v *view) requestFor(revision int) *CertificateRequest {
+	for _, r := range v.s.Requests {
+		if n, ok := revisionOf(r); ok && n == revision {
+			return r
+		}
+	}
+	return nil
+}
+
+// csrOf parses a request's CSR, from the host cache when it has it.
+func (v *view) csrOf(r *CertificateRequest) (*x509.CertificateRequest, error) {
+	if c, ok := v.s.ParsedCSRs[r.Name]; ok && c != nil {
+		return c, nil
+	}
+	return keys.ParseCSR(r.Spec.Request)
+}
+
+// currentRequest returns the request that issued status.revision and its
+// parsed CSR (nil, nil when there is none).
+func (v *view) currentRequest() (*CertificateRequest, *x509.CertificateRequest, error) {
+	if !v.currentDone {
+		v.currentDone = true
+		if rev := v.cert.Status.Revision; rev != nil {
+			v.current = v.requestFor(*rev)
+			if v.current != nil {
+				v.currentCSR, v.currentErr = v.csrOf(v.current)
+			}
+		}
+	}
+	return v.current, v.currentCSR, v.currentErr
+}

@@ -1,0 +1,311 @@
+package certificate
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/certlife/certlife/keys"
+	"github.com/certlife/certlife/renewal"
+)
+
+// Annotations and labels certlife reads and writes, with their meaning.
+const (
+	// AnnotationRevision on a CertificateRequest: the certificate revision
+	// the request is for (status.revision + 1 when it was created).
+	AnnotationRevision = "certlife.dev/certificate-revision"
+	// AnnotationCertificateName on a Secret or request: the certificate
+	// that owns it.
+	AnnotationCertificateName = "certlife.dev/certificate-name"
+	// AnnotationIssuerName, AnnotationIssuerKind and AnnotationIssuerGroup
+	// on a Secret: the issuer that signed the certificate in it.
+	AnnotationIssuerName  = "certlife.dev/issuer-name"
+	AnnotationIssuerKind  = "certlife.dev/issuer-kind"
+	AnnotationIssuerGroup = "certlife.dev/issuer-group"
+	// LabelNextPrivateKey marks a Secret that holds the next private key of
+	// a certificate during issuance; its value is "true".
+	LabelNextPrivateKey = "certlife.dev/next-private-key"
+)
+
+// Defaults of IssuerRef.
+const (
+	DefaultIssuerKind  = "Issuer"
+	DefaultIssuerGroup = "cert-manager.io"
+)
+
+// Duration is a time.Duration that reads and writes JSON as a Go duration
+// string ("2160h0m0s"), as Kubernetes' metav1.Duration does.
+type Duration struct{ time.Duration }
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.Duration.String()) }
+
+// UnmarshalJSON reads a duration string such as "90m" or "2160h".
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration: %q: %w", s, err)
+	}
+	d.Duration = v
+	return nil
+}
+
+// ObjectMeta is the part of a Kubernetes object's metadata certlife reads.
+type ObjectMeta struct {
+	Name              string            `json:"name"`
+	Namespace         string            `json:"namespace,omitempty"`
+	UID               string            `json:"uid,omitempty"`
+	Generation        int64             `json:"generation,omitempty"`
+	ResourceVersion   string            `json:"resourceVersion,omitempty"`
+	CreationTimestamp time.Time         `json:"creationTimestamp,omitempty"`
+	Labels            map[string]string `json:"labels,omitempty"`
+	Annotations       map[string]string `json:"annotations,omitempty"`
+	// OwnerUID is the UID of the controlling owner, empty for none.
+	OwnerUID string `json:"ownerUID,omitempty"`
+}
+
+// IssuerRef names the issuer that signs a certificate's requests.
+type IssuerRef struct {
+	Name string `json:"name"`
+	// Kind; empty means DefaultIssuerKind.
+	Kind string `json:"kind,omitempty"`
+	// Group; empty means DefaultIssuerGroup.
+	Group string `json:"group,omitempty"`
+}
+
+// WithDefaults fills Kind and Group.
+func (r IssuerRef) WithDefaults() IssuerRef {
+	if r.Kind == "" {
+		r.Kind = DefaultIssuerKind
+	}
+	if r.Group == "" {
+		r.Group = DefaultIssuerGroup
+	}
+	return r
+}
+
+// SecretTemplate holds labels and annotations copied onto the secret.
+type SecretTemplate struct {
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// OutputFormat is an additional secret output.
+type OutputFormat string
+
+// Output formats.
+const (
+	OutputCombinedPEM OutputFormat = "CombinedPEM" // tls-combined.pem
+	OutputDER         OutputFormat = "DER"         // key.der
+)
+
+// Keystores asks for PKCS#12 and JKS keystores in the secret.
+type Keystores struct {
+	PKCS12 *keys.PKCS12Spec `json:"pkcs12,omitempty"`
+	JKS    *keys.JKSSpec    `json:"jks,omitempty"`
+}
+
+// Spec is what a certificate asks for.
+type Spec struct {
+	// SecretName is the secret the certificate and key are written to.
+	// Required.
+	SecretName string `json:"secretName"`
+
+	CommonName     string        `json:"commonName,omitempty"`
+	DNSNames       []string      `json:"dnsNames,omitempty"`
+	IPAddresses    []string      `json:"ipAddresses,omitempty"`
+	URIs           []string      `json:"uris,omitempty"`
+	EmailAddresses []string      `json:"emailAddresses,omitempty"`
+	Subject        *keys.Subject `json:"subject,omitempty"`
+
+	// Duration requested from the issuer; nil means the issuer decides
+	// (DefaultDuration is assumed for validation). At least one hour.
+	Duration *Duration `json:"duration,omitempty"`
+	// RenewBefore, when set, renews this long before expiry.
+	RenewBefore *Duration `json:"renewBefore,omitempty"`
+	// RenewBeforePercentage, when set, renews when this percentage of the
+	// lifetime remains. Exclusive with RenewBefore.
+	RenewBeforePercentage *int32 `json:"renewBeforePercentage,omitempty"`
+
+	IssuerRef IssuerRef    `json:"issuerRef"`
+	IsCA      bool         `json:"isCA,omitempty"`
+	Usages    []keys.Usage `json:"usages,omitempty"`
+
+	// PrivateKey spec; nil means keys' defaults.
+	PrivateKey *keys.KeySpec `json:"privateKey,omitempty"`
+
+	SecretTemplate          *SecretTemplate `json:"secretTemplate,omitempty"`
+	AdditionalOutputFormats []OutputFormat  `json:"additionalOutputFormats,omitempty"`
+	Keystores               *Keystores      `json:"keystores,omitempty"`
+
+	// RevisionHistoryLimit is how many old requests to keep; nil means
+	// DefaultRevisionHistoryLimit.
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
+
+	// Renewal is the renewal policy (seed 004); nil means Automatic.
+	Renewal *renewal.Spec `json:"renewal,omitempty"`
+}
+
+// DefaultDuration is assumed when Spec.Duration is unset (90 days).
+const DefaultDuration = 90 * 24 * time.Hour
+
+// DefaultRevisionHistoryLimit of requests kept after issuance.
+const DefaultRevisionHistoryLimit = 1
+
+// KeySpec returns the private key spec with defaults.
+func (s *Spec) KeySpec() keys.KeySpec {
+	if s == nil || s.PrivateKey == nil {
+		return keys.KeySpec{}.WithDefaults()
+	}
+	return s.PrivateKey.WithDefaults()
+}
+
+// Template returns what the certificate asks to be certified.
+func (s *Spec) Template() keys.RequestTemplate {
+	if s == nil {
+		return keys.RequestTemplate{}
+	}
+	return keys.RequestTemplate{
+		CommonName: s.CommonName, DNSNames: s.DNSNames, IPAddresses: s.IPAddresses,
+		URIs: s.URIs, EmailAddresses: s.EmailAddresses, Subject: s.Subject,
+		Usages: s.Usages, IsCA: s.IsCA,
+	}
+}
+
+// Condition types on a Certificate.
+const (
+	ConditionReady   = "Ready"
+	ConditionIssuing = "Issuing"
+)
+
+// Condition statuses.
+const (
+	StatusTrue    = "True"
+	StatusFalse   = "False"
+	StatusUnknown = "Unknown"
+)
+
+// Condition is a Kubernetes-style status condition.
+type Condition struct {
+	Type               string    `json:"type"`
+	Status             string    `json:"status"`
+	Reason             string    `json:"reason,omitempty"`
+	Message            string    `json:"message,omitempty"`
+	LastTransitionTime time.Time `json:"lastTransitionTime,omitempty"`
+	ObservedGeneration int64     `json:"observedGeneration,omitempty"`
+}
+
+// Status is what the stages record about a certificate, and the only way
+// they talk to each other (seed 000).
+type Status struct {
+	Conditions []Condition `json:"conditions,omitempty"`
+	// Revision of the certificate in the secret; nil before the first
+	// issuance.
+	Revision *int `json:"revision,omitempty"`
+	// NextPrivateKeySecretName names the secret holding the key of the
+	// issuance in progress.
+	NextPrivateKeySecretName string `json:"nextPrivateKeySecretName,omitempty"`
+	// LastFailureTime and FailedIssuanceAttempts drive the backoff
+	// (seed 003).
+	LastFailureTime        *time.Time `json:"lastFailureTime,omitempty"`
+	FailedIssuanceAttempts *int       `json:"failedIssuanceAttempts,omitempty"`
+	// RetryAfter is the earliest next attempt the CA allowed (rate limit).
+	RetryAfter *time.Time `json:"retryAfter,omitempty"`
+
+	NotBefore   *time.Time `json:"notBefore,omitempty"`
+	NotAfter    *time.Time `json:"notAfter,omitempty"`
+	RenewalTime *time.Time `json:"renewalTime,omitempty"`
+
+	// Renewal is seed 004's renewal status.
+	Renewal *renewal.Status `json:"renewal,omitempty"`
+}
+
+// Condition returns the condition of type t, or nil.
+func (s *Status) Condition(t string) *Condition {
+	if s == nil {
+		return nil
+	}
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == t {
+			return &s.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// Certificate is the resource a user writes.
+type Certificate struct {
+	ObjectMeta `json:"metadata"`
+	Spec       Spec   `json:"spec"`
+	Status     Status `json:"status,omitempty"`
+}
+
+// Secret holds a certificate, its key, and anything else the spec asks.
+type Secret struct {
+	ObjectMeta `json:"metadata"`
+	Data       map[string][]byte `json:"data,omitempty"`
+}
+
+// Request condition types and reasons.
+const (
+	RequestConditionReady          = "Ready"
+	RequestConditionDenied         = "Denied"
+	RequestConditionInvalidRequest = "InvalidRequest"
+	RequestReasonPending           = "Pending"
+	RequestReasonFailed            = "Failed"
+	RequestReasonIssued            = "Issued"
+)
+
+// RequestSpec is what a CertificateRequest asks the issuer.
+type RequestSpec struct {
+	// Request is the PEM certificate signing request.
+	Request   []byte       `json:"request"`
+	IssuerRef IssuerRef    `json:"issuerRef"`
+	Duration  *Duration    `json:"duration,omitempty"`
+	IsCA      bool         `json:"isCA,omitempty"`
+	Usages    []keys.Usage `json:"usages,omitempty"`
+}
+
+// RequestStatus is what the issuer answered.
+type RequestStatus struct {
+	Conditions []Condition `json:"conditions,omitempty"`
+	// Certificate is the issued chain, PEM, leaf first.
+	Certificate []byte `json:"certificate,omitempty"`
+	// CA is the issuing CA, PEM, when the issuer knows it.
+	CA []byte `json:"ca,omitempty"`
+	// FailureTime is when the request failed.
+	FailureTime *time.Time `json:"failureTime,omitempty"`
+	// RetryAfter is when the issuer allows another attempt (rate limits).
+	RetryAfter *time.Time `json:"retryAfter,omitempty"`
+}
+
+// CertificateRequest is one attempt to get a certificate signed.
+type CertificateRequest struct {
+	ObjectMeta `json:"metadata"`
+	Spec       RequestSpec   `json:"spec"`
+	Status     RequestStatus `json:"status,omitempty"`
+}
+
+// Condition returns the request's condition of type t, or nil.
+func (r *CertificateRequest) Condition(t string) *Condition {
+	if r == nil {
+		return nil
+	}
+	for i := range r.Status.Conditions {
+		if r.Status.Conditions[i].Type == t {
+			return &r.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// RequestName is the deterministic name of a certificate's request for a
+// revision: "<certificate>-<revision>". A second create of the same name,
+// from a stale cache, conflicts instead of making a second request.
+func RequestName(certificate string, revision int) string {
+	return fmt.Sprintf("%s-%d", certificate, revision)
+}
