@@ -98,7 +98,7 @@ func (v *view) csrOf(r *CertificateRequest) (*x509.CertificateRequest, error) {
 	if c, ok := v.s.ParsedCSRs[r.Name]; ok && c != nil {
 		return c, nil
 	}
-	return keys.ParseCSR(r.Spec.Request)
+	return keys.DecodeCSR(r.Spec.Request)
 }
 
 // currentRequest returns the request that issued status.revision and its

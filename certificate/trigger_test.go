@@ -66,7 +66,9 @@ func TestTrigger(t *testing.T) {
 			want: want{reason: ReasonKeyMismatchesRequest, issuing: true, msg: "not the key of request web-1"},
 		},
 		"a new DNS name in the spec triggers issuance through the request check": {
-			mutate: func(s *Snapshot) { s.Certificate.Spec.DNSNames = append(s.Certificate.Spec.DNSNames, "api.web.example") }, now: t0,
+			mutate: func(s *Snapshot) {
+				s.Certificate.Spec.DNSNames = append(s.Certificate.Spec.DNSNames, "api.web.example")
+			}, now: t0,
 			want: want{reason: ReasonRequestChanged, issuing: true, msg: "dnsNames: want [api.web.example web.example www.web.example]"},
 		},
 		"a new issuer in the spec is caught by the secret's annotations first": {

@@ -1,0 +1,55 @@
+package certificate
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"testing"
+	"time"
+
+	"github.com/certlife/certlife/keys"
+)
+
+// BenchmarkParseCertificateBaseline is the yardstick: one plain
+// x509.ParseCertificate of the healthy certificate's ECDSA P-256 leaf.
+func BenchmarkParseCertificateBaseline(b *testing.B) {
+	f := newFixture(b)
+	s, _ := f.healthy(t0.Add(-10 * 24 * time.Hour))
+	block, _ := pem.Decode(s.Secret.Data[keys.SecretCertificate])
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTriggerHealthy runs the trigger on a healthy certificate from
+// bytes: the secret and the current request are parsed inside.
+func BenchmarkTriggerHealthy(b *testing.B) {
+	f := newFixture(b)
+	s, _ := f.healthy(t0.Add(-10 * 24 * time.Hour))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if res := Trigger(s, t0, Config{}); res.Reason != ReasonUpToDate {
+			b.Fatal(res.Reason, res.Message)
+		}
+	}
+}
+
+// BenchmarkTriggerHealthyCached is the same with the host's parsed cache.
+func BenchmarkTriggerHealthyCached(b *testing.B) {
+	f := newFixture(b)
+	s, _ := f.healthy(t0.Add(-10 * 24 * time.Hour))
+	s.Parsed, _ = keys.ParseSecretData(s.Secret.Data)
+	csr, _ := keys.ParseCSR(s.Requests[0].Spec.Request)
+	s.ParsedCSRs = map[string]*x509.CertificateRequest{s.Requests[0].Name: csr}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if res := Trigger(s, t0, Config{}); res.Reason != ReasonUpToDate {
+			b.Fatal(res.Reason, res.Message)
+		}
+	}
+}

@@ -1,0 +1,56 @@
+// Package certificate is the certificate controller of seed 000 as pure
+// decisions: each stage reads a [Snapshot] and `now` and returns a [Result]
+// — the actions to carry out, when to look again, and why. The stages talk
+// to each other only through the Certificate's [Status].
+//
+// Built so far: the resource types, [Validate], and the trigger stage
+// ([Trigger]). The keymanager, requestmanager, issuing and readiness stages
+// and Reconcile, which runs them in order, are the next pieces.
+//
+// # The trigger
+//
+// [Trigger] decides whether a certificate must be (re)issued. While the
+// Issuing condition is True it stands aside — that is how a manual trigger
+// works: set Issuing=True and the stages issue, backoff or not. Otherwise it
+// runs an ordered chain of named checks, the first violation winning:
+//
+//  1. SecretDoesNotExist
+//  2. SecretMissingData (tls.crt or tls.key)
+//  3. SecretInvalidKeyPair (undecodable, or the key is not the certificate's)
+//  4. SecretIssuerMismatch (issuer annotations vs spec.issuerRef)
+//  5. SecretCertificateNameMismatch (the secret was issued for another
+//     certificate that no longer claims it)
+//  6. SecretKeyMismatchesSpec (spec.privateKey)
+//  7. SecretKeyMismatchesRequest (the key of the request that issued the
+//     current revision)
+//  8. RequestOrCertificateChanged (that request vs the spec; with no
+//     request, the issued certificate's names vs the spec, a name may move
+//     between the common name and the DNS names)
+//
+// then asks package renewal whether renewal is due (renewal time, ARI,
+// Disabled / Scheduled windows, fail-safe). Every check is safe on missing
+// input, so the chain can be reordered without a panic. Before setting
+// Issuing after a failure it applies package backoff, unless the failed
+// request no longer matches the spec. When another certificate owns the
+// target secret (the one its annotation names, else the oldest), the trigger
+// writes nothing and looks again later, so two certificates never overwrite
+// one secret in turn.
+//
+// # The host loop
+//
+// A host, for each certificate key taken from its queue:
+//
+//  1. gathers a Snapshot in one place: the certificate, its target secret,
+//     its requests and next-private-key secrets, other certificates naming
+//     the same secret, the ARI window; nil for anything missing; optionally
+//     cached parses (Snapshot.Parsed) keyed by resource version;
+//  2. calls the decision with now from its clock;
+//  3. carries out Result.Actions in order, stopping at the first error
+//     (a conflict on a stale write is an error: the next pass repairs it);
+//  4. requeues the key at Result.RequeueAt when it is set, and on any
+//     change to the resources in the snapshot;
+//  5. shows Result.Reason and Result.Message as the "why and when".
+//
+// Decisions never read the clock, never draw randomness and never do I/O:
+// the same snapshot and time give the same result.
+package certificate
