@@ -3,9 +3,10 @@
 // — the actions to carry out, when to look again, and why. The stages talk
 // to each other only through the Certificate's [Status].
 //
-// Built so far: the resource types, [Validate], and the trigger stage
-// ([Trigger]). The keymanager, requestmanager, issuing and readiness stages
-// and Reconcile, which runs them in order, are the next pieces.
+// Built so far: the resource types, [Validate], the trigger stage
+// ([Trigger]) and the readiness stage ([Readiness]). The keymanager,
+// requestmanager and issuing stages and Reconcile, which runs the stages
+// in order, are the next pieces.
 //
 // # The trigger
 //

@@ -1,0 +1,102 @@
+package certificate
+
+import (
+	"testing"
+	"time"
+
+	"github.com/certlife/certlife/keys"
+	"github.com/certlife/certlife/renewal"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestReadiness(t *testing.T) {
+	f := newFixture(t)
+	issued := t0.Add(-10 * 24 * time.Hour)
+	type want struct {
+		status, reason string
+		renewalConds   []string
+		write          bool
+		requeue        bool
+	}
+	tests := map[string]struct {
+		mutate func(s *Snapshot)
+		now    time.Time
+		want   want
+	}{
+		"a healthy certificate is Ready and records its validity": {
+			mutate: func(*Snapshot) {}, now: t0,
+			want: want{status: StatusTrue, reason: ReasonReady, write: true, requeue: true},
+		},
+		"a missing secret is not Ready": {
+			mutate: func(s *Snapshot) { s.Secret = nil }, now: t0,
+			want: want{status: StatusFalse, reason: ReasonDoesNotExist, write: true},
+		},
+		"a key of another certificate is not Ready": {
+			mutate: func(s *Snapshot) {
+				k, _ := keys.EncodePrivateKey(f.key(keys.KeySpec{Algorithm: keys.AlgorithmECDSA}), keys.EncodingPKCS8)
+				s.Secret.Data[keys.SecretPrivateKey] = k
+			}, now: t0,
+			want: want{status: StatusFalse, reason: ReasonInvalidKeyPair, write: true, requeue: true},
+		},
+		"an expired certificate is not Ready (Expired)": {
+			mutate: func(*Snapshot) {}, now: issued.Add(91 * 24 * time.Hour),
+			want: want{status: StatusFalse, reason: ReasonExpired, write: true},
+		},
+		"a disabled renewal policy shows the RenewalDisabled condition": {
+			mutate: func(s *Snapshot) { s.Certificate.Spec.Renewal = &renewal.Spec{Policy: renewal.PolicyDisabled} }, now: t0,
+			want: want{status: StatusTrue, reason: ReasonReady, write: true, requeue: true, renewalConds: []string{renewal.ConditionRenewalDisabled}},
+		},
+		"a stale renewal condition is removed": {
+			mutate: func(s *Snapshot) {
+				s.Certificate.Status.Conditions = append(s.Certificate.Status.Conditions, Condition{Type: renewal.ConditionRenewalDeferred, Status: StatusTrue})
+			}, now: t0,
+			want: want{status: StatusTrue, reason: ReasonReady, write: true, requeue: true},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s, _ := f.healthy(issued)
+			tc.mutate(s)
+			res := Readiness(s, tc.now, Config{})
+			got := want{reason: res.Reason, requeue: !res.RequeueAt.IsZero()}
+			if len(res.Actions) == 1 {
+				got.write = true
+				st := res.Actions[0].(UpdateStatus).Status
+				if c := st.Condition(ConditionReady); c != nil {
+					got.status = c.Status
+				}
+				for _, c := range st.Conditions {
+					if isRenewalCondition(c.Type) {
+						got.renewalConds = append(got.renewalConds, c.Type)
+					}
+				}
+				if tc.want.status == StatusTrue && (st.NotAfter == nil || st.RenewalTime == nil) {
+					t.Fatal("a Ready certificate's status lacks notAfter or renewalTime")
+				}
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Fatalf("Readiness() mismatch (-want +got):\n%s\nmessage: %s", diff, res.Message)
+			}
+		})
+	}
+}
+
+// TestReadinessWritesNothingTwice: applying the status it asks for and
+// deciding again yields no write — a healthy certificate causes no write
+// loop.
+func TestReadinessWritesNothingTwice(t *testing.T) {
+	f := newFixture(t)
+	s, _ := f.healthy(t0.Add(-10 * 24 * time.Hour))
+	res := Readiness(s, t0, Config{})
+	if len(res.Actions) != 1 {
+		t.Fatalf("first pass: %v", res.Actions)
+	}
+	s.Certificate.Status = res.Actions[0].(UpdateStatus).Status
+	again := Readiness(s, t0.Add(time.Minute), Config{})
+	if len(again.Actions) != 0 {
+		t.Fatalf("second pass wrote again: %v", again.Actions)
+	}
+	if !again.RequeueAt.Equal(*s.Certificate.Status.NotAfter) {
+		t.Fatalf("requeue at %v, want notAfter %v", again.RequeueAt, *s.Certificate.Status.NotAfter)
+	}
+}
