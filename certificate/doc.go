@@ -3,10 +3,16 @@
 // — the actions to carry out, when to look again, and why. The stages talk
 // to each other only through the Certificate's [Status].
 //
-// Built so far: the resource types, [Validate], the trigger stage
-// ([Trigger]) and the readiness stage ([Readiness]). The keymanager,
-// requestmanager and issuing stages and Reconcile, which runs the stages
-// in order, are the next pieces.
+// The stages are [Trigger], [Keymanager], [Requestmanager], [Issuing] and
+// [Readiness]; [Reconcile] runs them in order on one snapshot, folding each
+// stage's status change in before the next, then prunes the revision
+// history, and returns one result with a single UpdateStatus last.
+//
+// The actions are a closed set: [UpdateStatus], [GenerateKey],
+// [DeleteSecret], [CreateRequest], [DeleteRequest] and [WriteSecret]. Each
+// type's doc says what the host does. Effects that need randomness (key
+// generation, CSR signing, keystore salts) are the host's, with package
+// keys.
 //
 // # The trigger
 //

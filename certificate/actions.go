@@ -1,0 +1,80 @@
+package certificate
+
+import (
+	"fmt"
+
+	"github.com/certlife/certlife/keys"
+)
+
+// GenerateKey asks the host to create the secret SecretName holding the
+// next private key: labelled LabelNextPrivateKey="true", owned by the
+// certificate (OwnerUID), with the key PEM in tls.key. The key is generated
+// with keys.Generate(rand, Spec) — or, when ReuseFrom is set (rotation
+// policy Never), copied from ReuseFrom's tls.key.
+//
+// The name is deterministic: a create that fails with AlreadyExists means an
+// earlier pass (seen by a stale cache) made it, and is success.
+type GenerateKey struct {
+	SecretName string
+	OwnerUID   string
+	Spec       keys.KeySpec
+	ReuseFrom  string
+}
+
+// DeleteSecret asks the host to delete a secret it owns (a next-private-key
+// secret). NotFound is success.
+type DeleteSecret struct {
+	Name   string
+	Reason string
+}
+
+// CreateRequest asks the host to create Request after filling
+// Request.Spec.Request with keys.BuildCSR(rand, Template, key), where key is
+// tls.key of the secret KeySecretName. The name is deterministic
+// (<certificate>-<revision>): AlreadyExists is success.
+type CreateRequest struct {
+	Request       CertificateRequest
+	KeySecretName string
+	Template      keys.RequestTemplate
+}
+
+// DeleteRequest asks the host to delete a request. NotFound is success.
+type DeleteRequest struct {
+	Name   string
+	Reason string
+}
+
+// WriteSecret asks the host to create or update the secret Name with the
+// data keys.SecretData(rand, key, Chain, CA, Output) gives, where key is
+// tls.key of the secret KeySecretName, and to merge Labels and Annotations
+// into the secret's metadata. The data replaces the secret's data whole.
+//
+// Ordering: before the UpdateStatus of the same result, which records the
+// new revision; a crash in between re-writes the same secret on the next
+// pass.
+type WriteSecret struct {
+	Name          string
+	OwnerUID      string
+	KeySecretName string
+	Chain, CA     []byte
+	Output        keys.OutputSpec
+	Labels        map[string]string
+	Annotations   map[string]string
+}
+
+func (GenerateKey) isAction()   {}
+func (DeleteSecret) isAction()  {}
+func (CreateRequest) isAction() {}
+func (DeleteRequest) isAction() {}
+func (WriteSecret) isAction()   {}
+
+func (a GenerateKey) String() string {
+	if a.ReuseFrom != "" {
+		return fmt.Sprintf("GenerateKey{%s, reuse key of %s}", a.SecretName, a.ReuseFrom)
+	}
+	return fmt.Sprintf("GenerateKey{%s, %s %d}", a.SecretName, a.Spec.Algorithm, a.Spec.Size)
+}
+func (a DeleteSecret) String() string  { return fmt.Sprintf("DeleteSecret{%s: %s}", a.Name, a.Reason) }
+func (a CreateRequest) String() string { return fmt.Sprintf("CreateRequest{%s}", a.Request.Name) }
+func (a DeleteRequest) String() string { return fmt.Sprintf("DeleteRequest{%s: %s}", a.Name, a.Reason) }
+func (a WriteSecret) String() string   { return fmt.Sprintf("WriteSecret{%s}", a.Name) }

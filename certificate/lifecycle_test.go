@@ -1,0 +1,276 @@
+package certificate
+
+import (
+	"crypto/rand"
+	"crypto/x509"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certlife/certlife/keys"
+)
+
+// testHost is a minimal host for lifecycle tests: maps for storage, a CA
+// that signs pending requests (or misbehaves), and the loop of the doc:
+// gather, Reconcile, carry out in order, requeue.
+type testHost struct {
+	t        *testing.T
+	f        *fixture
+	cert     *Certificate
+	secrets  map[string]*Secret
+	requests map[string]*CertificateRequest
+	now      time.Time
+	cfg      Config
+
+	// issuer behaviour for the next requests it sees
+	fail     bool // fail the request
+	wrongKey bool // certify another key
+	creates  int  // CreateRequest actions carried out
+	trace    []string
+}
+
+func newTestHost(t *testing.T) *testHost {
+	f := newFixture(t)
+	return &testHost{t: t, f: f, cert: testCertificate(), secrets: map[string]*Secret{}, requests: map[string]*CertificateRequest{}, now: t0}
+}
+
+func (h *testHost) snapshot() *Snapshot {
+	s := &Snapshot{Certificate: h.cert, Secret: h.secrets[h.cert.Spec.SecretName]}
+	for _, sec := range h.secrets {
+		if sec.Labels[LabelNextPrivateKey] == "true" {
+			s.NextPrivateKeySecrets = append(s.NextPrivateKeySecrets, sec)
+		}
+	}
+	for _, r := range h.requests {
+		s.Requests = append(s.Requests, r)
+	}
+	return s
+}
+
+func (h *testHost) apply(a Action) {
+	switch a := a.(type) {
+	case UpdateStatus:
+		h.cert.Status = a.Status
+	case GenerateKey:
+		if _, ok := h.secrets[a.SecretName]; ok {
+			return // AlreadyExists: success
+		}
+		var pemKey []byte
+		if a.ReuseFrom != "" {
+			pemKey = h.secrets[a.ReuseFrom].Data[keys.SecretPrivateKey]
+		} else {
+			k, err := keys.Generate(rand.Reader, a.Spec)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			pemKey, _ = keys.EncodePrivateKey(k, keys.EncodingPKCS8)
+		}
+		h.secrets[a.SecretName] = &Secret{ObjectMeta: ObjectMeta{Name: a.SecretName, OwnerUID: a.OwnerUID, Labels: map[string]string{LabelNextPrivateKey: "true"}},
+			Data: map[string][]byte{keys.SecretPrivateKey: pemKey}}
+	case DeleteSecret:
+		delete(h.secrets, a.Name)
+	case CreateRequest:
+		if _, ok := h.requests[a.Request.Name]; ok {
+			return
+		}
+		key, err := keys.DecodePrivateKey(h.secrets[a.KeySecretName].Data[keys.SecretPrivateKey])
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		r := a.Request
+		r.Spec.Request, err = keys.BuildCSR(rand.Reader, a.Template, key)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		h.requests[r.Name] = &r
+		h.creates++
+	case DeleteRequest:
+		delete(h.requests, a.Name)
+	case WriteSecret:
+		key, err := keys.DecodePrivateKey(h.secrets[a.KeySecretName].Data[keys.SecretPrivateKey])
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		data, err := keys.SecretData(rand.Reader, key, a.Chain, a.CA, a.Output)
+		if err != nil {
+			h.t.Fatalf("WriteSecret: %v", err)
+		}
+		h.secrets[a.Name] = &Secret{ObjectMeta: ObjectMeta{Name: a.Name, Labels: a.Labels, Annotations: a.Annotations}, Data: data}
+	default:
+		h.t.Fatalf("unknown action %T", a)
+	}
+}
+
+// sign lets the CA answer every pending request.
+func (h *testHost) sign() {
+	for _, r := range h.requests {
+		if len(r.Status.Conditions) > 0 {
+			continue
+		}
+		if h.fail {
+			ft := h.now
+			r.Status.FailureTime = &ft
+			r.Status.Conditions = []Condition{{Type: RequestConditionReady, Status: StatusFalse, Reason: RequestReasonFailed, Message: "the CA is down"}}
+			continue
+		}
+		csr, err := keys.ParseCSR(r.Spec.Request)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		pub := csr.PublicKey
+		if h.wrongKey {
+			pub = h.f.key(keys.KeySpec{Algorithm: keys.AlgorithmECDSA}).Public()
+		}
+		r.Status.Certificate = h.f.sign(pub, keys.RequestTemplate{CommonName: csr.Subject.CommonName, DNSNames: csr.DNSNames}, h.now, h.now.Add(90*24*time.Hour))
+		r.Status.CA = h.f.caPEM
+		r.Status.Conditions = []Condition{{Type: RequestConditionReady, Status: StatusTrue, Reason: RequestReasonIssued}}
+	}
+}
+
+// settle runs passes at the current time until a pass has no effects, and
+// returns the last result.
+func (h *testHost) settle() Result {
+	h.t.Helper()
+	for i := 0; i < 20; i++ {
+		res := Reconcile(h.snapshot(), h.now, h.cfg)
+		var names []string
+		for _, a := range res.Actions {
+			names = append(names, strings.SplitN(a.String(), "{", 2)[0])
+			h.apply(a)
+		}
+		h.trace = append(h.trace, fmt.Sprintf("%s %s %v", h.now.Format(time.RFC3339), res.Reason, names))
+		h.sign()
+		if len(res.Actions) == 0 {
+			return res
+		}
+	}
+	h.t.Fatalf("no steady state after 20 passes:\n%s", strings.Join(h.trace, "\n"))
+	return Result{}
+}
+
+func (h *testHost) leaf() *x509.Certificate {
+	p, err := keys.ParseSecretData(h.secrets[h.cert.Spec.SecretName].Data)
+	if err != nil || !p.KeyMatches {
+		h.t.Fatalf("the secret is not a matching key pair: %v", err)
+	}
+	return p.Leaf
+}
+
+func TestLifecycleFirstIssuanceAndRenewal(t *testing.T) {
+	h := newTestHost(t)
+	res := h.settle()
+	if c := h.cert.Status.Condition(ConditionReady); c == nil || c.Status != StatusTrue {
+		t.Fatalf("not Ready after first issuance:\n%s", strings.Join(h.trace, "\n"))
+	}
+	if *h.cert.Status.Revision != 1 || h.creates != 1 {
+		t.Fatalf("revision %d with %d requests, want 1 and 1", *h.cert.Status.Revision, h.creates)
+	}
+	first := h.leaf()
+	if res.RequeueAt.IsZero() || !res.RequeueAt.Equal(*h.cert.Status.RenewalTime) {
+		t.Fatalf("requeue %v, want the renewal time %v", res.RequeueAt, h.cert.Status.RenewalTime)
+	}
+	if len(h.snapshot().NextPrivateKeySecrets) != 0 {
+		t.Fatal("the next private key survived the issuance")
+	}
+
+	h.now = res.RequeueAt
+	h.settle()
+	second := h.leaf()
+	if *h.cert.Status.Revision != 2 || h.creates != 2 {
+		t.Fatalf("after renewal: revision %d with %d requests", *h.cert.Status.Revision, h.creates)
+	}
+	if keys.PublicKeysEqual(first.PublicKey, second.PublicKey) {
+		t.Fatal("rotation Always renewed with the same key")
+	}
+	if len(h.requests) != 1 {
+		t.Fatalf("revision history kept %d requests, want 1", len(h.requests))
+	}
+}
+
+func TestLifecycleRotationNeverKeepsTheKey(t *testing.T) {
+	h := newTestHost(t)
+	h.cert.Spec.PrivateKey.RotationPolicy = keys.RotationNever
+	res := h.settle()
+	first := h.leaf()
+	h.now = res.RequeueAt
+	h.settle()
+	if !keys.PublicKeysEqual(first.PublicKey, h.leaf().PublicKey) {
+		t.Fatal("rotation Never changed the key")
+	}
+}
+
+// TestLifecycleFailuresBackOffNeverLoop: an issuer that fails, then one that
+// certifies the wrong key, must each cost one request per backoff step —
+// the reference operator looped on the wrong-key case.
+func TestLifecycleFailuresBackOffNeverLoop(t *testing.T) {
+	for _, fault := range []string{"fail", "wrong key"} {
+		t.Run(fault, func(t *testing.T) {
+			h := newTestHost(t)
+			h.fail, h.wrongKey = fault == "fail", fault == "wrong key"
+			for step := 1; step <= 4; step++ {
+				res := h.settle()
+				if res.Reason != ReasonBackoff {
+					t.Fatalf("step %d: reason %s (%s)\n%s", step, res.Reason, res.Message, strings.Join(h.trace, "\n"))
+				}
+				if h.creates != step {
+					t.Fatalf("step %d: %d requests, want %d", step, h.creates, step)
+				}
+				wantWait := time.Hour << (step - 1)
+				if got := res.RequeueAt.Sub(*h.cert.Status.LastFailureTime); got != wantWait {
+					t.Fatalf("step %d: backoff %v, want %v", step, got, wantWait)
+				}
+				h.now = res.RequeueAt
+			}
+			h.fail, h.wrongKey = false, false
+			h.settle()
+			if c := h.cert.Status.Condition(ConditionReady); c == nil || c.Status != StatusTrue || h.cert.Status.FailedIssuanceAttempts != nil {
+				t.Fatalf("not Ready after the issuer recovered:\n%s", strings.Join(h.trace, "\n"))
+			}
+		})
+	}
+}
+
+// TestLifecycleStaleCacheNeverDuplicatesARequest replays a pass on a
+// snapshot that has not seen the request the previous pass created: the
+// second CreateRequest names the same request.
+func TestLifecycleStaleCacheNeverDuplicatesARequest(t *testing.T) {
+	h := newTestHost(t)
+	var created []string
+	for i := 0; i < 6; i++ {
+		stale := h.snapshot()
+		stale.Requests = nil // the cache lags
+		res := Reconcile(stale, h.now, h.cfg)
+		for _, a := range res.Actions {
+			if cr, ok := a.(CreateRequest); ok {
+				created = append(created, cr.Request.Name)
+			}
+			h.apply(a)
+		}
+	}
+	for _, n := range created {
+		if n != "web-1" {
+			t.Fatalf("a stale cache created %v", created)
+		}
+	}
+	if h.creates != 1 || len(created) == 0 {
+		t.Fatalf("%d requests exist from %d creates", h.creates, len(created))
+	}
+}
+
+func TestLifecycleManualTriggerDuringBackoff(t *testing.T) {
+	h := newTestHost(t)
+	h.fail = true
+	res := h.settle()
+	if res.Reason != ReasonBackoff {
+		t.Fatalf("reason %s", res.Reason)
+	}
+	h.fail = false
+	h.now = h.now.Add(10 * time.Minute) // well inside the 1h backoff
+	h.cert.Status.Conditions = setCondition(h.cert.Status.Conditions,
+		Condition{Type: ConditionIssuing, Status: StatusTrue, Reason: ReasonManualTrigger, Message: "renew now"}, h.now, h.cert.Generation)
+	h.settle()
+	if c := h.cert.Status.Condition(ConditionReady); c == nil || c.Status != StatusTrue {
+		t.Fatalf("a manual trigger did not bypass the backoff:\n%s", strings.Join(h.trace, "\n"))
+	}
+}
