@@ -1,6 +1,9 @@
 package certificate
 
 import (
+	"crypto/x509"
+
+	"github.com/certlife/certlife/keys"
 	"reflect"
 	"sort"
 	"strconv"
@@ -40,6 +43,25 @@ func Reconcile(s *Snapshot, now time.Time, cfg Config) Result {
 	cert.Status = cloneStatus(orig.Status)
 	snap := *s
 	snap.Certificate = &cert
+	// Parse each input once for all stages: the secret, and the requests'
+	// CSRs, unless the host's cache already holds them.
+	if snap.Parsed == nil && snap.Secret != nil {
+		snap.Parsed, _ = keys.ParseSecretData(snap.Secret.Data)
+	}
+	if len(snap.Requests) > 0 {
+		csrs := make(map[string]*x509.CertificateRequest, len(snap.Requests))
+		for _, r := range snap.Requests {
+			if r == nil {
+				continue
+			}
+			if c, ok := s.ParsedCSRs[r.Name]; ok && c != nil {
+				csrs[r.Name] = c
+			} else if c, err := keys.DecodeCSR(r.Spec.Request); err == nil {
+				csrs[r.Name] = c
+			}
+		}
+		snap.ParsedCSRs = csrs
+	}
 
 	var out Result
 	wroteSecret := false
