@@ -312,13 +312,7 @@ func Trigger(s *Snapshot, now time.Time, cfg Config) Result {
 	}
 
 	if c.Status.LastFailureTime != nil || c.Status.RetryAfter != nil {
-		in := backoff.Input{FailedAttempts: c.Status.FailedIssuanceAttempts, JitterKey: c.UID}
-		if c.Status.LastFailureTime != nil {
-			in.LastFailure = *c.Status.LastFailureTime
-		}
-		if c.Status.RetryAfter != nil {
-			in.RetryAfter = *c.Status.RetryAfter
-		}
+		in := backoffInput(c)
 		if p := v.secret(); p != nil && p.Leaf != nil {
 			in.NotAfter = p.Leaf.NotAfter
 		}
@@ -340,3 +334,15 @@ func Trigger(s *Snapshot, now time.Time, cfg Config) Result {
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// backoffInput reads the backoff's input from a certificate's status.
+func backoffInput(c *Certificate) backoff.Input {
+	in := backoff.Input{FailedAttempts: c.Status.FailedIssuanceAttempts, JitterKey: c.UID}
+	if c.Status.LastFailureTime != nil {
+		in.LastFailure = *c.Status.LastFailureTime
+	}
+	if c.Status.RetryAfter != nil {
+		in.RetryAfter = *c.Status.RetryAfter
+	}
+	return in
+}

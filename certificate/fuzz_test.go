@@ -1,0 +1,116 @@
+package certificate
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/certlife/certlife/keys"
+	"github.com/google/go-cmp/cmp"
+)
+
+// FuzzReconcile feeds Reconcile snapshots whose secret bytes, CSR bytes,
+// spec fields, statuses and times come from the fuzzer, around a valid
+// healthy certificate. Invariants: no panic; the same input gives the same
+// result; a secret is never written with a key that does not match its
+// certificate; at most one request is created, and only while Issuing is
+// True; no issuance starts before the backoff allows.
+func FuzzReconcile(f *testing.F) {
+	fx := newFixture(f)
+	base, _ := fx.healthy(t0.Add(-10 * 24 * time.Hour))
+	crt := base.Secret.Data[keys.SecretCertificate]
+	key := base.Secret.Data[keys.SecretPrivateKey]
+	csr := base.Requests[0].Spec.Request
+	f.Add(crt, key, csr, "web.example", int64(0), uint8(0), int64(0), 0, true)
+	f.Add([]byte("x"), key, []byte("y"), "", int64(3600), uint8(3), int64(-7200), 3, false)
+	f.Add(crt, []byte{}, csr, "other.example", int64(90*24*3600), uint8(1), int64(100), -1, true)
+	f.Fuzz(func(t *testing.T, crtB, keyB, csrB []byte, dns string, nowOff int64, flags uint8, failOff int64, attempts int, haveRev bool) {
+		s := cloneSnapshot(base)
+		s.Secret.Data[keys.SecretCertificate] = crtB
+		s.Secret.Data[keys.SecretPrivateKey] = keyB
+		s.Requests[0].Spec.Request = csrB
+		c := s.Certificate
+		if dns != "" {
+			c.Spec.DNSNames = []string{dns}
+		}
+		if !haveRev {
+			c.Status.Revision = nil
+		}
+		if flags&1 != 0 {
+			c.Status.Conditions = append(c.Status.Conditions, Condition{Type: ConditionIssuing, Status: StatusTrue, LastTransitionTime: t0})
+		}
+		if flags&2 != 0 {
+			ft := t0.Add(time.Duration(failOff) * time.Second)
+			c.Status.LastFailureTime = &ft
+			c.Status.FailedIssuanceAttempts = &attempts
+		}
+		if flags&4 != 0 {
+			s.Secret = nil
+		}
+		if flags&8 != 0 {
+			c.Status.NextPrivateKeySecretName = c.Name + "-next"
+			s.NextPrivateKeySecrets = []*Secret{{ObjectMeta: ObjectMeta{Name: c.Name + "-next", Labels: map[string]string{LabelNextPrivateKey: "true"}},
+				Data: map[string][]byte{keys.SecretPrivateKey: keyB}}}
+		}
+		if flags&16 != 0 {
+			s.Requests[0].Annotations[AnnotationRevision] = strconv.Itoa(nextRevision(c))
+			s.Requests[0].Status.Conditions = []Condition{{Type: RequestConditionReady, Status: StatusTrue}}
+			s.Requests[0].Status.Certificate = crtB
+		}
+		now := t0.Add(time.Duration(nowOff%(400*24*3600)) * time.Second)
+
+		res := Reconcile(s, now, Config{})
+		if diff := cmp.Diff(res, Reconcile(s, now, Config{})); diff != "" {
+			t.Fatalf("same input, different results:\n%s", diff)
+		}
+		final := c.Status
+		creates := 0
+		for _, a := range res.Actions {
+			switch a := a.(type) {
+			case UpdateStatus:
+				final = a.Status
+			case CreateRequest:
+				creates++
+			case WriteSecret:
+				k, err := keys.DecodePrivateKey(findSecret(s.NextPrivateKeySecrets, a.KeySecretName).Data[keys.SecretPrivateKey])
+				leaf, lerr := firstCertificate(a.Chain)
+				if err != nil || lerr != nil || !keys.PublicKeysEqual(k.Public(), leaf.PublicKey) {
+					t.Fatalf("a secret is written with a key that does not match its certificate")
+				}
+			}
+		}
+		if creates > 1 {
+			t.Fatalf("%d requests created in one reconcile", creates)
+		}
+		if creates == 1 && issuing(&Certificate{Status: final}) == nil && issuing(c) == nil {
+			t.Fatal("a request was created while not issuing")
+		}
+		// No issuance may start before the backoff allows, unless the
+		// issuance was already under way (a manual trigger).
+		if issuing(c) == nil && c.Status.LastFailureTime != nil && issuing(&Certificate{Status: final}) != nil {
+			b := Config{}.Backoff.Decide(backoffInput(c), now)
+			if b.Wait && !nextRequestMismatchesSpec(newView(s)) {
+				t.Fatalf("issuance started at %v before the backoff allows (%v)", now, b.NextAttempt)
+			}
+		}
+	})
+}
+
+// cloneSnapshot copies what the fuzz target changes.
+func cloneSnapshot(b *Snapshot) *Snapshot {
+	c := *b.Certificate
+	c.Spec.DNSNames = append([]string(nil), c.Spec.DNSNames...)
+	c.Status = cloneStatus(c.Status)
+	sec := *b.Secret
+	sec.Data = map[string][]byte{}
+	for k, v := range b.Secret.Data {
+		sec.Data[k] = v
+	}
+	r := *b.Requests[0]
+	r.Annotations = map[string]string{}
+	for k, v := range b.Requests[0].Annotations {
+		r.Annotations[k] = v
+	}
+	r.Status.Conditions = append([]Condition(nil), r.Status.Conditions...)
+	return &Snapshot{Certificate: &c, Secret: &sec, Requests: []*CertificateRequest{&r}}
+}
