@@ -1,7 +1,6 @@
 package certificate
 
 import (
-	"reflect"
 	"time"
 
 	"github.com/certlife/certlife/renewal"
@@ -30,19 +29,13 @@ func Readiness(s *Snapshot, now time.Time, cfg Config) Result {
 	}
 	c := s.Certificate
 	v := newView(s)
-	reason, message := "", ""
-	for _, ch := range checks {
-		if reason, message = ch.fn(v, now, cfg); reason != "" {
-			break
-		}
-	}
+	reason, message := runChain(v, now, cfg)
 	st := cloneStatus(c.Status)
 	var res Result
 	if p := v.secret(); p != nil && p.Leaf != nil {
 		nb, na := p.Leaf.NotBefore, p.Leaf.NotAfter
 		st.NotBefore, st.NotAfter = &nb, &na
-		if in, ok := renewalInput(v); ok {
-			d := renewal.Decide(in, now, cfg.Renewal)
+		if d, _, ok := decideRenewal(v, now, cfg); ok {
 			rt := d.RenewalTime
 			st.RenewalTime = &rt
 			rs := d.Status
@@ -64,7 +57,7 @@ func Readiness(s *Snapshot, now time.Time, cfg Config) Result {
 	}
 	st.Conditions = setCondition(st.Conditions, ready, now, c.Generation)
 	res.Reason, res.Message = ready.Reason, ready.Message
-	if !reflect.DeepEqual(st, c.Status) {
+	if !statusEqual(st, c.Status) {
 		res.Actions = []Action{UpdateStatus{Status: st}}
 	}
 	return res
@@ -95,4 +88,42 @@ func isRenewalCondition(t string) bool {
 		}
 	}
 	return false
+}
+
+// statusEqual compares two statuses field by field (reflect.DeepEqual was a
+// fifth of a cached Reconcile).
+func statusEqual(a, b Status) bool {
+	if len(a.Conditions) != len(b.Conditions) ||
+		!intPtrEqual(a.Revision, b.Revision) || a.NextPrivateKeySecretName != b.NextPrivateKeySecretName ||
+		!timePtrEqual(a.LastFailureTime, b.LastFailureTime) || !intPtrEqual(a.FailedIssuanceAttempts, b.FailedIssuanceAttempts) ||
+		!timePtrEqual(a.RetryAfter, b.RetryAfter) || !timePtrEqual(a.NotBefore, b.NotBefore) ||
+		!timePtrEqual(a.NotAfter, b.NotAfter) || !timePtrEqual(a.RenewalTime, b.RenewalTime) ||
+		!renewalStatusEqual(a.Renewal, b.Renewal) {
+		return false
+	}
+	for i := range a.Conditions {
+		x, y := a.Conditions[i], b.Conditions[i]
+		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message ||
+			!x.LastTransitionTime.Equal(y.LastTransitionTime) || x.ObservedGeneration != y.ObservedGeneration {
+			return false
+		}
+	}
+	return true
+}
+
+func intPtrEqual(a, b *int) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+func timePtrEqual(a, b *time.Time) bool { return (a == nil) == (b == nil) && (a == nil || a.Equal(*b)) }
+
+func renewalStatusEqual(a, b *renewal.Status) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if a == nil {
+		return true
+	}
+	if a.Policy != b.Policy || (a.Windows == nil) != (b.Windows == nil) {
+		return false
+	}
+	return a.Windows == nil || *a.Windows == *b.Windows
 }

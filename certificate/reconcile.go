@@ -4,7 +4,6 @@ import (
 	"crypto/x509"
 
 	"github.com/certlife/certlife/keys"
-	"reflect"
 	"sort"
 	"strconv"
 	"time"
@@ -43,6 +42,7 @@ func Reconcile(s *Snapshot, now time.Time, cfg Config) Result {
 	cert.Status = cloneStatus(orig.Status)
 	snap := *s
 	snap.Certificate = &cert
+	snap.memo = &memo{}
 	// Parse each input once for all stages: the secret, and the requests'
 	// CSRs, unless the host's cache already holds them.
 	if snap.Parsed == nil && snap.Secret != nil {
@@ -97,7 +97,7 @@ func Reconcile(s *Snapshot, now time.Time, cfg Config) Result {
 		}
 	}
 	out.Actions = append(out.Actions, revisionHistory(&snap)...)
-	if !reflect.DeepEqual(cert.Status, orig.Status) {
+	if !statusEqual(cert.Status, orig.Status) {
 		out.Actions = append(out.Actions, UpdateStatus{Status: cert.Status})
 	}
 	return out

@@ -34,6 +34,20 @@ type Snapshot struct {
 	// ParsedCSRs is an optional host cache of parsed requests by request
 	// name, valid for the Requests passed.
 	ParsedCSRs map[string]*x509.CertificateRequest
+
+	// memo lets Reconcile's stages share the check chain's outcome and the
+	// renewal decision: both depend only on the snapshot's resources and
+	// now, which no stage before readiness changes unless it writes the
+	// secret (and then readiness does not run).
+	memo *memo
+}
+
+type memo struct {
+	chainDone       bool
+	reason, message string
+	renewalDone     bool
+	renewal         renewal.Decision
+	renewalOK       bool
 }
 
 // view is a snapshot with every input parsed at most once per decision.

@@ -285,19 +285,13 @@ func Trigger(s *Snapshot, now time.Time, cfg Config) Result {
 	}
 
 	v := newView(s)
-	reason, message := "", ""
-	for _, ch := range checks {
-		if reason, message = ch.fn(v, now, cfg); reason != "" {
-			break
-		}
-	}
+	reason, message := runChain(v, now, cfg)
 	var res Result
 	if reason == "" {
-		in, ok := renewalInput(v)
+		d, in, ok := decideRenewal(v, now, cfg)
 		if !ok { // unreachable after the checks above, but never panic
 			return Result{Reason: ReasonUpToDate, Message: "no certificate to time renewal from"}
 		}
-		d := renewal.Decide(in, now, cfg.Renewal)
 		res.Renewal = &d
 		if !d.Renew {
 			res.Reason, res.Message, res.RequeueAt = ReasonUpToDate, d.Message, d.NextCheck
@@ -345,4 +339,37 @@ func backoffInput(c *Certificate) backoff.Input {
 		in.RetryAfter = *c.Status.RetryAfter
 	}
 	return in
+}
+
+// runChain runs the check chain, or returns the outcome Reconcile already
+// computed for this snapshot.
+func runChain(v *view, now time.Time, cfg Config) (reason, message string) {
+	if m := v.s.memo; m != nil && m.chainDone {
+		return m.reason, m.message
+	}
+	for _, ch := range checks {
+		if reason, message = ch.fn(v, now, cfg); reason != "" {
+			break
+		}
+	}
+	if m := v.s.memo; m != nil {
+		m.chainDone, m.reason, m.message = true, reason, message
+	}
+	return reason, message
+}
+
+// decideRenewal asks the renewal package, once per Reconcile.
+func decideRenewal(v *view, now time.Time, cfg Config) (renewal.Decision, renewal.Input, bool) {
+	in, ok := renewalInput(v)
+	if !ok {
+		return renewal.Decision{}, in, false
+	}
+	if m := v.s.memo; m != nil && m.renewalDone {
+		return m.renewal, in, m.renewalOK
+	}
+	d := renewal.Decide(in, now, cfg.Renewal)
+	if m := v.s.memo; m != nil {
+		m.renewalDone, m.renewal, m.renewalOK = true, d, true
+	}
+	return d, in, true
 }
