@@ -119,7 +119,8 @@ func (f *fixture) healthy(issuedAt time.Time) (*Snapshot, crypto.Signer) {
 func (f *fixture) request(c *Certificate, revision int, key crypto.Signer) *CertificateRequest {
 	return &CertificateRequest{
 		ObjectMeta: ObjectMeta{Name: RequestName(c.Name, revision), Namespace: c.Namespace, OwnerUID: c.UID,
-			Annotations: map[string]string{AnnotationRevision: strconv.Itoa(revision), AnnotationCertificateName: c.Name}},
+			Annotations: map[string]string{AnnotationRevision: strconv.Itoa(revision), AnnotationCertificateName: c.Name,
+				AnnotationSpecFingerprint: specFingerprint(&c.Spec)}},
 		Spec: RequestSpec{Request: f.csr(key, c.Spec.Template()), IssuerRef: c.Spec.IssuerRef, Duration: c.Spec.Duration, IsCA: c.Spec.IsCA, Usages: c.Spec.Usages},
 	}
 }

@@ -1,8 +1,6 @@
 package certificate
 
 import (
-	"crypto/x509"
-
 	"github.com/certlife/certlife/keys"
 	"sort"
 	"strconv"
@@ -43,24 +41,10 @@ func Reconcile(s *Snapshot, now time.Time, cfg Config) Result {
 	snap := *s
 	snap.Certificate = &cert
 	snap.memo = &memo{}
-	// Parse each input once for all stages: the secret, and the requests'
-	// CSRs, unless the host's cache already holds them.
+	// Parse each input once for all stages: the secret here, the requests'
+	// CSRs lazily through the memo, unless the host's cache holds them.
 	if snap.Parsed == nil && snap.Secret != nil {
 		snap.Parsed, _ = keys.ParseSecretData(snap.Secret.Data)
-	}
-	if len(snap.Requests) > 0 {
-		csrs := make(map[string]*x509.CertificateRequest, len(snap.Requests))
-		for _, r := range snap.Requests {
-			if r == nil {
-				continue
-			}
-			if c, ok := s.ParsedCSRs[r.Name]; ok && c != nil {
-				csrs[r.Name] = c
-			} else if c, err := keys.DecodeCSR(r.Spec.Request); err == nil {
-				csrs[r.Name] = c
-			}
-		}
-		snap.ParsedCSRs = csrs
 	}
 
 	var out Result

@@ -1,6 +1,7 @@
 package certificate
 
 import (
+	"bytes"
 	"crypto/x509"
 	"strconv"
 
@@ -48,6 +49,7 @@ type memo struct {
 	renewalDone     bool
 	renewal         renewal.Decision
 	renewalOK       bool
+	csrs            map[string]*x509.CertificateRequest
 }
 
 // view is a snapshot with every input parsed at most once per decision.
@@ -62,6 +64,8 @@ type view struct {
 	currentCSR  *x509.CertificateRequest
 	currentErr  error
 	currentDone bool
+	// currentFound: v.current is set (the CSR may not be parsed yet).
+	currentFound bool
 }
 
 func newView(s *Snapshot) *view {
@@ -112,19 +116,56 @@ func (v *view) csrOf(r *CertificateRequest) (*x509.CertificateRequest, error) {
 	if c, ok := v.s.ParsedCSRs[r.Name]; ok && c != nil {
 		return c, nil
 	}
-	return keys.DecodeCSR(r.Spec.Request)
+	m := v.s.memo
+	if m != nil {
+		if c, ok := m.csrs[r.Name]; ok {
+			return c, nil
+		}
+	}
+	c, err := keys.DecodeCSR(r.Spec.Request)
+	if err == nil && m != nil {
+		if m.csrs == nil {
+			m.csrs = map[string]*x509.CertificateRequest{}
+		}
+		m.csrs[r.Name] = c
+	}
+	return c, err
+}
+
+// csrKeyMatchesLeaf reports whether a request's CSR carries the same
+// SubjectPublicKeyInfo bytes as the leaf, reading only the CSR's outer
+// structure (no full parse). ok is false when it cannot tell, and the
+// caller compares parsed keys instead.
+func csrKeyMatchesLeaf(r *CertificateRequest, leaf *x509.Certificate) (match, ok bool) {
+	spki, ok := keys.CSRPublicKeyInfo(r.Spec.Request)
+	if !ok || leaf == nil {
+		return false, false
+	}
+	if bytes.Equal(spki, leaf.RawSubjectPublicKeyInfo) {
+		return true, true
+	}
+	return false, false // different bytes may still encode one key: parse
+}
+
+// currentRequestOnly finds the request that issued status.revision
+// (v.current, nil when there is none) without parsing its CSR.
+func (v *view) currentRequestOnly() {
+	if !v.currentFound {
+		v.currentFound = true
+		if rev := v.cert.Status.Revision; rev != nil {
+			v.current = v.requestFor(*rev)
+		}
+	}
 }
 
 // currentRequest returns the request that issued status.revision and its
 // parsed CSR (nil, nil when there is none).
 func (v *view) currentRequest() (*CertificateRequest, *x509.CertificateRequest, error) {
+	v.currentRequestOnly()
 	if !v.currentDone {
 		v.currentDone = true
-		if rev := v.cert.Status.Revision; rev != nil {
-			v.current = v.requestFor(*rev)
-			if v.current != nil {
-				v.currentCSR, v.currentErr = v.csrOf(v.current)
-			}
+		if v.current != nil {
+			v.currentCSR, v.currentErr = v.csrOf(v.current)
 		}
 	}
 	return v.current, v.currentCSR, v.currentErr

@@ -235,6 +235,7 @@ func Requestmanager(s *Snapshot, now time.Time, cfg Config) Result {
 	req := CertificateRequest{
 		ObjectMeta: ObjectMeta{Name: name, Namespace: c.Namespace, OwnerUID: c.UID, Annotations: map[string]string{
 			AnnotationRevision: strconv.Itoa(next), AnnotationCertificateName: c.Name,
+			AnnotationSpecFingerprint: specFingerprint(&c.Spec),
 		}},
 		Spec: RequestSpec{IssuerRef: c.Spec.IssuerRef, Duration: c.Spec.Duration, IsCA: c.Spec.IsCA, Usages: c.Spec.Usages},
 	}

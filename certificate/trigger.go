@@ -117,8 +117,18 @@ func secretKeyMismatchesRequest(v *view, _ time.Time, _ Config) (string, string)
 	if p == nil || p.Key == nil {
 		return "", ""
 	}
-	req, csr, err := v.currentRequest()
-	if req == nil || err != nil {
+	v.currentRequestOnly()
+	req := v.current
+	if req == nil {
+		return "", ""
+	}
+	if _, cached := v.s.ParsedCSRs[req.Name]; !cached && p.KeyMatches {
+		if match, ok := csrKeyMatchesLeaf(req, p.Leaf); ok && match {
+			return "", "" // same key bytes as the leaf, which is the secret's key
+		}
+	}
+	_, csr, err := v.currentRequest()
+	if err != nil {
 		return "", "" // an unreadable request is the request check's business
 	}
 	if !keys.PublicKeysEqual(csr.PublicKey, p.Key.Public()) {
@@ -128,9 +138,14 @@ func secretKeyMismatchesRequest(v *view, _ time.Time, _ Config) (string, string)
 }
 
 func requestOrCertificateChanged(v *view, _ time.Time, _ Config) (string, string) {
-	req, csr, err := v.currentRequest()
+	v.currentRequestOnly()
 	spec := &v.cert.Spec
-	if req != nil {
+	if req := v.current; req != nil {
+		_, cached := v.s.ParsedCSRs[req.Name]
+		if fp := req.Annotations[AnnotationSpecFingerprint]; !cached && fp != "" && fp == specFingerprint(spec) {
+			return "", "" // made from this very spec: nothing to compare
+		}
+		_, csr, err := v.currentRequest()
 		if err != nil {
 			return ReasonRequestChanged, "request " + req.Name + " cannot be read: " + err.Error()
 		}

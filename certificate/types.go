@@ -22,6 +22,13 @@ const (
 	AnnotationIssuerName  = "certlife.dev/issuer-name"
 	AnnotationIssuerKind  = "certlife.dev/issuer-kind"
 	AnnotationIssuerGroup = "certlife.dev/issuer-group"
+	// AnnotationSpecFingerprint on a CertificateRequest: a hash of what it
+	// was made from (names, subject, usages, isCA, issuerRef, duration), so
+	// the trigger can tell "still what the spec asks" without parsing the
+	// CSR. A mismatch or a missing annotation falls back to comparing the
+	// CSR itself, so a stale or foreign value never causes a wrong answer,
+	// only a slower one.
+	AnnotationSpecFingerprint = "certlife.dev/spec-fingerprint"
 	// LabelNextPrivateKey marks a Secret that holds the next private key of
 	// a certificate during issuance; its value is "true".
 	LabelNextPrivateKey = "certlife.dev/next-private-key"

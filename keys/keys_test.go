@@ -606,3 +606,21 @@ func TestDataHash(t *testing.T) {
 		t.Fatal("DataHash must depend on content, not on map order or key boundaries")
 	}
 }
+
+func TestCSRPublicKeyInfo(t *testing.T) {
+	key := mustKey(t, KeySpec{Algorithm: AlgorithmECDSA})
+	csrPEM, err := BuildCSR(rand.Reader, RequestTemplate{CommonName: "a"}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spki, ok := CSRPublicKeyInfo(csrPEM)
+	want, _ := x509.MarshalPKIXPublicKey(key.Public())
+	if !ok || !bytes.Equal(spki, want) {
+		t.Fatal("CSRPublicKeyInfo does not return the request's SubjectPublicKeyInfo")
+	}
+	for _, bad := range [][]byte{nil, []byte("junk"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: []byte{0x30, 0x03, 0x02, 0x01}})} {
+		if _, ok := CSRPublicKeyInfo(bad); ok {
+			t.Fatalf("CSRPublicKeyInfo(%q) reported ok", bad)
+		}
+	}
+}
