@@ -28,6 +28,16 @@ func Readiness(s *Snapshot, now time.Time, cfg Config) Result {
 		return Result{Reason: ReasonNoCertificate, Message: "the snapshot holds no certificate"}
 	}
 	c := s.Certificate
+	if o := owner(s); o != c {
+		st := cloneStatus(c.Status)
+		msg := "secret " + c.Spec.SecretName + " belongs to certificate " + o.Name + "; give this certificate its own secretName"
+		st.Conditions = setCondition(st.Conditions, Condition{Type: ConditionReady, Status: StatusFalse, Reason: ReasonSecretInUse, Message: msg}, now, c.Generation)
+		res := Result{Reason: ReasonSecretInUse, Message: msg}
+		if !statusEqual(st, c.Status) {
+			res.Actions = []Action{UpdateStatus{Status: st}}
+		}
+		return res
+	}
 	v := newView(s)
 	reason, message := runChain(v, now, cfg)
 	st := cloneStatus(c.Status)
