@@ -1,0 +1,69 @@
+package challenge
+
+import "fmt"
+
+// Action is one effect the host carries out; the set is closed.
+type Action interface {
+	isAction()
+	String() string
+}
+
+// Sync asks the host to read the challenge (URL) and its authorization
+// (AuthorizationURL) from the server and write back: Status.State (the
+// authorization's status once Accepted, else the challenge's), Reason (the
+// server's error detail, if any), SyncedAt = now. On an error it writes
+// LastError, Transient and RetryAfter instead, and leaves State alone.
+type Sync struct{ URL, AuthorizationURL string }
+
+// Present asks the host to make the solver serve the key authorization
+// (HTTP-01: the token's file; DNS-01: the TXT record), then write
+// Presented = true and PresentedAt = now.
+type Present struct {
+	Type           Type
+	DNSName, Token string
+	Key            string
+	Solver         Solver
+	Wildcard       bool
+}
+
+// SelfCheck asks the host to check, from where it stands, that the key
+// authorization is served (an HTTP GET of the token, or a TXT query of the
+// authoritative servers), and write SelfCheckAt = now and SelfCheckPassed.
+type SelfCheck struct {
+	Type           Type
+	DNSName, Token string
+	Key            string
+}
+
+// Accept asks the host to tell the server the challenge is ready (RFC 8555
+// §7.5.1: POST {} to the challenge URL) and write Accepted = true and the
+// returned state.
+type Accept struct{ URL string }
+
+// CleanUp asks the host to stop presenting the key authorization.
+// Idempotent.
+type CleanUp struct {
+	Type           Type
+	DNSName, Token string
+	Key            string
+	Solver         Solver
+}
+
+// UpdateStatus asks the host to write Status; always last in a result.
+type UpdateStatus struct{ Status Status }
+
+func (Sync) isAction()         {}
+func (Present) isAction()      {}
+func (SelfCheck) isAction()    {}
+func (Accept) isAction()       {}
+func (CleanUp) isAction()      {}
+func (UpdateStatus) isAction() {}
+
+func (a Sync) String() string      { return "Sync{" + a.URL + "}" }
+func (a Present) String() string   { return fmt.Sprintf("Present{%s %s}", a.Type, a.DNSName) }
+func (a SelfCheck) String() string { return fmt.Sprintf("SelfCheck{%s %s}", a.Type, a.DNSName) }
+func (a Accept) String() string    { return "Accept{" + a.URL + "}" }
+func (a CleanUp) String() string   { return fmt.Sprintf("CleanUp{%s %s}", a.Type, a.DNSName) }
+func (a UpdateStatus) String() string {
+	return fmt.Sprintf("UpdateStatus{processing=%v presented=%v state=%s}", a.Status.Processing, a.Status.Presented, a.Status.State)
+}

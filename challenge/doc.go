@@ -1,0 +1,16 @@
+// Package challenge is the ACME Challenge state machine of seed 001 and the
+// challenge scheduler, as pure decisions.
+//
+// [Decide] reads one [Challenge] and `now` and returns the actions to carry
+// out — [Sync], [Present], [SelfCheck], [Accept], [CleanUp], [UpdateStatus]
+// — and when to look again. Each action's doc says what the host writes
+// back into [Status]; the next decision reads it. [Schedule] picks, from all
+// challenges, which may start: capped in flight and per account, never two
+// for one (DNS name, type), oldest first and fair across issuers.
+//
+// The host loop: take the challenges, call Schedule and set Processing on
+// the ones it returns; for each processing challenge call Decide, carry out
+// its actions in order (an ACME call is one request; no polling inside),
+// write the status back, and requeue at RequeueAt. Package acmeclient
+// carries out the ACME calls.
+package challenge

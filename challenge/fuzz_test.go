@@ -1,0 +1,169 @@
+package challenge
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+)
+
+func FuzzChallenge(f *testing.F) {
+	f.Add(uint16(0), "pending", int64(0), int64(0), int64(5), "")
+	f.Add(uint16(0xffff), "invalid", int64(-10), int64(3), int64(-100), "503")
+	f.Fuzz(func(t *testing.T, flags uint16, state string, synced, selfCheck, retry int64, lastErr string) {
+		c := newChallenge("a", "a.example", TypeDNS01, t0)
+		st := &c.Status
+		st.Processing, st.Presented, st.Accepted = flags&1 != 0, flags&2 != 0, flags&4 != 0
+		st.SelfCheckPassed, st.Transient = flags&8 != 0, flags&16 != 0
+		st.State, st.LastError = State(state), lastErr
+		if flags&32 != 0 {
+			st.SyncedAt = tp(t0.Add(time.Duration(synced) * time.Second))
+		}
+		if flags&64 != 0 {
+			st.SelfCheckAt = tp(t0.Add(time.Duration(selfCheck) * time.Second))
+		}
+		if flags&128 != 0 {
+			st.RetryAfter = tp(t0.Add(time.Duration(retry) * time.Second))
+		}
+		cfg := Config{}
+		if flags&256 != 0 {
+			cfg.FixedWait = time.Minute
+		}
+		res := Decide(c, t0, cfg)
+		if fmt.Sprint(res) != fmt.Sprint(Decide(c, t0, cfg)) {
+			t.Fatal("not deterministic")
+		}
+		for _, a := range res.Actions {
+			switch a := a.(type) {
+			case Accept:
+				if !st.Processing || !st.Presented || st.State.Final() {
+					t.Fatalf("accepted a challenge that is not processing, presented and pending: %+v", st)
+				}
+			case Present, SelfCheck, Sync:
+				if !st.Processing {
+					t.Fatalf("%v while not scheduled", a)
+				}
+			case UpdateStatus:
+				if a.Status.State == StateInvalid && st.State != StateInvalid {
+					t.Fatal("the machine itself made a challenge invalid")
+				}
+			}
+		}
+		if st.Transient && st.LastError != "" && !st.State.Final() && st.RetryAfter != nil && t0.Before(*st.RetryAfter) && len(res.Actions) > 0 {
+			t.Fatalf("acted before the server's Retry-After: %v", res.Actions)
+		}
+	})
+}
+
+func FuzzSchedule(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9}, uint8(5), uint8(0), uint8(3))
+	f.Fuzz(func(t *testing.T, data []byte, maxInFlight, perPass, budget uint8) {
+		var all []*Challenge
+		for i, b := range data {
+			c := newChallenge(fmt.Sprintf("c%d", i), fmt.Sprintf("n%d.example", b%7), []Type{TypeHTTP01, TypeDNS01}[b>>3&1], t0.Add(time.Duration(b>>4)*time.Second))
+			c.Spec.Issuer.Name = fmt.Sprintf("i%d", b>>5&1)
+			c.Spec.Account = fmt.Sprintf("a%d", b>>6&1)
+			c.Status.Processing = b&0x80 != 0 && i%3 == 0
+			if i%5 == 4 {
+				c.Status.State = StateValid
+			}
+			all = append(all, c)
+		}
+		cfg := SchedulerConfig{MaxInFlight: int(maxInFlight % 20), MaxPerPass: int(perPass % 10), AccountBudget: int(budget % 10)}
+		got := Schedule(all, cfg)
+		limit := cfg.MaxInFlight
+		if limit == 0 {
+			limit = DefaultMaxInFlight
+		}
+		inFlight := map[string]bool{}
+		perAccount := map[string]int{}
+		running := 0
+		for _, c := range all {
+			if c.Status.Processing {
+				running++
+				inFlight[strings.ToLower(c.Spec.DNSName)+"/"+string(c.Spec.Type)] = true
+				perAccount[c.Spec.Account]++
+			}
+		}
+		if running+len(got) > limit && len(got) > 0 {
+			t.Fatalf("%d running + %d started exceeds %d", running, len(got), limit)
+		}
+		if cfg.MaxPerPass > 0 && len(got) > cfg.MaxPerPass {
+			t.Fatalf("%d started in one pass, cap %d", len(got), cfg.MaxPerPass)
+		}
+		b := cfg.AccountBudget
+		if b == 0 {
+			b = DefaultAccountBudget
+		}
+		for _, c := range got {
+			k := strings.ToLower(c.Spec.DNSName) + "/" + string(c.Spec.Type)
+			if inFlight[k] {
+				t.Fatalf("two challenges for %s at once", k)
+			}
+			inFlight[k] = true
+			if c.Status.Processing || c.Status.State.Final() {
+				t.Fatal("scheduled a processing or final challenge")
+			}
+			perAccount[c.Spec.Account]++
+			if perAccount[c.Spec.Account] > b && len(got) > 0 {
+				// Only what this pass added may not exceed the budget.
+				t.Fatalf("account %s over its budget %d", c.Spec.Account, b)
+			}
+		}
+	})
+}
+
+func benchChallenges(n int) []*Challenge {
+	all := make([]*Challenge, 0, n)
+	for i := 0; i < n; i++ {
+		c := newChallenge(fmt.Sprintf("ch-%06d", i), fmt.Sprintf("host%05d.example", i%(n/2)), []Type{TypeHTTP01, TypeDNS01}[i%2],
+			t0.Add(time.Duration(n-i)*time.Second))
+		c.Spec.Issuer.Name = fmt.Sprintf("issuer-%d", i%4)
+		c.Spec.Account = fmt.Sprintf("acct-%d", i%4)
+		all = append(all, c)
+	}
+	return all
+}
+
+func benchSchedule(b *testing.B, n int) {
+	all := benchChallenges(n)
+	cfg := SchedulerConfig{MaxInFlight: 30}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if got := Schedule(all, cfg); len(got) != 30 {
+			b.Fatal(len(got))
+		}
+	}
+}
+
+// BenchmarkSchedule10k: 10,000 pending challenges over 5,000 DNS names and
+// four issuers, 30 in flight. Goal: at most 90× BenchmarkParseCertificateBaseline.
+func BenchmarkSchedule10k(b *testing.B)  { benchSchedule(b, 10_000) }
+func BenchmarkSchedule1k(b *testing.B)   { benchSchedule(b, 1_000) }
+func BenchmarkSchedule100k(b *testing.B) { benchSchedule(b, 100_000) }
+
+// BenchmarkParseCertificateBaseline: one x509.ParseCertificate of an ECDSA
+// P-256 leaf, the yardstick of the scheduler goal.
+func BenchmarkParseCertificateBaseline(b *testing.B) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "a.example"}, DNSNames: []string{"a.example", "www.a.example"},
+		NotBefore: t0, NotAfter: t0.Add(90 * 24 * time.Hour), KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := x509.ParseCertificate(der); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

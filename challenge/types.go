@@ -1,0 +1,121 @@
+package challenge
+
+import "time"
+
+// Type is an ACME challenge type (RFC 8555 §8).
+type Type string
+
+// Challenge types certlife solves.
+const (
+	TypeHTTP01 Type = "http-01"
+	TypeDNS01  Type = "dns-01"
+)
+
+// State is an ACME challenge or authorization status (RFC 8555 §7.1.6), plus
+// "errored" for a failure on our side that will not heal by waiting.
+type State string
+
+// States.
+const (
+	StatePending     State = "pending"
+	StateProcessing  State = "processing"
+	StateValid       State = "valid"
+	StateInvalid     State = "invalid"
+	StateExpired     State = "expired"
+	StateDeactivated State = "deactivated"
+	StateRevoked     State = "revoked"
+	StateErrored     State = "errored"
+)
+
+// Final reports whether no further change can come from the server: valid,
+// invalid, expired, deactivated, revoked, errored. The empty state and any
+// unknown one are not final: the machine syncs again rather than stopping.
+func (s State) Final() bool {
+	switch s {
+	case StateValid, StateInvalid, StateExpired, StateDeactivated, StateRevoked, StateErrored:
+		return true
+	}
+	return false
+}
+
+// Issuer names the issuer (and so the ACME account) a challenge belongs to.
+type Issuer struct {
+	Name  string `json:"name"`
+	Kind  string `json:"kind,omitempty"`
+	Group string `json:"group,omitempty"`
+}
+
+// HTTP01Solver configures an HTTP-01 solver; Options are the host's.
+type HTTP01Solver struct {
+	Options map[string]string `json:"options,omitempty"`
+}
+
+// DNS01Solver configures a DNS-01 solver: a provider name and its opaque
+// configuration, interpreted by the host.
+type DNS01Solver struct {
+	Provider string            `json:"provider"`
+	Config   map[string]string `json:"config,omitempty"`
+}
+
+// Solver is the solver chosen for a challenge; exactly one of HTTP01 and
+// DNS01 is set.
+type Solver struct {
+	HTTP01 *HTTP01Solver `json:"http01,omitempty"`
+	DNS01  *DNS01Solver  `json:"dns01,omitempty"`
+}
+
+// Spec is immutable once the challenge exists.
+type Spec struct {
+	AuthorizationURL string `json:"authorizationURL"`
+	URL              string `json:"url"`
+	Type             Type   `json:"type"`
+	DNSName          string `json:"dnsName"`
+	Token            string `json:"token"`
+	// Key is the key authorization (RFC 8555 §8.1) the solver presents.
+	Key      string `json:"key"`
+	Wildcard bool   `json:"wildcard,omitempty"`
+	Solver   Solver `json:"solver"`
+	Issuer   Issuer `json:"issuerRef"`
+	// Account identifies the ACME account (for example its URL); the
+	// scheduler budgets pending authorizations per account.
+	Account string `json:"account,omitempty"`
+}
+
+// Status is what the host writes back after carrying out actions.
+type Status struct {
+	// Processing is set by the scheduler when the challenge may run, and
+	// cleared by the machine when it is done.
+	Processing bool `json:"processing"`
+	// Presented: the solver serves the key authorization.
+	Presented   bool       `json:"presented"`
+	PresentedAt *time.Time `json:"presentedAt,omitempty"`
+	// State is the server's status of the challenge (or of the
+	// authorization once accepted); empty until synced.
+	State State `json:"state,omitempty"`
+	// Reason says why, in words a person can act on.
+	Reason string `json:"reason,omitempty"`
+	// SyncedAt is when the host last read the challenge and authorization
+	// from the server.
+	SyncedAt *time.Time `json:"syncedAt,omitempty"`
+	// SelfCheckAt and SelfCheckPassed record the last self-check.
+	SelfCheckAt     *time.Time `json:"selfCheckAt,omitempty"`
+	SelfCheckPassed bool       `json:"selfCheckPassed,omitempty"`
+	// Accepted: the host told the server to validate (RFC 8555 §7.5.1).
+	Accepted bool `json:"accepted,omitempty"`
+	// LastError is the last action's error; Transient says a later attempt
+	// can succeed (network, timeout, 5xx, rate limit). RetryAfter is when
+	// the server allows another attempt.
+	LastError  string     `json:"lastError,omitempty"`
+	Transient  bool       `json:"transient,omitempty"`
+	RetryAfter *time.Time `json:"retryAfter,omitempty"`
+}
+
+// Challenge is one ACME challenge the host is solving.
+type Challenge struct {
+	Name              string    `json:"name"`
+	Namespace         string    `json:"namespace,omitempty"`
+	UID               string    `json:"uid,omitempty"`
+	CreationTimestamp time.Time `json:"creationTimestamp"`
+	Spec              Spec      `json:"spec"`
+	Status            Status    `json:"status"`
+}
