@@ -1,0 +1,288 @@
+package order
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certlife/certlife/challenge"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func tp(t time.Time) *time.Time { return &t }
+
+var (
+	http01 = challenge.Solver{HTTP01: &challenge.HTTP01Solver{}}
+	dns01  = challenge.Solver{DNS01: &challenge.DNS01Solver{Provider: "test"}}
+)
+
+func newOrder() *Order {
+	o := &Order{Name: "web-1", CreationTimestamp: t0, Spec: Spec{
+		CSR: []byte{0x30, 0x00}, Issuer: challenge.Issuer{Name: "le"}, Account: "acct",
+		DNSNames: []string{"web.example", "*.web.example"},
+		Solvers:  []SolverConfig{{Solver: http01}, {Selector: &Selector{DNSZones: []string{"web.example"}}, Solver: dns01}},
+	}}
+	return o
+}
+
+func created(o *Order) *Order {
+	o.Status = Status{URL: "https://ca/order/1", FinalizeURL: "https://ca/order/1/finalize", State: StatePending, SpecHash: SpecHash(&o.Spec),
+		Authorizations:    []Authorization{{URL: "https://ca/authz/a"}, {URL: "https://ca/authz/b"}},
+		KeyAuthorizations: map[string]string{"ta": "ta.thumb", "tb": "tb.thumb"}}
+	return o
+}
+
+func authorized(o *Order) *Order {
+	created(o)
+	o.Status.Authorizations = []Authorization{
+		{URL: "https://ca/authz/a", Identifier: "web.example", InitialState: StatePending, Challenges: []OfferedChallenge{
+			{Type: challenge.TypeHTTP01, URL: "https://ca/chall/a-http", Token: "ta"}, {Type: challenge.TypeDNS01, URL: "https://ca/chall/a-dns", Token: "ta"}}},
+		{URL: "https://ca/authz/b", Identifier: "web.example", Wildcard: true, InitialState: StatePending, Challenges: []OfferedChallenge{
+			{Type: challenge.TypeDNS01, URL: "https://ca/chall/b-dns", Token: "tb"}}},
+	}
+	return o
+}
+
+func names(acts []Action) string {
+	var out []string
+	for _, a := range acts {
+		out = append(out, a.String())
+	}
+	return strings.Join(out, " ")
+}
+
+func TestDecide(t *testing.T) {
+	tests := map[string]struct {
+		order   func() *Order
+		owned   func(o *Order) []*challenge.Challenge
+		want    string // the actions' String()s
+		reason  string
+		requeue time.Duration
+	}{
+		"a new order is created with its identifiers (RFC 8555 §7.4)": {
+			order: newOrder, want: "CreateOrder{[web.example *.web.example]}", reason: ReasonCreating,
+		},
+		"authorizations are fetched once the order exists": {
+			order: func() *Order { return created(newOrder()) }, reason: ReasonAuthorizing,
+			want: "GetAuthorization{https://ca/authz/a} GetAuthorization{https://ca/authz/b}",
+		},
+		"one challenge per authorization, the wildcard with DNS-01 (§7.1.3)": {
+			order:  func() *Order { return authorized(newOrder()) },
+			want:   "CreateChallenge{web-1-0 dns-01 web.example} CreateChallenge{web-1-1 dns-01 web.example}",
+			reason: ReasonChallenges,
+		},
+		"an authorization already valid gets no challenge (reuse)": {
+			order: func() *Order {
+				o := authorized(newOrder())
+				o.Status.Authorizations[1].InitialState = StateValid
+				return o
+			},
+			want: "CreateChallenge{web-1-0 dns-01 web.example}", reason: ReasonChallenges,
+		},
+		"a leftover challenge is deleted": {
+			order: func() *Order { return authorized(newOrder()) },
+			owned: func(o *Order) []*challenge.Challenge {
+				return []*challenge.Challenge{{Name: "web-1-9", Spec: challenge.Spec{URL: "x"}}}
+			},
+			want:   "DeleteChallenge{web-1-9: not needed by the order's authorizations} CreateChallenge{web-1-0 dns-01 web.example} CreateChallenge{web-1-1 dns-01 web.example}",
+			reason: ReasonChallenges,
+		},
+		"while challenges run, the order waits": {
+			order:  func() *Order { return authorized(newOrder()) },
+			owned:  func(o *Order) []*challenge.Challenge { return wanted(o, challenge.StatePending) },
+			reason: ReasonWaiting, requeue: time.Minute,
+		},
+		"all challenges final but the order still pending: read it again (§7.1.6)": {
+			order: func() *Order { return authorized(newOrder()) },
+			owned: func(o *Order) []*challenge.Challenge { return wanted(o, challenge.StateValid) },
+			want:  "Sync{https://ca/order/1}", reason: ReasonSyncing,
+		},
+		"a ready order is finalized with the CSR (§7.4)": {
+			order: func() *Order {
+				o := authorized(newOrder())
+				o.Status.State = StateReady
+				return o
+			},
+			want: "Finalize{https://ca/order/1/finalize}", reason: ReasonFinalizing,
+		},
+		"a valid order's certificate is fetched (§7.4.2)": {
+			order: func() *Order {
+				o := authorized(newOrder())
+				o.Status.State, o.Status.CertificateURL = StateValid, "https://ca/cert/1"
+				return o
+			},
+			want: "FetchCertificate{https://ca/cert/1}", reason: ReasonFetching,
+		},
+		"a processing order is polled": {
+			order: func() *Order {
+				o := authorized(newOrder())
+				o.Status.State, o.Status.SyncedAt = StateProcessing, tp(t0.Add(-2*time.Second))
+				return o
+			},
+			reason: ReasonSyncing, requeue: 3 * time.Second,
+		},
+		"an invalid order records its failure time and keeps the reason": {
+			order: func() *Order {
+				o := authorized(newOrder())
+				o.Status.State, o.Status.Reason = StateInvalid, "urn:ietf:params:acme:error:unauthorized: wrong key authorization"
+				return o
+			},
+			want: "UpdateStatus{state=invalid}", reason: ReasonFailed, requeue: 30 * time.Minute,
+		},
+		"a failed order is deleted after 30 minutes (seed 002)": {
+			order: func() *Order {
+				o := authorized(newOrder())
+				o.Status.State, o.Status.FailureTime = StateInvalid, tp(t0.Add(-31*time.Minute))
+				return o
+			},
+			want: "DeleteOrder{failed more than 30m0s ago}", reason: ReasonFailed,
+		},
+		"a changed spec is an error, not followed": {
+			order: func() *Order {
+				o := authorized(newOrder())
+				o.Spec.DNSNames = append(o.Spec.DNSNames, "new.example")
+				return o
+			},
+			want: "UpdateStatus{state=errored}", reason: ReasonSpecChanged,
+		},
+		"a wildcard with only HTTP-01 solvers fails, saying what to configure": {
+			order: func() *Order {
+				o := authorized(newOrder())
+				o.Spec.Solvers = []SolverConfig{{Solver: http01}}
+				o.Status.SpecHash = SpecHash(&o.Spec)
+				return o
+			},
+			want: "UpdateStatus{state=errored}", reason: ReasonNoSolver,
+		},
+		"a transient error waits for Retry-After": {
+			order: func() *Order {
+				o := authorized(newOrder())
+				o.Status.LastError, o.Status.Transient, o.Status.RetryAfter = "429 rateLimited", true, tp(t0.Add(time.Hour))
+				return o
+			},
+			reason: ReasonRetrying, requeue: time.Hour,
+		},
+		"an unknown state is not final: the authorizations are worked on": {
+			order: func() *Order {
+				o := authorized(newOrder())
+				o.Status.State = "mystery"
+				return o
+			},
+			want:   "CreateChallenge{web-1-0 dns-01 web.example} CreateChallenge{web-1-1 dns-01 web.example}",
+			reason: ReasonChallenges,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			o := tc.order()
+			var owned []*challenge.Challenge
+			if tc.owned != nil {
+				owned = tc.owned(o)
+			}
+			res := Decide(o, owned, t0, Config{})
+			var rq time.Duration
+			if !res.RequeueAt.IsZero() {
+				rq = res.RequeueAt.Sub(t0)
+			}
+			if got := names(res.Actions); got != tc.want || res.Reason != tc.reason || rq != tc.requeue {
+				t.Fatalf("Decide() = %q %s +%v (%s)\nwant     %q %s +%v", got, res.Reason, rq, res.Message, tc.want, tc.reason, tc.requeue)
+			}
+		})
+	}
+}
+
+// wanted returns the challenges the order wants, in the given state.
+func wanted(o *Order, s challenge.State) []*challenge.Challenge {
+	want, _ := wantedChallenges(o)
+	var out []*challenge.Challenge
+	for _, c := range want {
+		c := c
+		c.Status.State = s
+		out = append(out, &c)
+	}
+	return out
+}
+
+func TestChooseSolver(t *testing.T) {
+	byName := SolverConfig{Selector: &Selector{DNSNames: []string{"a.web.example"}}, Solver: dns01}
+	zoneShort := SolverConfig{Selector: &Selector{DNSZones: []string{"example"}}, Solver: http01}
+	zoneLong := SolverConfig{Selector: &Selector{DNSZones: []string{"web.example"}}, Solver: dns01}
+	labels := SolverConfig{Selector: &Selector{MatchLabels: map[string]string{"team": "x"}}, Solver: http01}
+	def := SolverConfig{Solver: http01}
+	tests := map[string]struct {
+		solvers  []SolverConfig
+		name     string
+		wildcard bool
+		labels   map[string]string
+		want     string // "dns01", "http01", "none"
+	}{
+		"an exact DNS name wins over zones":      {[]SolverConfig{def, zoneLong, byName}, "a.web.example", false, nil, "dns01"},
+		"the longest zone wins":                  {[]SolverConfig{zoneShort, zoneLong}, "b.web.example", false, nil, "dns01"},
+		"a zone matches its apex":                {[]SolverConfig{def, zoneLong}, "web.example", false, nil, "dns01"},
+		"a zone never matches a sibling suffix":  {[]SolverConfig{zoneLong}, "notweb.example", false, nil, "none"},
+		"labels must all match":                  {[]SolverConfig{labels}, "x.example", false, map[string]string{"team": "y"}, "none"},
+		"a label selector beats the default":     {[]SolverConfig{def, labels}, "x.example", false, map[string]string{"team": "x"}, "http01"},
+		"the default applies when nothing else":  {[]SolverConfig{zoneLong, def}, "other.test", false, nil, "http01"},
+		"wildcards skip HTTP-01 solvers":         {[]SolverConfig{def}, "web.example", true, nil, "none"},
+		"names compare without case or the dot":  {[]SolverConfig{byName}, "A.Web.Example.", false, nil, "dns01"},
+		"a wildcard takes the DNS-01 zone match": {[]SolverConfig{def, zoneLong}, "web.example", true, nil, "dns01"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s, ok := ChooseSolver(tc.solvers, tc.name, tc.wildcard, tc.labels)
+			got := "none"
+			if ok {
+				got = map[bool]string{true: "dns01", false: "http01"}[s.DNS01 != nil]
+			}
+			if got != tc.want {
+				t.Fatalf("ChooseSolver = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func FuzzOrder(f *testing.F) {
+	f.Add("pending", uint8(3), "web.example", true, uint8(2), int64(0))
+	f.Add("ready", uint8(0), "", false, uint8(0), int64(-3600))
+	f.Fuzz(func(t *testing.T, state string, nAuthz uint8, ident string, wildcard bool, nOwned uint8, failOff int64) {
+		o := authorized(newOrder())
+		o.Status.State = State(state)
+		o.Status.Authorizations = nil
+		for i := 0; i < int(nAuthz%6); i++ {
+			o.Status.Authorizations = append(o.Status.Authorizations, Authorization{URL: fmt.Sprintf("u%d", i), Identifier: ident, Wildcard: wildcard && i%2 == 0,
+				InitialState: State([]string{"pending", "valid", ""}[i%3]),
+				Challenges:   []OfferedChallenge{{Type: challenge.TypeDNS01, URL: fmt.Sprintf("c%d", i), Token: "t"}, {Type: challenge.TypeHTTP01, URL: fmt.Sprintf("h%d", i)}}})
+		}
+		if failOff != 0 {
+			o.Status.FailureTime = tp(t0.Add(time.Duration(failOff) * time.Second))
+		}
+		var owned []*challenge.Challenge
+		for i := 0; i < int(nOwned%4); i++ {
+			owned = append(owned, &challenge.Challenge{Name: ChallengeName(o.Name, i), Spec: challenge.Spec{URL: fmt.Sprintf("c%d", i), Type: challenge.TypeDNS01}})
+		}
+		res := Decide(o, owned, t0, Config{})
+		if names(res.Actions) != names(Decide(o, owned, t0, Config{}).Actions) {
+			t.Fatal("not deterministic")
+		}
+		created := map[string]bool{}
+		authz := map[string]bool{}
+		for _, a := range res.Actions {
+			switch a := a.(type) {
+			case Finalize:
+				if o.Status.State != StateReady {
+					t.Fatalf("finalized an order in state %q", o.Status.State)
+				}
+			case CreateChallenge:
+				if created[a.Challenge.Name] || authz[a.Challenge.Spec.AuthorizationURL] {
+					t.Fatal("two challenges for one authorization")
+				}
+				created[a.Challenge.Name], authz[a.Challenge.Spec.AuthorizationURL] = true, true
+				if a.Challenge.Spec.Wildcard && a.Challenge.Spec.Type != challenge.TypeDNS01 {
+					t.Fatal("a wildcard challenge that is not DNS-01")
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,112 @@
+package order
+
+import (
+	"time"
+
+	"github.com/certlife/certlife/challenge"
+)
+
+// State is an ACME order status (RFC 8555 §7.1.6) plus "errored" for a
+// failure on our side. Unknown values are handled as "look again", never
+// as final.
+type State string
+
+// States.
+const (
+	StatePending    State = "pending"
+	StateReady      State = "ready"
+	StateProcessing State = "processing"
+	StateValid      State = "valid"
+	StateInvalid    State = "invalid"
+	StateExpired    State = "expired"
+	StateErrored    State = "errored"
+)
+
+// Failed reports a final failure state: invalid, expired, errored.
+func (s State) Failed() bool { return s == StateInvalid || s == StateExpired || s == StateErrored }
+
+// Selector chooses the identifiers a solver applies to. An empty selector
+// (or none) is the default solver.
+type Selector struct {
+	DNSNames    []string          `json:"dnsNames,omitempty"`
+	DNSZones    []string          `json:"dnsZones,omitempty"`
+	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+}
+
+// SolverConfig is one solver with the identifiers it applies to.
+type SolverConfig struct {
+	Selector *Selector        `json:"selector,omitempty"`
+	Solver   challenge.Solver `json:"solver"`
+}
+
+// Spec is immutable: an order asks for exactly one certificate.
+type Spec struct {
+	// CSR is the DER certificate signing request to finalize with.
+	CSR         []byte           `json:"csr"`
+	Issuer      challenge.Issuer `json:"issuerRef"`
+	Account     string           `json:"account,omitempty"`
+	CommonName  string           `json:"commonName,omitempty"`
+	DNSNames    []string         `json:"dnsNames,omitempty"`
+	IPAddresses []string         `json:"ipAddresses,omitempty"`
+	Solvers     []SolverConfig   `json:"solvers"`
+	// Profile asks the server for a certificate profile (e.g. "shortlived").
+	Profile string `json:"profile,omitempty"`
+	// NotAfter asks for a validity end, when the server allows it.
+	NotAfter *time.Time `json:"notAfter,omitempty"`
+	// Replaces is the ARI identifier of the certificate this one renews
+	// (RFC 9773 §5).
+	Replaces string `json:"replaces,omitempty"`
+	// PreferredChain is the issuer common name of the chain to prefer.
+	PreferredChain string `json:"preferredChain,omitempty"`
+}
+
+// OfferedChallenge is one challenge an authorization offers.
+type OfferedChallenge struct {
+	Type  challenge.Type `json:"type"`
+	URL   string         `json:"url"`
+	Token string         `json:"token"`
+}
+
+// Authorization is what the server said about one identifier.
+type Authorization struct {
+	URL string `json:"url"`
+	// Identifier is empty until the host has fetched the authorization.
+	Identifier   string             `json:"identifier,omitempty"`
+	Wildcard     bool               `json:"wildcard,omitempty"`
+	InitialState State              `json:"initialState,omitempty"`
+	Challenges   []OfferedChallenge `json:"challenges,omitempty"`
+}
+
+// Status is written back by the host after each action.
+type Status struct {
+	URL            string          `json:"url,omitempty"`
+	FinalizeURL    string          `json:"finalizeURL,omitempty"`
+	CertificateURL string          `json:"certificateURL,omitempty"`
+	State          State           `json:"state,omitempty"`
+	Reason         string          `json:"reason,omitempty"`
+	Authorizations []Authorization `json:"authorizations,omitempty"`
+	// Certificate is the fetched chain, PEM, leaf first.
+	Certificate []byte     `json:"certificate,omitempty"`
+	FailureTime *time.Time `json:"failureTime,omitempty"`
+	SyncedAt    *time.Time `json:"syncedAt,omitempty"`
+	// SpecHash is the hash of the spec the order was created from; a
+	// different spec later is an error.
+	SpecHash   string     `json:"specHash,omitempty"`
+	LastError  string     `json:"lastError,omitempty"`
+	Transient  bool       `json:"transient,omitempty"`
+	RetryAfter *time.Time `json:"retryAfter,omitempty"`
+	// KeyAuthorizations maps a challenge token to its key authorization;
+	// the host computes them from the account key (RFC 8555 §8.1).
+	KeyAuthorizations map[string]string `json:"keyAuthorizations,omitempty"`
+}
+
+// Order is one ACME order.
+type Order struct {
+	Name              string            `json:"name"`
+	Namespace         string            `json:"namespace,omitempty"`
+	UID               string            `json:"uid,omitempty"`
+	CreationTimestamp time.Time         `json:"creationTimestamp"`
+	Labels            map[string]string `json:"labels,omitempty"`
+	Spec              Spec              `json:"spec"`
+	Status            Status            `json:"status"`
+}
