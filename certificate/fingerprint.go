@@ -6,7 +6,6 @@ import (
 	"net"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/certlife/certlife/keys"
 )
@@ -14,56 +13,106 @@ import (
 // specFingerprint hashes what a request is made from, in a canonical form:
 // name lists as sorted sets, IPs normalised, default usages and issuer
 // fields filled in. Two specs that ask the same request get the same value.
+// It is stamped on each request (AnnotationSpecFingerprint) so that a
+// healthy pass compares one hash instead of the request's CSR.
 func specFingerprint(s *Spec) string {
-	var b strings.Builder
-	field := func(name string, vals ...string) {
-		b.WriteString(name)
+	sum := specFingerprintSum(s)
+	return hex.EncodeToString(sum[:])
+}
+
+// fingerprintMatches reports whether a request's fingerprint annotation is
+// the spec's, without allocating.
+func fingerprintMatches(annotation string, s *Spec) bool {
+	if len(annotation) != sha256.Size {
+		return false
+	}
+	sum := specFingerprintSum(s)
+	var enc [sha256.Size]byte
+	hex.Encode(enc[:], sum[:])
+	return string(enc[:]) == annotation
+}
+
+// specFingerprintSum builds the canonical form on the stack for the usual
+// spec (a few names) and hashes it; the first 16 bytes of SHA-256 are kept.
+//
+// The form: one line per field, "name" then each value after a NUL byte;
+// sets sorted and without duplicates.
+func specFingerprintSum(s *Spec) [sha256.Size / 2]byte {
+	var stack [512]byte
+	b := stack[:0]
+	field := func(b []byte, name string, vals ...string) []byte {
+		b = append(b, name...)
 		for _, v := range vals {
-			b.WriteByte(0)
-			b.WriteString(v)
+			b = append(b, 0)
+			b = append(b, v...)
 		}
-		b.WriteByte('\n')
+		return append(b, '\n')
 	}
-	set := func(name string, vals []string) {
-		c := slices.Clone(vals)
-		slices.Sort(c)
-		field(name, slices.Compact(c)...)
-	}
-	field("cn", s.CommonName)
-	set("dns", s.DNSNames)
-	ips := make([]string, 0, len(s.IPAddresses))
-	for _, ip := range s.IPAddresses {
-		if p := net.ParseIP(ip); p != nil {
-			ip = p.String()
-		}
-		ips = append(ips, ip)
-	}
-	set("ip", ips)
-	set("uri", s.URIs)
-	set("email", s.EmailAddresses)
+	b = field(b, "cn", s.CommonName)
+	b = appendSet(b, "dns", s.DNSNames, nil)
+	b = appendSet(b, "ip", s.IPAddresses, normaliseIP)
+	b = appendSet(b, "uri", s.URIs, nil)
+	b = appendSet(b, "email", s.EmailAddresses, nil)
 	if sub := s.Subject; sub != nil {
-		set("o", sub.Organizations)
-		set("c", sub.Countries)
-		set("ou", sub.OrganizationalUnits)
-		set("l", sub.Localities)
-		set("st", sub.Provinces)
-		set("street", sub.StreetAddresses)
-		set("postal", sub.PostalCodes)
-		field("serial", sub.SerialNumber)
+		b = appendSet(b, "o", sub.Organizations, nil)
+		b = appendSet(b, "c", sub.Countries, nil)
+		b = appendSet(b, "ou", sub.OrganizationalUnits, nil)
+		b = appendSet(b, "l", sub.Localities, nil)
+		b = appendSet(b, "st", sub.Provinces, nil)
+		b = appendSet(b, "street", sub.StreetAddresses, nil)
+		b = appendSet(b, "postal", sub.PostalCodes, nil)
+		b = field(b, "serial", sub.SerialNumber)
 	}
 	usages := s.Usages
 	if len(usages) == 0 {
 		usages = keys.DefaultUsages
 	}
-	u := make([]string, len(usages))
-	for i, x := range usages {
-		u[i] = string(x)
+	var ubuf [8]string
+	u := ubuf[:0]
+	for _, x := range usages {
+		u = append(u, string(x))
 	}
-	set("usages", u)
-	field("ca", strconv.FormatBool(s.IsCA))
+	b = appendSet(b, "usages", u, nil)
+	b = field(b, "ca", strconv.FormatBool(s.IsCA))
 	ref := s.IssuerRef.WithDefaults()
-	field("issuer", ref.Name, ref.Kind, ref.Group)
-	field("duration", durationOf(s.Duration).String())
-	sum := sha256.Sum256([]byte(b.String()))
-	return hex.EncodeToString(sum[:16])
+	b = field(b, "issuer", ref.Name, ref.Kind, ref.Group)
+	b = field(b, "duration", durationOf(s.Duration).String())
+	full := sha256.Sum256(b)
+	var out [sha256.Size / 2]byte
+	copy(out[:], full[:])
+	return out
+}
+
+// appendSet appends "name" and the values, normalised by norm when it is
+// set, sorted and without duplicates. Up to 8 values are sorted on the
+// stack.
+func appendSet(b []byte, name string, vals []string, norm func(string) string) []byte {
+	var buf [8]string
+	c := buf[:0]
+	if len(vals) > len(buf) {
+		c = make([]string, 0, len(vals))
+	}
+	for _, v := range vals {
+		if norm != nil {
+			v = norm(v)
+		}
+		c = append(c, v)
+	}
+	slices.Sort(c)
+	c = slices.Compact(c)
+	b = append(b, name...)
+	for _, v := range c {
+		b = append(b, 0)
+		b = append(b, v...)
+	}
+	return append(b, '\n')
+}
+
+// normaliseIP writes an IP the way Go prints it, so "::ffff:1.2.3.4" and
+// "1.2.3.4" are one address; what does not parse is kept as written.
+func normaliseIP(ip string) string {
+	if p := net.ParseIP(ip); p != nil {
+		return p.String()
+	}
+	return ip
 }

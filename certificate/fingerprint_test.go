@@ -1,7 +1,14 @@
 package certificate
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/certlife/certlife/keys"
 )
@@ -51,4 +58,97 @@ func TestTriggerFallsBackToTheCSRWithoutAFingerprint(t *testing.T) {
 			}
 		})
 	}
+}
+
+// specFingerprintReference is the first, plain version of the fingerprint
+// (a strings.Builder, cloned and sorted sets); the stack-built one must
+// give the same value, so requests stamped by either stay current.
+func specFingerprintReference(s *Spec) string {
+	var b strings.Builder
+	field := func(name string, vals ...string) {
+		b.WriteString(name)
+		for _, v := range vals {
+			b.WriteByte(0)
+			b.WriteString(v)
+		}
+		b.WriteByte('\n')
+	}
+	set := func(name string, vals []string) {
+		c := slices.Clone(vals)
+		slices.Sort(c)
+		field(name, slices.Compact(c)...)
+	}
+	field("cn", s.CommonName)
+	set("dns", s.DNSNames)
+	ips := make([]string, 0, len(s.IPAddresses))
+	for _, ip := range s.IPAddresses {
+		if p := net.ParseIP(ip); p != nil {
+			ip = p.String()
+		}
+		ips = append(ips, ip)
+	}
+	set("ip", ips)
+	set("uri", s.URIs)
+	set("email", s.EmailAddresses)
+	if sub := s.Subject; sub != nil {
+		set("o", sub.Organizations)
+		set("c", sub.Countries)
+		set("ou", sub.OrganizationalUnits)
+		set("l", sub.Localities)
+		set("st", sub.Provinces)
+		set("street", sub.StreetAddresses)
+		set("postal", sub.PostalCodes)
+		field("serial", sub.SerialNumber)
+	}
+	usages := s.Usages
+	if len(usages) == 0 {
+		usages = keys.DefaultUsages
+	}
+	u := make([]string, len(usages))
+	for i, x := range usages {
+		u[i] = string(x)
+	}
+	set("usages", u)
+	field("ca", strconv.FormatBool(s.IsCA))
+	ref := s.IssuerRef.WithDefaults()
+	field("issuer", ref.Name, ref.Kind, ref.Group)
+	field("duration", durationOf(s.Duration).String())
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:16])
+}
+
+func FuzzSpecFingerprint(f *testing.F) {
+	f.Add("web", "a.example\x00b.example\x00a.example", "::ffff:1.2.3.4\x0010.0.0.1\x00bad", "o1\x00o2", "server auth\x00client auth", true, int64(3600e9))
+	f.Add("", "", "", "", "", false, int64(0))
+	many := strings.Repeat("n.example\x00m.example\x00", 9)
+	f.Add("x", many, many, many, many, false, int64(-1))
+	split := func(s string) []string {
+		if s == "" {
+			return nil
+		}
+		return strings.Split(s, "\x00")
+	}
+	f.Fuzz(func(t *testing.T, cn, dns, ips, orgs, usages string, isCA bool, d int64) {
+		s := Spec{CommonName: cn, DNSNames: split(dns), IPAddresses: split(ips), URIs: split(orgs),
+			EmailAddresses: split(dns), IsCA: isCA, IssuerRef: IssuerRef{Name: cn}}
+		if orgs != "" {
+			s.Subject = &keys.Subject{Organizations: split(orgs), Countries: split(cn), SerialNumber: cn}
+		}
+		for _, u := range split(usages) {
+			s.Usages = append(s.Usages, keys.Usage(u))
+		}
+		if d != 0 {
+			s.Duration = &Duration{time.Duration(d)}
+		}
+		want := specFingerprintReference(&s)
+		if got := specFingerprint(&s); got != want {
+			t.Fatalf("fingerprint %s, reference %s", got, want)
+		}
+		if !fingerprintMatches(want, &s) {
+			t.Fatal("fingerprintMatches rejects the spec's own fingerprint")
+		}
+		if fingerprintMatches(want[:31]+"x", &s) || fingerprintMatches(want[:16], &s) {
+			t.Fatal("fingerprintMatches accepts another value")
+		}
+	})
 }

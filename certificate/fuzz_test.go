@@ -1,6 +1,7 @@
 package certificate
 
 import (
+	"crypto/x509"
 	"strconv"
 	"testing"
 	"time"
@@ -59,9 +60,28 @@ func FuzzReconcile(f *testing.F) {
 		}
 		now := t0.Add(time.Duration(nowOff%(400*24*3600)) * time.Second)
 
+		before := cloneSnapshot(s)
 		res := Reconcile(s, now, Config{})
 		if diff := cmp.Diff(res, Reconcile(s, now, Config{})); diff != "" {
 			t.Fatalf("same input, different results:\n%s", diff)
+		}
+		if diff := cmp.Diff(before.Certificate, s.Certificate); diff != "" {
+			t.Fatalf("Reconcile changed the snapshot it was given:\n%s", diff)
+		}
+		// The host's parse cache and the spec fingerprint are shortcuts:
+		// with them, without them, the answer is the same.
+		cached := *s
+		cached.Parsed, _ = keys.ParseSecretData(cached.Secret.Data)
+		if req, err := keys.ParseCSR(s.Requests[0].Spec.Request); err == nil {
+			cached.ParsedCSRs = map[string]*x509.CertificateRequest{s.Requests[0].Name: req}
+		}
+		if diff := cmp.Diff(res, Reconcile(&cached, now, Config{})); diff != "" {
+			t.Fatalf("the host cache changes the result:\n%s", diff)
+		}
+		plain := cloneSnapshot(s)
+		delete(plain.Requests[0].Annotations, AnnotationSpecFingerprint)
+		if diff := cmp.Diff(res, Reconcile(plain, now, Config{})); diff != "" {
+			t.Fatalf("the spec fingerprint changes the result:\n%s", diff)
 		}
 		final := c.Status
 		creates := 0
@@ -101,16 +121,27 @@ func cloneSnapshot(b *Snapshot) *Snapshot {
 	c := *b.Certificate
 	c.Spec.DNSNames = append([]string(nil), c.Spec.DNSNames...)
 	c.Status = cloneStatus(c.Status)
+	if b.Secret == nil {
+		return &Snapshot{Certificate: &c, Requests: cloneRequests(b.Requests), NextPrivateKeySecrets: b.NextPrivateKeySecrets}
+	}
 	sec := *b.Secret
 	sec.Data = map[string][]byte{}
 	for k, v := range b.Secret.Data {
 		sec.Data[k] = v
 	}
-	r := *b.Requests[0]
-	r.Annotations = map[string]string{}
-	for k, v := range b.Requests[0].Annotations {
-		r.Annotations[k] = v
+	return &Snapshot{Certificate: &c, Secret: &sec, Requests: cloneRequests(b.Requests), NextPrivateKeySecrets: b.NextPrivateKeySecrets}
+}
+
+func cloneRequests(in []*CertificateRequest) []*CertificateRequest {
+	var out []*CertificateRequest
+	for _, b := range in {
+		r := *b
+		r.Annotations = map[string]string{}
+		for k, v := range b.Annotations {
+			r.Annotations[k] = v
+		}
+		r.Status.Conditions = append([]Condition(nil), r.Status.Conditions...)
+		out = append(out, &r)
 	}
-	r.Status.Conditions = append([]Condition(nil), r.Status.Conditions...)
-	return &Snapshot{Certificate: &c, Secret: &sec, Requests: []*CertificateRequest{&r}}
+	return out
 }

@@ -40,17 +40,19 @@ func Readiness(s *Snapshot, now time.Time, cfg Config) Result {
 	}
 	v := newView(s)
 	reason, message := runChain(v, now, cfg)
-	st := cloneStatus(c.Status)
 	var res Result
+	var (
+		leaf        = false
+		nb, na, rt  time.Time
+		rs          renewal.Status
+		renewalOK   bool
+		renewalCond []renewal.Condition
+	)
 	if p := v.secret(); p != nil && p.Leaf != nil {
-		nb, na := p.Leaf.NotBefore, p.Leaf.NotAfter
-		st.NotBefore, st.NotAfter = &nb, &na
+		leaf = true
+		nb, na = p.Leaf.NotBefore, p.Leaf.NotAfter
 		if d, _, ok := decideRenewal(v, now, cfg); ok {
-			rt := d.RenewalTime
-			st.RenewalTime = &rt
-			rs := d.Status
-			st.Renewal = &rs
-			st.Conditions = setRenewalConditions(st.Conditions, d.Conditions, now, c.Generation)
+			renewalOK, rt, rs, renewalCond = true, d.RenewalTime, d.Status, d.Conditions
 		}
 		if reason == "" && !now.Before(na) {
 			reason, message = ReasonExpired, "the certificate expired at "+stamp(na)
@@ -58,20 +60,85 @@ func Readiness(s *Snapshot, now time.Time, cfg Config) Result {
 		if now.Before(na) {
 			res.RequeueAt = na
 		}
-	} else {
-		st.NotBefore, st.NotAfter, st.RenewalTime = nil, nil, nil
 	}
 	ready := Condition{Type: ConditionReady, Status: StatusTrue, Reason: ReasonReady, Message: "the certificate is up to date and has not expired"}
 	if reason != "" {
 		ready = Condition{Type: ConditionReady, Status: StatusFalse, Reason: reason, Message: message}
 	}
-	st.Conditions = setCondition(st.Conditions, ready, now, c.Generation)
 	res.Reason, res.Message = ready.Reason, ready.Message
+
+	// The common case, a healthy certificate seen again, changes nothing:
+	// find that out without building a new status.
+	old := &c.Status
+	same := conditionHolds(old.Conditions, ready, c.Generation)
+	if leaf {
+		same = same && timePtrIs(old.NotBefore, nb) && timePtrIs(old.NotAfter, na)
+		if renewalOK {
+			same = same && timePtrIs(old.RenewalTime, rt) && renewalStatusEqual(old.Renewal, &rs) &&
+				renewalConditionsHold(old.Conditions, renewalCond, c.Generation)
+		}
+	} else {
+		same = same && old.NotBefore == nil && old.NotAfter == nil && old.RenewalTime == nil
+	}
+	if same {
+		return res
+	}
+
+	st := cloneStatus(c.Status)
+	if leaf {
+		// Fresh copies, so the locals above stay off the heap.
+		nb, na := nb, na
+		st.NotBefore, st.NotAfter = &nb, &na
+		if renewalOK {
+			rt, rs := rt, rs
+			st.RenewalTime, st.Renewal = &rt, &rs
+			st.Conditions = setRenewalConditions(st.Conditions, renewalCond, now, c.Generation)
+		}
+	} else {
+		st.NotBefore, st.NotAfter, st.RenewalTime = nil, nil, nil
+	}
+	st.Conditions = setCondition(st.Conditions, ready, now, c.Generation)
 	if !statusEqual(st, c.Status) {
 		res.Actions = []Action{UpdateStatus{Status: st}}
 	}
 	return res
 }
+
+// conditionHolds reports whether setting c on conds would change nothing.
+func conditionHolds(conds []Condition, c Condition, gen int64) bool {
+	for i := range conds {
+		if o := &conds[i]; o.Type == c.Type {
+			return o.Status == c.Status && o.Reason == c.Reason && o.Message == c.Message && o.ObservedGeneration == gen
+		}
+	}
+	return false
+}
+
+// renewalConditionsHold reports whether setRenewalConditions would change
+// nothing: every wanted condition holds and no other renewal condition is
+// set.
+func renewalConditionsHold(conds []Condition, want []renewal.Condition, gen int64) bool {
+	for _, w := range want {
+		if !conditionHolds(conds, Condition{Type: w.Type, Status: w.Status, Reason: w.Reason, Message: w.Message}, gen) {
+			return false
+		}
+	}
+	for i := range conds {
+		if !isRenewalCondition(conds[i].Type) {
+			continue
+		}
+		listed := false
+		for _, w := range want {
+			listed = listed || w.Type == conds[i].Type
+		}
+		if !listed {
+			return false
+		}
+	}
+	return true
+}
+
+func timePtrIs(p *time.Time, t time.Time) bool { return p != nil && p.Equal(t) }
 
 // setRenewalConditions sets the renewal conditions a decision lists and
 // removes the other renewal condition types.

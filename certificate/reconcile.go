@@ -1,25 +1,38 @@
 package certificate
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/certlife/certlife/keys"
-	"sort"
 	"strconv"
 	"time"
 )
 
-// stage is one pure stage.
-type stage struct {
-	name string
-	fn   func(*Snapshot, time.Time, Config) Result
-}
+// The stages in the order Reconcile runs them.
+const (
+	stageTrigger = iota
+	stageKeymanager
+	stageRequestmanager
+	stageIssuing
+	stageReadiness
+	stageCount
+)
 
-// stages in the order Reconcile runs them.
-var stages = []stage{
-	{"trigger", Trigger},
-	{"keymanager", Keymanager},
-	{"requestmanager", Requestmanager},
-	{"issuing", Issuing},
-	{"readiness", Readiness},
+// runStage calls stage i directly (not through a table of functions, which
+// would make every snapshot escape to the heap).
+func runStage(i int, s *Snapshot, now time.Time, cfg Config) Result {
+	switch i {
+	case stageTrigger:
+		return Trigger(s, now, cfg)
+	case stageKeymanager:
+		return Keymanager(s, now, cfg)
+	case stageRequestmanager:
+		return Requestmanager(s, now, cfg)
+	case stageIssuing:
+		return Issuing(s, now, cfg)
+	}
+	return Readiness(s, now, cfg)
 }
 
 // Reconcile runs the stages in order on one snapshot — trigger, keymanager,
@@ -36,11 +49,12 @@ func Reconcile(s *Snapshot, now time.Time, cfg Config) Result {
 		return Result{Reason: ReasonNoCertificate, Message: "the snapshot holds no certificate"}
 	}
 	orig := s.Certificate
-	cert := *orig
-	cert.Status = cloneStatus(orig.Status)
-	snap := *s
-	snap.Certificate = &cert
-	snap.memo = &memo{}
+	// One allocation holds the working snapshot and the memo. The
+	// certificate is copied only when a stage changes its status
+	// (copy-on-write), so a healthy pass copies nothing.
+	w := &work{snap: *s}
+	snap := &w.snap
+	snap.memo = &w.memo
 	// Parse each input once for all stages: the secret here, the requests'
 	// CSRs lazily through the memo, unless the host's cache holds them.
 	if snap.Parsed == nil && snap.Secret != nil {
@@ -49,18 +63,22 @@ func Reconcile(s *Snapshot, now time.Time, cfg Config) Result {
 
 	var out Result
 	wroteSecret := false
-	for _, st := range stages {
-		if st.name == "readiness" && wroteSecret {
+	for i := range stageCount {
+		if i == stageReadiness && wroteSecret {
 			// The secret changes under readiness's feet: look again at once
 			// and judge the new secret then.
 			out.RequeueAt = earliest(out.RequeueAt, now)
 			continue
 		}
-		r := st.fn(&snap, now, cfg)
+		r := runStage(i, snap, now, cfg)
 		effects := false
 		for _, a := range r.Actions {
 			if u, ok := a.(UpdateStatus); ok {
+				// A new pointer for a new status: the memo's view is keyed
+				// by it.
+				cert := *snap.Certificate
 				cert.Status = u.Status
+				snap.Certificate = &cert
 				continue
 			}
 			if _, ok := a.(WriteSecret); ok {
@@ -76,15 +94,21 @@ func Reconcile(s *Snapshot, now time.Time, cfg Config) Result {
 		// The why: the trigger's, unless a later stage has effects, or the
 		// trigger set Issuing (its own reason then stays the headline until
 		// another stage acts).
-		if effects || out.Reason == "" || (st.name == "issuing" && r.Reason == ReasonIssuanceFailed) {
+		if effects || out.Reason == "" || (i == stageIssuing && r.Reason == ReasonIssuanceFailed) {
 			out.Reason, out.Message = r.Reason, r.Message
 		}
 	}
-	out.Actions = append(out.Actions, revisionHistory(&snap)...)
-	if !statusEqual(cert.Status, orig.Status) {
-		out.Actions = append(out.Actions, UpdateStatus{Status: cert.Status})
+	out.Actions = append(out.Actions, revisionHistory(snap)...)
+	if snap.Certificate != orig && !statusEqual(snap.Certificate.Status, orig.Status) {
+		out.Actions = append(out.Actions, UpdateStatus{Status: snap.Certificate.Status})
 	}
 	return out
+}
+
+// work is Reconcile's per-call state, allocated once.
+type work struct {
+	snap Snapshot
+	memo memo
 }
 
 func earliest(a, b time.Time) time.Time {
@@ -114,7 +138,8 @@ func revisionHistory(s *Snapshot) []Action {
 		rev  int
 		name string
 	}
-	var olds []old
+	var buf [4]old
+	olds := buf[:0]
 	for _, r := range s.Requests {
 		if rev, ok := revisionOf(r); ok && rev <= *c.Status.Revision {
 			olds = append(olds, old{rev, r.Name})
@@ -123,7 +148,7 @@ func revisionHistory(s *Snapshot) []Action {
 	if len(olds) <= limit {
 		return nil
 	}
-	sort.Slice(olds, func(i, j int) bool { return olds[i].rev > olds[j].rev })
+	slices.SortFunc(olds, func(a, b old) int { return cmp.Compare(b.rev, a.rev) })
 	var acts []Action
 	for _, o := range olds[limit:] {
 		acts = append(acts, DeleteRequest{Name: o.name, Reason: "revision " + strconv.Itoa(o.rev) + " is beyond the revision history limit of " + strconv.Itoa(limit)})

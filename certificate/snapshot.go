@@ -48,8 +48,10 @@ type memo struct {
 	reason, message string
 	renewalDone     bool
 	renewal         renewal.Decision
-	renewalOK       bool
 	csrs            map[string]*x509.CertificateRequest
+	// view is shared by the stages while the certificate pointer is the
+	// same (Reconcile makes a new one for every status change).
+	view view
 }
 
 // view is a snapshot with every input parsed at most once per decision.
@@ -68,8 +70,22 @@ type view struct {
 	currentFound bool
 }
 
+// newView returns the snapshot's view: inside Reconcile the one in the
+// memo, kept while the certificate (and so its status) is the same, and
+// carrying the secret's parse across status changes.
 func newView(s *Snapshot) *view {
-	return &view{s: s, cert: s.Certificate}
+	m := s.memo
+	if m == nil {
+		return &view{s: s, cert: s.Certificate}
+	}
+	if m.view.s != s || m.view.cert != s.Certificate {
+		parsed, done := m.view.parsed, m.view.parsedDone && m.view.s == s
+		m.view = view{s: s, cert: s.Certificate}
+		if done {
+			m.view.parsed, m.view.parsedDone = parsed, true
+		}
+	}
+	return &m.view
 }
 
 // secret returns the parsed secret, parsing it on first use.

@@ -74,7 +74,9 @@ func Keymanager(s *Snapshot, now time.Time, cfg Config) Result {
 		return Result{Reason: ReasonNoCertificate}
 	}
 	c := s.Certificate
-	st := cloneStatus(c.Status)
+	// Only the next key's name changes here; the conditions are copied
+	// when the status is written.
+	st := c.Status
 	var acts []Action
 	deleteAllBut := func(keep string, why string) {
 		for _, sec := range s.NextPrivateKeySecrets {
@@ -85,7 +87,7 @@ func Keymanager(s *Snapshot, now time.Time, cfg Config) Result {
 	}
 	finish := func(reason, msg string) Result {
 		if st.NextPrivateKeySecretName != c.Status.NextPrivateKeySecretName {
-			acts = append(acts, UpdateStatus{Status: st})
+			acts = append(acts, UpdateStatus{Status: cloneStatus(st)})
 		}
 		return Result{Actions: acts, Reason: reason, Message: msg}
 	}

@@ -1,6 +1,7 @@
 package certificate
 
 import (
+	"bytes"
 	"crypto/x509"
 	"fmt"
 	"sort"
@@ -122,9 +123,14 @@ func secretKeyMismatchesRequest(v *view, _ time.Time, _ Config) (string, string)
 	if req == nil {
 		return "", ""
 	}
-	if _, cached := v.s.ParsedCSRs[req.Name]; !cached && p.KeyMatches {
-		if match, ok := csrKeyMatchesLeaf(req, p.Leaf); ok && match {
-			return "", "" // same key bytes as the leaf, which is the secret's key
+	if c, cached := v.s.ParsedCSRs[req.Name]; p.KeyMatches && p.Leaf != nil {
+		// Same key bytes as the leaf, which is the secret's key: equal.
+		// Different bytes may still encode one key, so that case parses.
+		if cached && c != nil && bytes.Equal(c.RawSubjectPublicKeyInfo, p.Leaf.RawSubjectPublicKeyInfo) {
+			return "", ""
+		}
+		if match, ok := csrKeyMatchesLeaf(req, p.Leaf); !cached && ok && match {
+			return "", ""
 		}
 	}
 	_, csr, err := v.currentRequest()
@@ -141,8 +147,10 @@ func requestOrCertificateChanged(v *view, _ time.Time, _ Config) (string, string
 	v.currentRequestOnly()
 	spec := &v.cert.Spec
 	if req := v.current; req != nil {
-		_, cached := v.s.ParsedCSRs[req.Name]
-		if fp := req.Annotations[AnnotationSpecFingerprint]; !cached && fp != "" && fp == specFingerprint(spec) {
+		// Without a parsed CSR at hand, the fingerprint (one hash of the
+		// spec) is far cheaper than parsing the CSR; with one, comparing it
+		// is cheaper still.
+		if _, cached := v.s.ParsedCSRs[req.Name]; !cached && fingerprintMatches(req.Annotations[AnnotationSpecFingerprint], spec) {
 			return "", "" // made from this very spec: nothing to compare
 		}
 		_, csr, err := v.currentRequest()
@@ -223,6 +231,9 @@ func renewalInput(v *view) (renewal.Input, bool) {
 // the oldest (then the first by name).
 func owner(s *Snapshot) *Certificate {
 	c := s.Certificate
+	if len(s.OtherOwners) == 0 {
+		return c
+	}
 	claimants := []*Certificate{c}
 	for _, o := range s.OtherOwners {
 		if o != nil && o.Name != c.Name && o.Spec.SecretName == c.Spec.SecretName {
@@ -303,16 +314,16 @@ func Trigger(s *Snapshot, now time.Time, cfg Config) Result {
 	reason, message := runChain(v, now, cfg)
 	var res Result
 	if reason == "" {
-		d, in, ok := decideRenewal(v, now, cfg)
+		d, na, ok := decideRenewal(v, now, cfg)
 		if !ok { // unreachable after the checks above, but never panic
 			return Result{Reason: ReasonUpToDate, Message: "no certificate to time renewal from"}
 		}
-		res.Renewal = &d
+		res.Renewal = d
 		if !d.Renew {
 			res.Reason, res.Message, res.RequeueAt = ReasonUpToDate, d.Message, d.NextCheck
 			// Readiness flips to Expired at notAfter even when nothing
 			// renews (Disabled): look again then.
-			if na := in.NotAfter; now.Before(na) && (res.RequeueAt.IsZero() || na.Before(res.RequeueAt)) {
+			if now.Before(na) && (res.RequeueAt.IsZero() || na.Before(res.RequeueAt)) {
 				res.RequeueAt = na
 			}
 			return res
@@ -373,18 +384,25 @@ func runChain(v *view, now time.Time, cfg Config) (reason, message string) {
 	return reason, message
 }
 
-// decideRenewal asks the renewal package, once per Reconcile.
-func decideRenewal(v *view, now time.Time, cfg Config) (renewal.Decision, renewal.Input, bool) {
-	in, ok := renewalInput(v)
-	if !ok {
-		return renewal.Decision{}, in, false
+// decideRenewal asks the renewal package, once per Reconcile, and returns
+// the decision (the memo's inside Reconcile, so a pass copies it nowhere)
+// and the certificate's notAfter. ok is false when there is no leaf to time
+// renewal from.
+func decideRenewal(v *view, now time.Time, cfg Config) (d *renewal.Decision, notAfter time.Time, ok bool) {
+	p := v.secret()
+	if p == nil || p.Leaf == nil {
+		return nil, time.Time{}, false
 	}
-	if m := v.s.memo; m != nil && m.renewalDone {
-		return m.renewal, in, m.renewalOK
+	m := v.s.memo
+	if m != nil && m.renewalDone {
+		return &m.renewal, p.Leaf.NotAfter, true
 	}
-	d := renewal.Decide(in, now, cfg.Renewal)
-	if m := v.s.memo; m != nil {
-		m.renewalDone, m.renewal, m.renewalOK = true, d, true
+	in, _ := renewalInput(v)
+	if m == nil {
+		d := renewal.Decide(in, now, cfg.Renewal)
+		return &d, p.Leaf.NotAfter, true
 	}
-	return d, in, true
+	m.renewal = renewal.Decide(in, now, cfg.Renewal)
+	m.renewalDone = true
+	return &m.renewal, p.Leaf.NotAfter, true
 }

@@ -321,14 +321,19 @@ func CompareCSR(csr *x509.CertificateRequest, tmpl RequestTemplate) []Difference
 	var diffs []Difference
 	want := tmpl.subject()
 	diffs = cmpString(diffs, "commonName", want.CommonName, csr.Subject.CommonName)
-	diffs = cmpSubject(diffs, want, csr.Subject)
+	diffs = cmpSubject(diffs, &want, &csr.Subject)
 	diffs = cmpSet(diffs, "dnsNames", tmpl.DNSNames, csr.DNSNames)
-	diffs = cmpSet(diffs, "ipAddresses", normIPs(tmpl.IPAddresses), ipStrings(csr.IPAddresses))
-	diffs = cmpSet(diffs, "uris", tmpl.URIs, uriStrings(csr.URIs))
+	if len(tmpl.IPAddresses)+len(csr.IPAddresses) > 0 {
+		diffs = cmpSet(diffs, "ipAddresses", normIPs(tmpl.IPAddresses), ipStrings(csr.IPAddresses))
+	}
+	if len(tmpl.URIs)+len(csr.URIs) > 0 {
+		diffs = cmpSet(diffs, "uris", tmpl.URIs, uriStrings(csr.URIs))
+	}
 	diffs = cmpSet(diffs, "emailAddresses", tmpl.EmailAddresses, csr.EmailAddresses)
 
-	wantKU, wantEKU, isCA := expectedUsages(tmpl)
-	haveKU, haveEKU, haveCA := requestUsages(csr)
+	var wantBuf, haveBuf [8]string
+	wantKU, wantEKU, isCA := expectedUsages(tmpl, wantBuf[:0])
+	haveKU, haveEKU, haveCA := requestUsages(csr, haveBuf[:0])
 	if wantKU != haveKU || !sameSet(wantEKU, haveEKU) {
 		diffs = append(diffs, Difference{Field: "usages", Want: describeUsages(wantKU, wantEKU), Have: describeUsages(haveKU, haveEKU)})
 	}
@@ -371,7 +376,7 @@ func cmpString(diffs []Difference, field, want, have string) []Difference {
 	return diffs
 }
 
-func cmpSubject(diffs []Difference, want, have pkix.Name) []Difference {
+func cmpSubject(diffs []Difference, want, have *pkix.Name) []Difference {
 	diffs = cmpSet(diffs, "subject.organizations", want.Organization, have.Organization)
 	diffs = cmpSet(diffs, "subject.countries", want.Country, have.Country)
 	diffs = cmpSet(diffs, "subject.organizationalUnits", want.OrganizationalUnit, have.OrganizationalUnit)
@@ -382,7 +387,15 @@ func cmpSubject(diffs []Difference, want, have pkix.Name) []Difference {
 	return cmpString(diffs, "subject.serialNumber", want.SerialNumber, have.SerialNumber)
 }
 
+// cmpSet is small enough to inline: most of a template's lists are empty.
 func cmpSet(diffs []Difference, field string, want, have []string) []Difference {
+	if len(want) == 0 && len(have) == 0 {
+		return diffs
+	}
+	return cmpSetSlow(diffs, field, want, have)
+}
+
+func cmpSetSlow(diffs []Difference, field string, want, have []string) []Difference {
 	if !sameSet(want, have) {
 		diffs = append(diffs, Difference{Field: field, Want: fmt.Sprint(sorted(want)), Have: fmt.Sprint(sorted(have))})
 	}
@@ -443,14 +456,58 @@ func uriStrings(us []*url.URL) []string {
 	return out
 }
 
-func expectedUsages(t RequestTemplate) (x509.KeyUsage, []string, bool) {
+// keyUsageOf is keyUsages[u] as a switch, for the hot comparison path.
+func keyUsageOf(u Usage) (x509.KeyUsage, bool) {
+	switch u {
+	case UsageSigning, UsageDigitalSignature:
+		return x509.KeyUsageDigitalSignature, true
+	case UsageContentCommitment:
+		return x509.KeyUsageContentCommitment, true
+	case UsageKeyEncipherment:
+		return x509.KeyUsageKeyEncipherment, true
+	case UsageKeyAgreement:
+		return x509.KeyUsageKeyAgreement, true
+	case UsageDataEncipherment:
+		return x509.KeyUsageDataEncipherment, true
+	case UsageCertSign:
+		return x509.KeyUsageCertSign, true
+	case UsageCRLSign:
+		return x509.KeyUsageCRLSign, true
+	case UsageEncipherOnly:
+		return x509.KeyUsageEncipherOnly, true
+	case UsageDecipherOnly:
+		return x509.KeyUsageDecipherOnly, true
+	}
+	return 0, false
+}
+
+// ekuDotted holds each known extended key usage's dotted OID, and
+// ekuByDER the same keyed by the OID's DER content bytes, so that reading a
+// request's usages allocates nothing for the usages BuildCSR writes.
+var ekuDotted, ekuByDER = func() (map[Usage]string, map[string]string) {
+	dotted, byDER := map[Usage]string{}, map[string]string{}
+	for u, oid := range extKeyUsages {
+		dotted[u] = oid.String()
+		if der, err := asn1.Marshal(oid); err == nil {
+			in := cryptobyte.String(der)
+			var content cryptobyte.String
+			if in.ReadASN1(&content, cbasn1.OBJECT_IDENTIFIER) {
+				byDER[string(content)] = oid.String()
+			}
+		}
+	}
+	return dotted, byDER
+}()
+
+// expectedUsages appends the template's extended key usages (dotted OIDs)
+// to eku and returns its key usages and isCA.
+func expectedUsages(t RequestTemplate, eku []string) (x509.KeyUsage, []string, bool) {
 	var ku x509.KeyUsage
-	var eku []string
 	for _, u := range t.usages() {
-		if k, ok := keyUsages[u]; ok {
+		if k, ok := keyUsageOf(u); ok {
 			ku |= k
-		} else if oid, ok := extKeyUsages[u]; ok {
-			eku = append(eku, oid.String())
+		} else if oid, ok := ekuDotted[u]; ok {
+			eku = append(eku, oid)
 		} else {
 			eku = append(eku, "unknown:"+string(u))
 		}
@@ -461,35 +518,77 @@ func expectedUsages(t RequestTemplate) (x509.KeyUsage, []string, bool) {
 	return ku, eku, t.IsCA
 }
 
-func requestUsages(csr *x509.CertificateRequest) (ku x509.KeyUsage, eku []string, isCA bool) {
-	for _, ext := range csr.Extensions {
-		switch {
-		case ext.Id.Equal(oidKeyUsage):
+// requestUsages reads a request's key usage, extended key usage and basic
+// constraints extensions, appending the extended usages to eku. It reads
+// DER directly (encoding/asn1's reflection was most of a comparison's
+// cost); an extension it cannot read contributes nothing, as before.
+func requestUsages(csr *x509.CertificateRequest, eku []string) (ku x509.KeyUsage, _ []string, isCA bool) {
+	for i := range csr.Extensions {
+		ext := &csr.Extensions[i]
+		// The three are id-ce arcs (2.5.29.x): one look at the OID instead
+		// of three comparisons.
+		if id := ext.Id; len(id) != 4 || id[0] != 2 || id[1] != 5 || id[2] != 29 {
+			continue
+		}
+		switch ext.Id[3] {
+		case oidKeyUsage[3]:
+			in := cryptobyte.String(ext.Value)
 			var bs asn1.BitString
-			if _, err := asn1.Unmarshal(ext.Value, &bs); err == nil {
+			if in.ReadASN1BitString(&bs) {
 				for i := 0; i < 9; i++ {
 					if bs.At(i) != 0 {
 						ku |= 1 << uint(i)
 					}
 				}
 			}
-		case ext.Id.Equal(oidExtKeyUsage):
-			var oids []asn1.ObjectIdentifier
-			if _, err := asn1.Unmarshal(ext.Value, &oids); err == nil {
-				for _, o := range oids {
-					eku = append(eku, o.String())
+		case oidExtKeyUsage[3]:
+			in := cryptobyte.String(ext.Value)
+			var seq cryptobyte.String
+			if !in.ReadASN1(&seq, cbasn1.SEQUENCE) {
+				continue
+			}
+			start := len(eku)
+			for !seq.Empty() {
+				var content cryptobyte.String
+				if !seq.ReadASN1(&content, cbasn1.OBJECT_IDENTIFIER) {
+					eku = eku[:start] // unreadable: as if absent
+					break
 				}
+				dotted, ok := ekuByDER[string(content)]
+				if !ok {
+					// An OID BuildCSR never writes: read the extension the
+					// general way.
+					eku = appendEKUSlow(eku[:start], ext.Value)
+					break
+				}
+				eku = append(eku, dotted)
 			}
-		case ext.Id.Equal(oidBasicConstraints):
-			var bc struct {
-				IsCA bool `asn1:"optional"`
-			}
-			if _, err := asn1.Unmarshal(ext.Value, &bc); err == nil {
-				isCA = bc.IsCA
+		case oidBasicConstraints[3]:
+			in := cryptobyte.String(ext.Value)
+			var seq cryptobyte.String
+			if in.ReadASN1(&seq, cbasn1.SEQUENCE) {
+				var ca bool
+				if seq.PeekASN1Tag(cbasn1.BOOLEAN) {
+					if seq.ReadASN1Boolean(&ca) {
+						isCA = ca
+					}
+				} else {
+					isCA = false
+				}
 			}
 		}
 	}
 	return ku, eku, isCA
+}
+
+func appendEKUSlow(eku []string, der []byte) []string {
+	var oids []asn1.ObjectIdentifier
+	if _, err := asn1.Unmarshal(der, &oids); err == nil {
+		for _, o := range oids {
+			eku = append(eku, o.String())
+		}
+	}
+	return eku
 }
 
 func describeUsages(ku x509.KeyUsage, eku []string) string {

@@ -624,3 +624,16 @@ func TestCSRPublicKeyInfo(t *testing.T) {
 		}
 	}
 }
+
+func TestKeyUsageOfMatchesTable(t *testing.T) {
+	for u, want := range keyUsages {
+		if got, ok := keyUsageOf(u); !ok || got != want {
+			t.Errorf("keyUsageOf(%q) = %v, %v; the table says %v", u, got, ok, want)
+		}
+	}
+	for u := range extKeyUsages {
+		if _, ok := keyUsageOf(u); ok {
+			t.Errorf("keyUsageOf(%q) claims an extended usage", u)
+		}
+	}
+}

@@ -198,14 +198,16 @@ func Decide(in Input, now time.Time, opts Options) Decision {
 		return d
 	case PolicyAutomatic:
 		d.Conditions = appendIgnored(d.Conditions, in.Spec, policy)
-		return timed(d, due, now, ariNote)
+		timed(&d, due, now, ariNote)
+		return d
 	case PolicyScheduled:
 	default:
 		// An unknown policy must not stop renewals: treat it as Automatic
 		// and say so.
 		msg := fmt.Sprintf("policy %q is not Automatic, Disabled or Scheduled; renewing as Automatic", policy)
 		d.Conditions = append(d.Conditions, Condition{Type: ConditionRenewalConfigInvalid, Status: "True", Reason: ReasonConfigInvalid, Message: msg})
-		return timed(d, due, now, ariNote+"; "+msg)
+		timed(&d, due, now, ariNote+"; "+msg)
+		return d
 	}
 
 	sched, err := in.Schedule, error(nil)
@@ -214,7 +216,8 @@ func Decide(in Input, now time.Time, opts Options) Decision {
 	}
 	if err == nil && sched.Len() == 0 {
 		// Scheduled with no windows: renewal may happen at any time.
-		return timed(d, due, now, ariNote+"; policy Scheduled lists no windows, so any time is allowed")
+		timed(&d, due, now, ariNote+"; policy Scheduled lists no windows, so any time is allowed")
+		return d
 	}
 	d.Status.Windows = &WindowsStatus{Valid: "True"}
 	if err != nil {
@@ -223,7 +226,8 @@ func Decide(in Input, now time.Time, opts Options) Decision {
 			Message: "renewal windows are invalid, so no windowed renewal happens until they are corrected: " + err.Error()})
 	}
 	if !due {
-		return timed(d, false, now, ariNote)
+		timed(&d, false, now, ariNote)
+		return d
 	}
 	if err == nil {
 		if i, ok := sched.Contains(now); ok {
@@ -276,15 +280,25 @@ func Decide(in Input, now time.Time, opts Options) Decision {
 }
 
 // timed finishes a decision that depends on the renewal time alone.
-func timed(d Decision, due bool, now time.Time, note string) Decision {
+//
+// Its message is built in one allocation: this is the path every healthy
+// certificate takes on every pass.
+func timed(d *Decision, due bool, now time.Time, note string) {
+	var buf [128]byte
+	b := buf[:0]
 	if due {
 		d.Renew, d.Reason = true, ReasonDue
-		d.Message = fmt.Sprintf("renewal due since %s (%s)%s", stamp(d.RenewalTime), d.Source, note)
-		return d
+		b = append(b, "renewal due since "...)
+	} else {
+		d.Reason, d.NextCheck = ReasonNotDue, d.RenewalTime
+		b = append(b, "renewal due at "...)
 	}
-	d.Reason, d.NextCheck = ReasonNotDue, d.RenewalTime
-	d.Message = fmt.Sprintf("renewal due at %s (%s)%s", stamp(d.RenewalTime), d.Source, note)
-	return d
+	b = d.RenewalTime.UTC().AppendFormat(b, time.RFC3339)
+	b = append(b, " ("...)
+	b = append(b, d.Source...)
+	b = append(b, ')')
+	b = append(b, note...)
+	d.Message = string(b)
 }
 
 func appendIgnored(cs []Condition, s Spec, p Policy) []Condition {
