@@ -50,7 +50,10 @@
 //  1. gathers a Snapshot in one place: the certificate, its target secret,
 //     its requests and next-private-key secrets, other certificates naming
 //     the same secret, the ARI window; nil for anything missing; optionally
-//     cached parses (Snapshot.Parsed) keyed by resource version;
+//     its caches: parses (Snapshot.Parsed, Snapshot.ParsedCSRs) keyed by
+//     resource version, and Compile(certificate) (Snapshot.Compiled) keyed
+//     by generation — with all three a healthy pass costs about a fifth of
+//     one x509.ParseCertificate;
 //  2. calls the decision with now from its clock;
 //  3. carries out Result.Actions in order, stopping at the first error
 //     (a conflict on a stale write is an error: the next pass repairs it);

@@ -116,3 +116,51 @@ func normaliseIP(ip string) string {
 	}
 	return ip
 }
+
+// Compiled is what a host may cache about a certificate's spec between
+// passes, keyed by the certificate's metadata.generation: the spec's
+// validation and the fingerprint its requests carry. With it, a healthy
+// pass compares one string where it would otherwise validate the spec and
+// compare the current request's CSR with it.
+//
+// It is an input like any other: Reconcile reads it only when its
+// generation equals the certificate's and is not zero, so a stale entry is
+// ignored rather than trusted. A host whose store does not bump the
+// generation on every spec change (the Kubernetes API server does) must
+// not pass it.
+type Compiled struct {
+	// Generation is the certificate's metadata.generation at compilation.
+	Generation int64
+
+	err         error
+	fingerprint string
+}
+
+// Compile validates the certificate's spec and computes its request
+// fingerprint, for Snapshot.Compiled.
+func Compile(c *Certificate) *Compiled {
+	if c == nil {
+		return nil
+	}
+	return &Compiled{Generation: c.Generation, err: Validate(&c.Spec), fingerprint: specFingerprint(&c.Spec)}
+}
+
+// Err is the spec's validation error (Validate), nil when it is valid.
+func (c *Compiled) Err() error { return c.err }
+
+// compiled returns the snapshot's compiled spec when it is for this
+// generation of the certificate, else nil.
+func (s *Snapshot) compiled() *Compiled {
+	if k := s.Compiled; k != nil && s.Certificate != nil && k.Generation != 0 && k.Generation == s.Certificate.Generation {
+		return k
+	}
+	return nil
+}
+
+// validate is Validate, from the compiled spec when the host has it.
+func (s *Snapshot) validate() error {
+	if k := s.compiled(); k != nil {
+		return k.err
+	}
+	return Validate(&s.Certificate.Spec)
+}

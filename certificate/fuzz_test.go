@@ -78,6 +78,10 @@ func FuzzReconcile(f *testing.F) {
 		if diff := cmp.Diff(res, Reconcile(&cached, now, Config{})); diff != "" {
 			t.Fatalf("the host cache changes the result:\n%s", diff)
 		}
+		cached.Compiled = Compile(s.Certificate)
+		if diff := cmp.Diff(res, Reconcile(&cached, now, Config{})); diff != "" {
+			t.Fatalf("the compiled spec changes the result:\n%s", diff)
+		}
 		plain := cloneSnapshot(s)
 		delete(plain.Requests[0].Annotations, AnnotationSpecFingerprint)
 		if diff := cmp.Diff(res, Reconcile(plain, now, Config{})); diff != "" {
@@ -115,6 +119,7 @@ func FuzzReconcile(f *testing.F) {
 		}
 	})
 }
+
 
 // cloneSnapshot copies what the fuzz target changes.
 func cloneSnapshot(b *Snapshot) *Snapshot {

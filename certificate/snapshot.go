@@ -35,6 +35,10 @@ type Snapshot struct {
 	// ParsedCSRs is an optional host cache of parsed requests by request
 	// name, valid for the Requests passed.
 	ParsedCSRs map[string]*x509.CertificateRequest
+	// Compiled is an optional host cache: Compile(Certificate), kept while
+	// the certificate's generation is unchanged. Ignored when its
+	// generation is not the certificate's.
+	Compiled *Compiled
 
 	// memo lets Reconcile's stages share the check chain's outcome and the
 	// renewal decision: both depend only on the snapshot's resources and

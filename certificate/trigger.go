@@ -150,8 +150,13 @@ func requestOrCertificateChanged(v *view, _ time.Time, _ Config) (string, string
 		// Without a parsed CSR at hand, the fingerprint (one hash of the
 		// spec) is far cheaper than parsing the CSR; with one, comparing it
 		// is cheaper still.
-		if _, cached := v.s.ParsedCSRs[req.Name]; !cached && fingerprintMatches(req.Annotations[AnnotationSpecFingerprint], spec) {
-			return "", "" // made from this very spec: nothing to compare
+		fp := req.Annotations[AnnotationSpecFingerprint]
+		if k := v.s.compiled(); k != nil {
+			if fp == k.fingerprint {
+				return "", "" // made from this very spec: nothing to compare
+			}
+		} else if _, cached := v.s.ParsedCSRs[req.Name]; !cached && fingerprintMatches(fp, spec) {
+			return "", ""
 		}
 		_, csr, err := v.currentRequest()
 		if err != nil {
@@ -299,7 +304,7 @@ func Trigger(s *Snapshot, now time.Time, cfg Config) Result {
 	if cond := c.Status.Condition(ConditionIssuing); cond != nil && cond.Status == StatusTrue {
 		return Result{Reason: ReasonIssuingInProgress, Message: "issuance in progress since " + stamp(cond.LastTransitionTime) + " (" + cond.Reason + ")"}
 	}
-	if err := Validate(&c.Spec); err != nil {
+	if err := s.validate(); err != nil {
 		return Result{Reason: ReasonInvalidSpec, Message: "nothing is issued until the spec is corrected: " + err.Error()}
 	}
 	if o := owner(s); o != c {

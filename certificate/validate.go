@@ -82,8 +82,7 @@ func Validate(s *Spec) error {
 	if s.IssuerRef.Name == "" {
 		add("spec.issuerRef.name", "is required")
 	}
-	tmpl := s.Template()
-	for i, u := range tmpl.Usages {
+	for i, u := range s.Usages {
 		if !keys.KnownUsage(u) {
 			add(fmt.Sprintf("spec.usages[%d]", i), "%q is not a known usage", u)
 		}

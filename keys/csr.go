@@ -319,9 +319,12 @@ func CompareCSR(csr *x509.CertificateRequest, tmpl RequestTemplate) []Difference
 		return []Difference{{Field: "request", Want: "a request", Have: "none"}}
 	}
 	var diffs []Difference
-	want := tmpl.subject()
-	diffs = cmpString(diffs, "commonName", want.CommonName, csr.Subject.CommonName)
-	diffs = cmpSubject(diffs, &want, &csr.Subject)
+	diffs = cmpString(diffs, "commonName", tmpl.CommonName, csr.Subject.CommonName)
+	want := tmpl.Subject
+	if want == nil {
+		want = &noSubject
+	}
+	diffs = cmpSubject(diffs, want, &csr.Subject)
 	diffs = cmpSet(diffs, "dnsNames", tmpl.DNSNames, csr.DNSNames)
 	if len(tmpl.IPAddresses)+len(csr.IPAddresses) > 0 {
 		diffs = cmpSet(diffs, "ipAddresses", normIPs(tmpl.IPAddresses), ipStrings(csr.IPAddresses))
@@ -376,14 +379,16 @@ func cmpString(diffs []Difference, field, want, have string) []Difference {
 	return diffs
 }
 
-func cmpSubject(diffs []Difference, want, have *pkix.Name) []Difference {
-	diffs = cmpSet(diffs, "subject.organizations", want.Organization, have.Organization)
-	diffs = cmpSet(diffs, "subject.countries", want.Country, have.Country)
-	diffs = cmpSet(diffs, "subject.organizationalUnits", want.OrganizationalUnit, have.OrganizationalUnit)
-	diffs = cmpSet(diffs, "subject.localities", want.Locality, have.Locality)
-	diffs = cmpSet(diffs, "subject.provinces", want.Province, have.Province)
-	diffs = cmpSet(diffs, "subject.streetAddresses", want.StreetAddress, have.StreetAddress)
-	diffs = cmpSet(diffs, "subject.postalCodes", want.PostalCode, have.PostalCode)
+var noSubject Subject
+
+func cmpSubject(diffs []Difference, want *Subject, have *pkix.Name) []Difference {
+	diffs = cmpSet(diffs, "subject.organizations", want.Organizations, have.Organization)
+	diffs = cmpSet(diffs, "subject.countries", want.Countries, have.Country)
+	diffs = cmpSet(diffs, "subject.organizationalUnits", want.OrganizationalUnits, have.OrganizationalUnit)
+	diffs = cmpSet(diffs, "subject.localities", want.Localities, have.Locality)
+	diffs = cmpSet(diffs, "subject.provinces", want.Provinces, have.Province)
+	diffs = cmpSet(diffs, "subject.streetAddresses", want.StreetAddresses, have.StreetAddress)
+	diffs = cmpSet(diffs, "subject.postalCodes", want.PostalCodes, have.PostalCode)
 	return cmpString(diffs, "subject.serialNumber", want.SerialNumber, have.SerialNumber)
 }
 
