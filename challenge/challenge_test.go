@@ -75,6 +75,14 @@ func TestDecide(t *testing.T) {
 			status:  Status{Processing: true, SyncedAt: tp(t0), State: StateInvalid, Presented: true, Accepted: true, Reason: "urn:ietf:params:acme:error:unauthorized"},
 			actions: []string{"CleanUp", "UpdateStatus"}, reason: ReasonFinished,
 		},
+		"an accepted challenge is polled no sooner than the server's Retry-After": {
+			status: Status{Processing: true, SyncedAt: tp(t0.Add(-5 * time.Second)), State: StateProcessing, Presented: true, Accepted: true,
+				RetryAfter: tp(t0.Add(40 * time.Second))},
+			reason: ReasonValidating, requeue: 40 * time.Second,
+		},
+		"a challenge read long ago is read again before it is presented": {
+			status: Status{Processing: true, SyncedAt: tp(t0.Add(-time.Hour)), State: StatePending}, actions: []string{"Sync"}, reason: ReasonSyncing,
+		},
 		"a transient error is retried at the server's Retry-After and never made final": {
 			status: Status{Processing: true, SyncedAt: tp(t0), State: StatePending, Presented: true, SelfCheckPassed: true,
 				LastError: "503 Service Unavailable", Transient: true, RetryAfter: tp(t0.Add(90 * time.Second))},

@@ -19,7 +19,13 @@ type Config struct {
 	// TransientRetry is how soon to retry after a transient error that
 	// came without a Retry-After. Zero means 30s.
 	TransientRetry time.Duration
+	// MaxSyncAge is how old a read of the challenge may be when it is
+	// presented; an older one (say, a challenge that waited long for the
+	// scheduler) is read again first. Zero means 5 minutes.
+	MaxSyncAge time.Duration
 }
+
+func (c Config) maxSyncAge() time.Duration { return orDefault(c.MaxSyncAge, 5*time.Minute) }
 
 func (c Config) selfCheckInterval() time.Duration {
 	return orDefault(c.SelfCheckInterval, 10*time.Second)
@@ -105,8 +111,14 @@ func Decide(c *Challenge, now time.Time, cfg Config) Result {
 	switch {
 	case st.SyncedAt == nil:
 		return Result{Actions: []Action{sync}, Reason: ReasonSyncing, Message: "reading the challenge from the server (RFC 8555 §7.5)"}
+	case !st.Presented && !st.Accepted && now.Sub(*st.SyncedAt) > cfg.maxSyncAge():
+		return Result{Actions: []Action{sync}, Reason: ReasonSyncing, Message: "the last read of the challenge is older than " + cfg.maxSyncAge().String() + ": reading it again (RFC 8555 §7.5)"}
 	case st.Accepted:
-		if next := st.SyncedAt.Add(cfg.pollInterval()); now.Before(next) {
+		next := st.SyncedAt.Add(cfg.pollInterval())
+		if ra := st.RetryAfter; ra != nil && st.LastError == "" && ra.After(next) {
+			next = *ra // the server asked to be polled no sooner
+		}
+		if now.Before(next) {
 			return Result{RequeueAt: next, Reason: ReasonValidating, Message: "the server is validating; looking again at " + next.UTC().Format(time.RFC3339)}
 		}
 		return Result{Actions: []Action{sync}, Reason: ReasonValidating, Message: "reading the authorization's status (RFC 8555 §7.5.1)"}

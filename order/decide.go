@@ -194,6 +194,15 @@ func Decide(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) R
 	if len(acts) > 0 {
 		return Result{Actions: acts, Reason: ReasonChallenges, Message: "creating and deleting challenges for the authorizations"}
 	}
+	if allFinal && anyInvalid == "" && st.LastError == "" && len(st.Authorizations) > 0 {
+		// Every challenge is valid. RFC 8555 §7.4: the client finalizes
+		// once it believes the server's requirements are met; reading the
+		// order first to see "ready" would cost a request per issuance.
+		// Should the server not be ready yet (orderNotReady), the error is
+		// recorded and the order is read before the next attempt.
+		return Result{Actions: append(deleteAll(owned, "every challenge is valid"), Finalize{URL: st.FinalizeURL, CSR: o.Spec.CSR}),
+			Reason: ReasonFinalizing, Message: "every challenge is valid: finalizing with the CSR (RFC 8555 §7.4)"}
+	}
 	if allFinal {
 		// Every challenge is done but the order still says pending: the
 		// server moves the order on its own; read it again shortly.
@@ -208,7 +217,11 @@ func Decide(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) R
 
 func poll(o *Order, now time.Time, cfg Config, msg string) Result {
 	if s := o.Status.SyncedAt; s != nil {
-		if next := s.Add(cfg.poll()); now.Before(next) {
+		next := s.Add(cfg.poll())
+		if ra := o.Status.RetryAfter; ra != nil && o.Status.LastError == "" && ra.After(next) {
+			next = *ra // the server asked to be polled no sooner
+		}
+		if now.Before(next) {
 			return Result{RequeueAt: next, Reason: ReasonSyncing, Message: msg + "; looking again at " + next.UTC().Format(time.RFC3339)}
 		}
 	}
@@ -246,7 +259,7 @@ func wantedChallenges(o *Order) (map[string]challenge.Challenge, string) {
 			return nil, fmt.Sprintf("the server offers no %s challenge for %s; choose another solver type", typ, display(a))
 		}
 		name := ChallengeName(o.Name, i)
-		want[name] = challenge.Challenge{
+		ch := challenge.Challenge{
 			Name: name, Namespace: o.Namespace, CreationTimestamp: o.CreationTimestamp,
 			Spec: challenge.Spec{
 				AuthorizationURL: a.URL, URL: offered.URL, Type: typ, DNSName: a.Identifier, Token: offered.Token,
@@ -254,6 +267,13 @@ func wantedChallenges(o *Order) (map[string]challenge.Challenge, string) {
 				Issuer: o.Spec.Issuer, Account: o.Spec.Account,
 			},
 		}
+		if a.FetchedAt != nil {
+			// The authorization was just read: the challenge starts from
+			// that read instead of reading it again.
+			t := *a.FetchedAt
+			ch.Status.State, ch.Status.SyncedAt = challenge.State(a.InitialState), &t
+		}
+		want[name] = ch
 	}
 	return want, ""
 }

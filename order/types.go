@@ -75,6 +75,10 @@ type Authorization struct {
 	Wildcard     bool               `json:"wildcard,omitempty"`
 	InitialState State              `json:"initialState,omitempty"`
 	Challenges   []OfferedChallenge `json:"challenges,omitempty"`
+	// FetchedAt is when the host read the authorization. The Challenges
+	// the order creates start from this read (state and time), so the
+	// challenge machine does not read it again before presenting.
+	FetchedAt *time.Time `json:"fetchedAt,omitempty"`
 }
 
 // Status is written back by the host after each action.

@@ -1,0 +1,105 @@
+package acmeclient
+
+import (
+	"context"
+
+	"golang.org/x/crypto/acme"
+
+	"github.com/certlife/certlife/challenge"
+)
+
+// The challenge calls, like the order calls, take the challenge's status
+// and the action and return the status to write back; an error that a
+// retry cannot fix moves the challenge to "errored".
+
+// SyncChallenge carries out challenge.Sync with one request: it reads the
+// authorization (RFC 8555 §7.5), which lists its challenges with their
+// status and error, and writes State (the authorization's when it is final
+// or the challenge was accepted, else the challenge's), Reason (the
+// server's error) and SyncedAt.
+func (c *Client) SyncChallenge(ctx context.Context, st challenge.Status, a challenge.Sync) (challenge.Status, error) {
+	now := c.now()
+	if _, err := c.account(); err != nil {
+		return failChallenge(st, err), err
+	}
+	cctx, rec := withCall(ctx, KindAuthorization)
+	z, err := c.acme.GetAuthorization(cctx, a.AuthorizationURL)
+	if err != nil {
+		err = classify("sync challenge", err, header(rec), now)
+		return failChallenge(st, err), err
+	}
+	var ch *acme.Challenge
+	for _, x := range z.Challenges {
+		if x.URI == a.URL {
+			ch = x
+		}
+	}
+	authz := challenge.State(z.Status)
+	switch {
+	case authz.Final() || st.Accepted:
+		st.State = authz
+	case ch != nil:
+		st.State = challenge.State(ch.Status)
+	default:
+		st.State = authz
+	}
+	st.Reason = ""
+	if ch != nil && ch.Error != nil {
+		st.Reason = problemText(ch.Error)
+	} else if authz == challenge.StateInvalid {
+		for _, x := range z.Challenges {
+			if x.Error != nil {
+				st.Reason = problemText(x.Error)
+			}
+		}
+	}
+	st.SyncedAt = &now
+	st.LastError, st.Transient, st.RetryAfter = "", false, nil
+	if t, ok := ParseRetryAfter(rec.header.Get("Retry-After"), now); ok && !st.State.Final() {
+		st.RetryAfter = &t
+	}
+	return st, nil
+}
+
+// Accept carries out challenge.Accept (RFC 8555 §7.5.1): it tells the
+// server the challenge is ready and writes Accepted, the returned State and
+// SyncedAt (the answer is a read of the challenge too).
+func (c *Client) Accept(ctx context.Context, st challenge.Status, a challenge.Accept) (challenge.Status, error) {
+	now := c.now()
+	if _, err := c.account(); err != nil {
+		return failChallenge(st, err), err
+	}
+	cctx, rec := withCall(ctx, KindChallenge)
+	ch, err := c.acme.Accept(cctx, &acme.Challenge{URI: a.URL})
+	if err != nil {
+		err = classify("accept challenge", err, header(rec), now)
+		return failChallenge(st, err), err
+	}
+	st.Accepted = true
+	st.State = challenge.State(ch.Status)
+	st.Reason = ""
+	if ch.Error != nil {
+		st.Reason = problemText(ch.Error)
+	}
+	st.SyncedAt = &now
+	st.LastError, st.Transient, st.RetryAfter = "", false, nil
+	if t, ok := ParseRetryAfter(rec.header.Get("Retry-After"), now); ok && !st.State.Final() {
+		st.RetryAfter = &t
+	}
+	return st, nil
+}
+
+func failChallenge(st challenge.Status, err error) challenge.Status {
+	st.LastError = err.Error()
+	st.Transient = Retryable(err)
+	st.RetryAfter = nil
+	if t, ok := RetryAfter(err); ok {
+		st.RetryAfter = &t
+	}
+	if !st.Transient {
+		st.State = challenge.StateErrored
+		st.Reason = err.Error()
+	}
+	return st
+}
+

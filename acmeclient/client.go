@@ -1,0 +1,373 @@
+package acmeclient
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rsa"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/cryptosigner"
+	"golang.org/x/crypto/acme"
+)
+
+// Config configures a Client. DirectoryURL and Key are required; every
+// other field has a documented zero value.
+type Config struct {
+	// DirectoryURL is the ACME directory, e.g.
+	// https://acme-v02.api.letsencrypt.org/directory.
+	DirectoryURL string
+	// Key is the account key: an ECDSA (P-256, P-384, P-521), RSA or
+	// Ed25519 private key. It is never printed.
+	Key crypto.Signer
+	// HTTPClient carries the requests; nil means http.DefaultClient's
+	// settings. Its Transport is wrapped by the Client's Transport.
+	HTTPClient *http.Client
+	// UserAgent is prepended to the User-Agent of every request.
+	UserAgent string
+	// Now is the clock for SyncedAt, Retry-After and the like; nil means
+	// time.Now. Hosts on a fake clock pass theirs.
+	Now func() time.Time
+	// MaxBadNonceRetries bounds the retries of a request the server
+	// rejected for a bad nonce (RFC 8555 §6.5); zero means 20, which a
+	// server rejecting half of all nonces fails once in a million.
+	MaxBadNonceRetries int
+}
+
+// Client carries out ACME actions against one server with one account.
+// Every call is single-shot: it makes the requests the action needs, never
+// polls, never sleeps (a bad nonce is retried at once with the server's new
+// nonce), and returns what it saw and, when the server said, when to look
+// again. A Client is safe for concurrent use.
+type Client struct {
+	acme       *acme.Client
+	transport  *Transport
+	hc         *http.Client
+	key        crypto.Signer
+	now        func() time.Time
+	maxRetries int
+	userAgent  string
+
+	mu         sync.Mutex
+	accountURL string
+	dir        *Directory
+}
+
+// ErrConfig is wrapped by New's errors.
+var ErrConfig = errors.New("acmeclient: invalid config")
+
+// New returns a Client. It makes no request.
+func New(cfg Config) (*Client, error) {
+	var problems []string
+	if cfg.DirectoryURL == "" {
+		problems = append(problems, "DirectoryURL is required")
+	} else if !strings.HasPrefix(cfg.DirectoryURL, "https://") && !strings.HasPrefix(cfg.DirectoryURL, "http://") {
+		problems = append(problems, fmt.Sprintf("DirectoryURL %q is not an http(s) URL", cfg.DirectoryURL))
+	}
+	switch k := cfg.Key.(type) {
+	case nil:
+		problems = append(problems, "Key is required")
+	case *ecdsa.PrivateKey, *rsa.PrivateKey, ed25519.PrivateKey:
+	default:
+		problems = append(problems, fmt.Sprintf("Key of type %T is not an ECDSA, RSA or Ed25519 private key", k))
+	}
+	if cfg.MaxBadNonceRetries < 0 {
+		problems = append(problems, fmt.Sprintf("MaxBadNonceRetries %d is negative", cfg.MaxBadNonceRetries))
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("%w: %s", ErrConfig, strings.Join(problems, "; "))
+	}
+	base := http.DefaultTransport
+	hc := &http.Client{}
+	if cfg.HTTPClient != nil {
+		*hc = *cfg.HTTPClient
+		if hc.Transport != nil {
+			base = hc.Transport
+		}
+	}
+	tr := &Transport{Base: base}
+	tr.setDirectoryURL(cfg.DirectoryURL)
+	hc.Transport = tr
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	retries := cfg.MaxBadNonceRetries
+	if retries == 0 {
+		retries = 20
+	}
+	c := &Client{transport: tr, hc: hc, key: cfg.Key, now: now, maxRetries: retries, userAgent: cfg.UserAgent}
+	c.acme = &acme.Client{
+		Key: cfg.Key, HTTPClient: hc, DirectoryURL: cfg.DirectoryURL, UserAgent: cfg.UserAgent,
+		// Retry a bad nonce (HTTP 400 is the only 4xx x/crypto/acme
+		// retries) at once, a bounded number of times; never wait inside
+		// a call for anything else: the host owns every wait.
+		RetryBackoff: func(n int, _ *http.Request, res *http.Response) time.Duration {
+			if res != nil && res.StatusCode == http.StatusBadRequest && n <= retries {
+				return time.Nanosecond
+			}
+			return 0
+		},
+	}
+	return c, nil
+}
+
+// Transport returns the client's transport, for its request counts.
+func (c *Client) Transport() *Transport { return c.transport }
+
+// Directory is what the server's directory says (RFC 8555 §7.1.1), with
+// the ARI endpoint (RFC 9773 §3) and profiles.
+type Directory struct {
+	NewNonce, NewAccount, NewOrder, RevokeCert, KeyChange string
+	// RenewalInfo is the ARI endpoint; empty when the server has none.
+	RenewalInfo string
+	// Profiles maps profile names to their descriptions.
+	Profiles map[string]string
+	// Terms is the terms-of-service URL, if any.
+	Terms string
+	// ExternalAccountRequired: newAccount needs an external account
+	// binding.
+	ExternalAccountRequired bool
+}
+
+// Directory reads the directory, once per Client.
+func (c *Client) Directory(ctx context.Context) (Directory, error) {
+	c.mu.Lock()
+	if c.dir != nil {
+		d := *c.dir
+		c.mu.Unlock()
+		return d, nil
+	}
+	c.mu.Unlock()
+	ctx, _ = withCall(ctx, KindDirectory)
+	if _, err := c.acme.Discover(ctx); err != nil {
+		return Directory{}, classify("directory", err, nil, c.now())
+	}
+	var raw struct {
+		NewNonce    string `json:"newNonce"`
+		NewAccount  string `json:"newAccount"`
+		NewOrder    string `json:"newOrder"`
+		RevokeCert  string `json:"revokeCert"`
+		KeyChange   string `json:"keyChange"`
+		RenewalInfo string `json:"renewalInfo"`
+		Meta        struct {
+			Terms    string            `json:"termsOfService"`
+			EAB      bool              `json:"externalAccountRequired"`
+			Profiles map[string]string `json:"profiles"`
+		} `json:"meta"`
+	}
+	if err := json.Unmarshal(c.transport.directoryBody(), &raw); err != nil {
+		return Directory{}, &Error{Op: "directory", Kind: ErrServer, Err: err}
+	}
+	d := Directory{NewNonce: raw.NewNonce, NewAccount: raw.NewAccount, NewOrder: raw.NewOrder, RevokeCert: raw.RevokeCert,
+		KeyChange: raw.KeyChange, RenewalInfo: raw.RenewalInfo, Profiles: raw.Meta.Profiles, Terms: raw.Meta.Terms,
+		ExternalAccountRequired: raw.Meta.EAB}
+	c.mu.Lock()
+	c.dir = &d
+	c.mu.Unlock()
+	return d, nil
+}
+
+// EAB is an external account binding (RFC 8555 §7.3.4): the key ID and
+// HMAC key the CA gave out of band. The key is never printed.
+type EAB struct {
+	KeyID string
+	Key   []byte
+}
+
+// String never prints the key.
+func (e EAB) String() string { return "EAB{" + e.KeyID + ", key redacted}" }
+
+// GoString never prints the key.
+func (e EAB) GoString() string { return e.String() }
+
+// AccountOptions are what EnsureAccount registers with.
+type AccountOptions struct {
+	// Contact URLs, e.g. "mailto:ops@example.com".
+	Contact []string
+	// AgreeToTerms must be true when the server has terms of service.
+	AgreeToTerms bool
+	// EAB, when the server requires an external account binding.
+	EAB *EAB
+}
+
+// Account is the ACME account of the client's key.
+type Account struct {
+	// URL identifies the account (the "kid" of every signed request).
+	URL string
+	// Created is true when this call registered it.
+	Created bool
+}
+
+// EnsureAccount registers the client's key, or finds the account it
+// already has, in one request (RFC 8555 §7.3: newAccount answers 200 with
+// the existing account).
+func (c *Client) EnsureAccount(ctx context.Context, opts AccountOptions) (Account, error) {
+	dir, err := c.Directory(ctx)
+	if err != nil {
+		return Account{}, err
+	}
+	if dir.Terms != "" && !opts.AgreeToTerms {
+		return Account{}, errorf("account", ErrUnauthorized, "the server requires agreeing to its terms of service (%s): set AccountOptions.AgreeToTerms", dir.Terms)
+	}
+	if dir.ExternalAccountRequired && opts.EAB == nil {
+		return Account{}, errorf("account", ErrUnauthorized, "the server requires an external account binding: set AccountOptions.EAB")
+	}
+	a := &acme.Account{Contact: opts.Contact}
+	if opts.EAB != nil {
+		a.ExternalAccountBinding = &acme.ExternalAccountBinding{KID: opts.EAB.KeyID, Key: opts.EAB.Key}
+	}
+	ctx, call := withCall(ctx, KindAccount)
+	got, err := c.acme.Register(ctx, a, acme.AcceptTOS)
+	created := true
+	if errors.Is(err, acme.ErrAccountAlreadyExists) {
+		created, err = false, nil
+	}
+	if err != nil {
+		return Account{}, classify("account", err, call.header, c.now())
+	}
+	url := string(c.acme.KID)
+	if got != nil && got.URI != "" {
+		url = got.URI
+	}
+	c.mu.Lock()
+	c.accountURL = url
+	c.mu.Unlock()
+	return Account{URL: url, Created: created}, nil
+}
+
+func (c *Client) account() (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.accountURL == "" {
+		return "", errorf("account", ErrUnauthorized, "no account yet: call EnsureAccount first")
+	}
+	return c.accountURL, nil
+}
+
+// KeyAuthorization returns the key authorization of a challenge token
+// (RFC 8555 §8.1): token "." base64url(JWK thumbprint of the account key).
+func (c *Client) KeyAuthorization(token string) (string, error) {
+	return c.acme.HTTP01ChallengeResponse(token)
+}
+
+// signedPost POSTs a JWS (RFC 8555 §6.2) of payload to url, signed with
+// the account key and its kid, using go-jose: the requests x/crypto/acme
+// has no single-shot form for (finalize) or no option for (replaces). A
+// nil payload is a POST-as-GET. A bad nonce is retried at once with the
+// nonce the rejection carried.
+func (c *Client) signedPost(ctx context.Context, kind Kind, url string, payload any) (*call, []byte, error) {
+	kid, err := c.account()
+	if err != nil {
+		return nil, nil, err
+	}
+	var body []byte
+	if payload != nil {
+		if body, err = json.Marshal(payload); err != nil {
+			return nil, nil, err
+		}
+	}
+	dir, err := c.Directory(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		nonce, err := c.nonce(ctx, dir.NewNonce)
+		if err != nil {
+			return nil, nil, err
+		}
+		jws, err := c.sign(body, kid, nonce, url)
+		if err != nil {
+			return nil, nil, err
+		}
+		cctx, rec := withCall(ctx, kind)
+		req, err := http.NewRequestWithContext(cctx, http.MethodPost, url, bytes.NewReader(jws))
+		if err != nil {
+			return nil, nil, err
+		}
+		req.Header.Set("Content-Type", "application/jose+json")
+		req.Header.Set("User-Agent", c.ua())
+		res, err := c.hc.Do(req)
+		if err != nil {
+			return rec, nil, err
+		}
+		b, err := io.ReadAll(io.LimitReader(res.Body, 4<<20))
+		res.Body.Close()
+		if err != nil {
+			return rec, nil, err
+		}
+		if res.StatusCode < 300 {
+			return rec, b, nil
+		}
+		prob := &acme.Error{StatusCode: res.StatusCode, Header: res.Header}
+		var p struct {
+			Type   string `json:"type"`
+			Detail string `json:"detail"`
+		}
+		if json.Unmarshal(b, &p) == nil {
+			prob.ProblemType, prob.Detail = p.Type, p.Detail
+		}
+		if strings.HasSuffix(strings.ToLower(p.Type), ":badnonce") && attempt < c.maxRetries {
+			continue
+		}
+		return rec, b, prob
+	}
+}
+
+func (c *Client) ua() string {
+	ua := "certlife-acmeclient"
+	if c.userAgent != "" {
+		ua = c.userAgent + " " + ua
+	}
+	return ua
+}
+
+// nonce takes a nonce from the transport's pool, or fetches one.
+func (c *Client) nonce(ctx context.Context, newNonce string) (string, error) {
+	ctx, _ = withCall(ctx, KindNonce)
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, newNonce, nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("User-Agent", c.ua())
+	res, err := c.hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	res.Body.Close()
+	n := res.Header.Get("Replay-Nonce")
+	if n == "" {
+		return "", &Error{Op: "nonce", Kind: ErrServer, Status: res.StatusCode, Detail: "the newNonce response carries no Replay-Nonce"}
+	}
+	return n, nil
+}
+
+// sign makes a flattened JWS with the protected header {alg, kid, nonce,
+// url} (RFC 8555 §6.2).
+func (c *Client) sign(payload []byte, kid, nonce, url string) ([]byte, error) {
+	opaque := cryptosigner.Opaque(c.key)
+	algs := opaque.Algs()
+	if len(algs) == 0 {
+		return nil, fmt.Errorf("acmeclient: no JWS algorithm for the account key")
+	}
+	opts := (&jose.SignerOptions{}).WithHeader("kid", kid).WithHeader("nonce", nonce).WithHeader("url", url)
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: algs[0], Key: opaque}, opts)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := signer.Sign(payload)
+	if err != nil {
+		return nil, err
+	}
+	return []byte(obj.FullSerialize()), nil
+}

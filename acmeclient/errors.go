@@ -1,0 +1,233 @@
+package acmeclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/acme"
+)
+
+// Sentinel errors; every *Error wraps exactly one, for errors.Is.
+var (
+	// ErrRateLimited: the server refused for a rate limit (RFC 8555
+	// rateLimited or HTTP 429); Error.RetryAfter says when to try again.
+	ErrRateLimited = errors.New("acmeclient: rate limited")
+	// ErrUnauthorized: the account may not do this (unauthorized,
+	// accountDoesNotExist, userActionRequired, externalAccountRequired).
+	ErrUnauthorized = errors.New("acmeclient: unauthorized")
+	// ErrRejectedIdentifier: the server will not issue for a name
+	// (rejectedIdentifier, unsupportedIdentifier, caa, invalid contact).
+	ErrRejectedIdentifier = errors.New("acmeclient: identifier rejected")
+	// ErrMalformed: the request was wrong and will be wrong again
+	// (malformed, badCSR, badPublicKey, an unknown profile, …).
+	ErrMalformed = errors.New("acmeclient: malformed request")
+	// ErrNotFound: the resource does not exist (HTTP 404).
+	ErrNotFound = errors.New("acmeclient: not found")
+	// ErrAlreadyReplaced: the certificate named in replaces already has a
+	// replacement (RFC 9773 §5).
+	ErrAlreadyReplaced = errors.New("acmeclient: certificate already replaced")
+	// ErrOrderNotReady: finalize came before every authorization was valid.
+	ErrOrderNotReady = errors.New("acmeclient: order not ready")
+	// ErrServer: the server failed (5xx, serverInternal, a response that
+	// cannot be read, bad nonces past the retry limit).
+	ErrServer = errors.New("acmeclient: server error")
+	// ErrNetwork: the request did not complete (connection, timeout,
+	// cancelled context).
+	ErrNetwork = errors.New("acmeclient: network error")
+	// ErrUnsupported: the server does not offer what was asked (no ARI
+	// endpoint, no profiles).
+	ErrUnsupported = errors.New("acmeclient: not supported by the server")
+)
+
+// Error is a failed ACME call: what was attempted, what the server said,
+// and when to try again.
+type Error struct {
+	// Op is the call, e.g. "finalize".
+	Op string
+	// Kind is one of the sentinel errors.
+	Kind error
+	// Status is the HTTP status, when the server answered.
+	Status int
+	// Type is the ACME problem type (RFC 8555 §6.7), e.g.
+	// "urn:ietf:params:acme:error:rateLimited".
+	Type string
+	// Detail is the server's explanation, meant for people.
+	Detail string
+	// RetryAfter is when the server allows another attempt (Retry-After,
+	// seconds or an HTTP date); zero when it said nothing.
+	RetryAfter time.Time
+	// Err is the underlying error.
+	Err error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("acmeclient: ")
+	b.WriteString(e.Op)
+	b.WriteString(": ")
+	if e.Detail != "" {
+		b.WriteString(e.Detail)
+	} else if e.Err != nil {
+		b.WriteString(e.Err.Error())
+	} else {
+		b.WriteString(strings.TrimPrefix(e.Kind.Error(), "acmeclient: "))
+	}
+	if e.Type != "" {
+		b.WriteString(" (" + shortType(e.Type) + ")")
+	} else if e.Status != 0 {
+		b.WriteString(" (HTTP " + strconv.Itoa(e.Status) + ")")
+	}
+	if !e.RetryAfter.IsZero() {
+		b.WriteString("; retry after " + e.RetryAfter.UTC().Format(time.RFC3339))
+	}
+	return b.String()
+}
+
+// Is matches the error's kind.
+func (e *Error) Is(target error) bool { return target == e.Kind }
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
+
+func shortType(t string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(t, "urn:ietf:params:acme:error:"), "urn:acme:error:")
+}
+
+// Retryable reports whether a later attempt of the same call can succeed:
+// rate limits, server errors, network errors and an order that was not
+// ready yet. Nil is not retryable.
+func Retryable(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err != nil && isNetwork(err)
+	}
+	switch e.Kind {
+	case ErrRateLimited, ErrServer, ErrNetwork, ErrOrderNotReady:
+		return true
+	}
+	return false
+}
+
+// RetryAfter returns when the server allows another attempt, if it said.
+func RetryAfter(err error) (time.Time, bool) {
+	var e *Error
+	if errors.As(err, &e) && !e.RetryAfter.IsZero() {
+		return e.RetryAfter, true
+	}
+	return time.Time{}, false
+}
+
+// ParseRetryAfter reads a Retry-After header value (RFC 9110 §10.2.3):
+// delay-seconds or an HTTP date. ok is false for an empty or unreadable
+// value, or a negative delay.
+func ParseRetryAfter(v string, now time.Time) (time.Time, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return time.Time{}, false
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs < 0 {
+			return time.Time{}, false
+		}
+		const maxSecs = 10 * 365 * 24 * 3600 // no server means longer; avoid overflow
+		if secs > maxSecs {
+			secs = maxSecs
+		}
+		return now.Add(time.Duration(secs) * time.Second), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return t, true
+	}
+	return time.Time{}, false
+}
+
+// classify turns an error from x/crypto/acme, our own requests or the
+// network into an *Error.
+func classify(op string, err error, header http.Header, now time.Time) error {
+	if err == nil {
+		return nil
+	}
+	var already *Error
+	if errors.As(err, &already) {
+		return err
+	}
+	e := &Error{Op: op, Err: err}
+	var ae *acme.Error
+	switch {
+	case errors.As(err, &ae):
+		e.Status, e.Type, e.Detail = ae.StatusCode, ae.ProblemType, ae.Detail
+		if ae.Header != nil {
+			header = ae.Header
+		}
+		e.Kind = kindOfProblem(ae.StatusCode, ae.ProblemType)
+		if len(ae.Subproblems) > 0 {
+			var parts []string
+			for _, sp := range ae.Subproblems {
+				s := sp.Detail
+				if sp.Identifier != nil {
+					s = sp.Identifier.Value + ": " + s
+				}
+				parts = append(parts, s)
+			}
+			e.Detail += " [" + strings.Join(parts, "; ") + "]"
+		}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), isNetwork(err):
+		e.Kind = ErrNetwork
+	default:
+		e.Kind = ErrServer
+	}
+	if header != nil {
+		if t, ok := ParseRetryAfter(header.Get("Retry-After"), now); ok {
+			e.RetryAfter = t
+		}
+	}
+	return e
+}
+
+func kindOfProblem(status int, typ string) error {
+	switch shortType(strings.ToLower(typ)) {
+	case "ratelimited":
+		return ErrRateLimited
+	case "unauthorized", "accountdoesnotexist", "useractionrequired", "externalaccountrequired":
+		return ErrUnauthorized
+	case "rejectedidentifier", "unsupportedidentifier", "caa", "invalidcontact", "unsupportedcontact":
+		return ErrRejectedIdentifier
+	case "malformed", "badcsr", "badpublickey", "badsignaturealgorithm", "badrevocationreason", "invalidprofile":
+		return ErrMalformed
+	case "alreadyreplaced":
+		return ErrAlreadyReplaced
+	case "ordernotready":
+		return ErrOrderNotReady
+	case "serverinternal", "badnonce":
+		return ErrServer
+	}
+	switch {
+	case status == http.StatusTooManyRequests:
+		return ErrRateLimited
+	case status == http.StatusNotFound:
+		return ErrNotFound
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return ErrUnauthorized
+	case status >= 500:
+		return ErrServer
+	case status >= 400:
+		return ErrMalformed
+	}
+	return ErrServer
+}
+
+func isNetwork(err error) bool {
+	var ne net.Error
+	var oe *net.OpError
+	return errors.As(err, &ne) || errors.As(err, &oe)
+}
+
+func errorf(op string, kind error, format string, args ...any) *Error {
+	return &Error{Op: op, Kind: kind, Detail: fmt.Sprintf(format, args...)}
+}

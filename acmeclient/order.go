@@ -1,0 +1,461 @@
+package acmeclient
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/acme"
+
+	"github.com/certlife/certlife/challenge"
+	"github.com/certlife/certlife/order"
+)
+
+// The order calls take the order's current status and the action, and
+// return the status to write back unchanged. On success the error fields
+// (LastError, Transient, RetryAfter) are cleared; on failure they are set,
+// and an error that a retry cannot fix (Retryable is false) also moves the
+// order to "errored" with the server's words as its reason, so the order
+// machine records the failure instead of asking for the same call forever.
+
+// CreateOrder carries out order.CreateOrder (RFC 8555 §7.4): it writes
+// URL, FinalizeURL, State, Reason, one Authorization per authorization URL
+// and SpecHash. A profile the server does not list is an error that names
+// the profiles it does. With Replaces set and an ARI endpoint in the
+// directory, the order names the certificate it renews (RFC 9773 §5); when
+// the server answers alreadyReplaced, the order is created again without it.
+func (c *Client) CreateOrder(ctx context.Context, st order.Status, a order.CreateOrder) (order.Status, error) {
+	now := c.now()
+	o, err := c.newOrder(ctx, a)
+	if err != nil {
+		return failOrder(st, err, now), err
+	}
+	st.URL = o.URL
+	st.SpecHash = a.SpecHash
+	st.Authorizations = nil
+	for _, u := range o.Authorizations {
+		st.Authorizations = append(st.Authorizations, order.Authorization{URL: u})
+	}
+	return applyOrder(st, o, now), nil
+}
+
+// wireOrder is an order object as the server sends it (RFC 8555 §7.1.3).
+type wireOrder struct {
+	URL            string       `json:"-"`
+	Status         string       `json:"status"`
+	Authorizations []string     `json:"authorizations"`
+	Finalize       string       `json:"finalize"`
+	Certificate    string       `json:"certificate"`
+	Error          *wireProblem `json:"error"`
+	Replaces       string       `json:"replaces"`
+	Profile        string       `json:"profile"`
+	RetryAfter     time.Time    `json:"-"`
+}
+
+type wireProblem struct {
+	Type        string `json:"type"`
+	Detail      string `json:"detail"`
+	Subproblems []struct {
+		Detail     string `json:"detail"`
+		Identifier *struct {
+			Value string `json:"value"`
+		} `json:"identifier"`
+	} `json:"subproblems"`
+}
+
+func (p *wireProblem) text() string {
+	if p == nil {
+		return ""
+	}
+	s := p.Detail
+	for _, sp := range p.Subproblems {
+		part := sp.Detail
+		if sp.Identifier != nil {
+			part = sp.Identifier.Value + ": " + part
+		}
+		s += "; " + part
+	}
+	if s == "" {
+		s = shortType(p.Type)
+	}
+	return s
+}
+
+func problemText(err error) string {
+	var ae *acme.Error
+	if errors.As(err, &ae) {
+		s := ae.Detail
+		for _, sp := range ae.Subproblems {
+			part := sp.Detail
+			if sp.Identifier != nil {
+				part = sp.Identifier.Value + ": " + part
+			}
+			s += "; " + part
+		}
+		if s == "" {
+			s = shortType(ae.ProblemType)
+		}
+		return s
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+func (c *Client) newOrder(ctx context.Context, a order.CreateOrder) (*wireOrder, error) {
+	const op = "create order"
+	dir, err := c.Directory(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if a.Profile != "" {
+		if _, ok := dir.Profiles[a.Profile]; !ok {
+			names := make([]string, 0, len(dir.Profiles))
+			for n := range dir.Profiles {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			if len(names) == 0 {
+				return nil, errorf(op, ErrUnsupported, "profile %q was asked for, but the server offers no profiles", a.Profile)
+			}
+			return nil, errorf(op, ErrMalformed, "profile %q is not one the server offers (%s)", a.Profile, strings.Join(names, ", "))
+		}
+	}
+	if a.Replaces != "" && dir.RenewalInfo != "" {
+		o, err := c.newOrderSigned(ctx, dir.NewOrder, a, a.Replaces)
+		if !errors.Is(err, ErrAlreadyReplaced) {
+			return o, err
+		}
+		// RFC 9773 §5: the certificate already has a replacement; this
+		// order is a new issuance, not a renewal of it.
+	}
+	return c.newOrderPlain(ctx, a)
+}
+
+// newOrderPlain creates an order through x/crypto/acme (profile and
+// notAfter are options there).
+func (c *Client) newOrderPlain(ctx context.Context, a order.CreateOrder) (*wireOrder, error) {
+	ids := append(acme.DomainIDs(a.DNSNames...), acme.IPIDs(a.IPAddresses...)...)
+	var opts []acme.OrderOption
+	if a.Profile != "" {
+		opts = append(opts, acme.WithOrderIssuanceProfile(acme.ProfileName(a.Profile)))
+	}
+	if a.NotAfter != nil {
+		opts = append(opts, acme.WithOrderNotAfter(*a.NotAfter))
+	}
+	cctx, rec := withCall(ctx, KindNewOrder)
+	o, err := c.acme.AuthorizeOrder(cctx, ids, opts...)
+	if err != nil {
+		return nil, classify("create order", err, header(rec), c.now())
+	}
+	w := &wireOrder{URL: o.URI, Status: o.Status, Authorizations: o.AuthzURLs, Finalize: o.FinalizeURL, Certificate: o.CertURL, Profile: string(o.Profile)}
+	if o.Error != nil {
+		w.Error = &wireProblem{Type: o.Error.ProblemType, Detail: problemText(o.Error)}
+	}
+	if t, ok := ParseRetryAfter(rec.header.Get("Retry-After"), c.now()); ok {
+		w.RetryAfter = t
+	}
+	return w, nil
+}
+
+// newOrderSigned sends newOrder itself, so that it can carry replaces.
+func (c *Client) newOrderSigned(ctx context.Context, url string, a order.CreateOrder, replaces string) (*wireOrder, error) {
+	type ident struct {
+		Type  string `json:"type"`
+		Value string `json:"value"`
+	}
+	req := struct {
+		Identifiers []ident `json:"identifiers"`
+		NotAfter    string  `json:"notAfter,omitempty"`
+		Profile     string  `json:"profile,omitempty"`
+		Replaces    string  `json:"replaces,omitempty"`
+	}{Profile: a.Profile, Replaces: replaces}
+	for _, n := range a.DNSNames {
+		req.Identifiers = append(req.Identifiers, ident{"dns", n})
+	}
+	for _, ip := range a.IPAddresses {
+		req.Identifiers = append(req.Identifiers, ident{"ip", ip})
+	}
+	if a.NotAfter != nil {
+		req.NotAfter = a.NotAfter.UTC().Format(time.RFC3339)
+	}
+	rec, body, err := c.signedPost(ctx, KindNewOrder, url, req)
+	if err != nil {
+		return nil, classify("create order", err, header(rec), c.now())
+	}
+	o, err := c.decodeOrder(body, rec)
+	if err != nil {
+		return nil, &Error{Op: "create order", Kind: ErrServer, Err: err}
+	}
+	o.URL = rec.header.Get("Location")
+	if o.URL == "" {
+		return nil, errorf("create order", ErrServer, "the server's newOrder answer has no Location")
+	}
+	return o, nil
+}
+
+func header(rec *call) http.Header {
+	if rec == nil {
+		return nil
+	}
+	return rec.header
+}
+
+func (c *Client) decodeOrder(body []byte, rec *call) (*wireOrder, error) {
+	var o wireOrder
+	if err := json.Unmarshal(body, &o); err != nil {
+		return nil, err
+	}
+	if rec != nil {
+		if t, ok := ParseRetryAfter(rec.header.Get("Retry-After"), c.now()); ok {
+			o.RetryAfter = t
+		}
+	}
+	return &o, nil
+}
+
+// applyOrder writes what the server said about an order into its status.
+func applyOrder(st order.Status, o *wireOrder, now time.Time) order.Status {
+	st.State = order.State(o.Status)
+	st.Reason = o.Error.text()
+	if o.Finalize != "" {
+		st.FinalizeURL = o.Finalize
+	}
+	if o.Certificate != "" {
+		st.CertificateURL = o.Certificate
+	}
+	if len(st.Authorizations) == 0 {
+		for _, u := range o.Authorizations {
+			st.Authorizations = append(st.Authorizations, order.Authorization{URL: u})
+		}
+	}
+	st.SyncedAt = &now
+	st.LastError, st.Transient, st.RetryAfter = "", false, nil
+	if !o.RetryAfter.IsZero() && !st.State.Failed() && st.State != order.StateValid {
+		t := o.RetryAfter
+		st.RetryAfter = &t // the server asks to be polled no sooner
+	}
+	return st
+}
+
+// failOrder records an error in an order's status.
+func failOrder(st order.Status, err error, now time.Time) order.Status {
+	st.LastError = err.Error()
+	st.Transient = Retryable(err)
+	st.RetryAfter = nil
+	if t, ok := RetryAfter(err); ok {
+		st.RetryAfter = &t
+	}
+	if !st.Transient {
+		st.State = order.StateErrored
+		st.Reason = err.Error()
+	}
+	return st
+}
+
+// GetAuthorization carries out order.GetAuthorization (RFC 8555 §7.5): it
+// fills the authorization's identifier, wildcard flag, state and offered
+// challenges, and the key authorization of each challenge token.
+func (c *Client) GetAuthorization(ctx context.Context, st order.Status, a order.GetAuthorization) (order.Status, error) {
+	now := c.now()
+	if _, err := c.account(); err != nil {
+		return failOrder(st, err, now), err
+	}
+	cctx, rec := withCall(ctx, KindAuthorization)
+	z, err := c.acme.GetAuthorization(cctx, a.URL)
+	if err != nil {
+		err = classify("get authorization", err, header(rec), now)
+		return failOrder(st, err, now), err
+	}
+	auths := append([]order.Authorization(nil), st.Authorizations...)
+	found := false
+	keyAuths := map[string]string{}
+	for k, v := range st.KeyAuthorizations {
+		keyAuths[k] = v
+	}
+	for i := range auths {
+		if auths[i].URL != a.URL {
+			continue
+		}
+		found = true
+		entry := order.Authorization{URL: a.URL, Identifier: z.Identifier.Value, Wildcard: z.Wildcard,
+			InitialState: order.State(z.Status), FetchedAt: &now}
+		for _, ch := range z.Challenges {
+			entry.Challenges = append(entry.Challenges, order.OfferedChallenge{Type: challenge.Type(ch.Type), URL: ch.URI, Token: ch.Token})
+			if ch.Token != "" {
+				ka, err := c.KeyAuthorization(ch.Token)
+				if err != nil {
+					err = &Error{Op: "get authorization", Kind: ErrMalformed, Err: err}
+					return failOrder(st, err, now), err
+				}
+				keyAuths[ch.Token] = ka
+			}
+		}
+		auths[i] = entry
+	}
+	if !found {
+		err := errorf("get authorization", ErrMalformed, "%s is not one of the order's authorizations", a.URL)
+		return failOrder(st, err, now), err
+	}
+	st.Authorizations = auths
+	st.KeyAuthorizations = keyAuths
+	st.LastError, st.Transient, st.RetryAfter = "", false, nil
+	return st, nil
+}
+
+// SyncOrder carries out order.Sync: it reads the order (RFC 8555 §7.1.3)
+// and writes State, Reason (the server's error, when it has one),
+// FinalizeURL, CertificateURL and SyncedAt, and RetryAfter when the server
+// asks to be polled no sooner.
+func (c *Client) SyncOrder(ctx context.Context, st order.Status, a order.Sync) (order.Status, error) {
+	now := c.now()
+	if _, err := c.account(); err != nil {
+		return failOrder(st, err, now), err
+	}
+	cctx, rec := withCall(ctx, KindOrder)
+	o, err := c.acme.GetOrder(cctx, a.URL)
+	if err != nil {
+		err = classify("get order", err, header(rec), now)
+		return failOrder(st, err, now), err
+	}
+	w := &wireOrder{Status: o.Status, Authorizations: o.AuthzURLs, Finalize: o.FinalizeURL, Certificate: o.CertURL}
+	if o.Error != nil {
+		w.Error = &wireProblem{Type: o.Error.ProblemType, Detail: problemText(o.Error)}
+	}
+	if t, ok := ParseRetryAfter(rec.header.Get("Retry-After"), now); ok {
+		w.RetryAfter = t
+	}
+	return applyOrder(st, w, now), nil
+}
+
+// Finalize carries out order.Finalize (RFC 8555 §7.4): one POST of the
+// CSR; it writes the returned State, CertificateURL and SyncedAt. It does
+// not wait for the certificate: a "processing" order is read again by a
+// later Sync, no sooner than the Retry-After it records.
+func (c *Client) Finalize(ctx context.Context, st order.Status, a order.Finalize) (order.Status, error) {
+	now := c.now()
+	req := struct {
+		CSR string `json:"csr"`
+	}{base64.RawURLEncoding.EncodeToString(a.CSR)}
+	rec, body, err := c.signedPost(ctx, KindFinalize, a.URL, req)
+	if err != nil {
+		err = classify("finalize", err, header(rec), now)
+		if errors.Is(err, ErrOrderNotReady) {
+			// The server is behind the challenges: read the order, then
+			// finalize again.
+			st.LastError, st.Transient, st.RetryAfter = err.Error(), true, nil
+			st.State, st.SyncedAt = order.StatePending, nil
+			return st, err
+		}
+		return failOrder(st, err, now), err
+	}
+	o, err := c.decodeOrder(body, rec)
+	if err != nil {
+		err = &Error{Op: "finalize", Kind: ErrServer, Err: err}
+		return failOrder(st, err, now), err
+	}
+	return applyOrder(st, o, now), nil
+}
+
+// FetchCertificate carries out order.FetchCertificate (RFC 8555 §7.4.2):
+// it downloads the chain and writes it, PEM, leaf first, to
+// Status.Certificate. With PreferredChain set it takes the first chain
+// (the default, then each alternate the server links) whose topmost
+// certificate's issuer has that common name, else the default chain.
+func (c *Client) FetchCertificate(ctx context.Context, st order.Status, a order.FetchCertificate) (order.Status, error) {
+	now := c.now()
+	if _, err := c.account(); err != nil {
+		return failOrder(st, err, now), err
+	}
+	chain, alternates, err := c.fetchChain(ctx, a.URL)
+	if err != nil {
+		return failOrder(st, err, now), err
+	}
+	if a.PreferredChain != "" && topIssuer(chain) != a.PreferredChain {
+		for _, u := range alternates {
+			alt, _, err := c.fetchChain(ctx, u)
+			if err != nil {
+				return failOrder(st, err, now), err
+			}
+			if topIssuer(alt) == a.PreferredChain {
+				chain = alt
+				break
+			}
+		}
+	}
+	var out []byte
+	for _, der := range chain {
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+	}
+	st.Certificate = out
+	st.SyncedAt = &now
+	st.LastError, st.Transient, st.RetryAfter = "", false, nil
+	return st, nil
+}
+
+func (c *Client) fetchChain(ctx context.Context, url string) ([][]byte, []string, error) {
+	cctx, rec := withCall(ctx, KindCertificate)
+	chain, err := c.acme.FetchCert(cctx, url, true)
+	if err != nil {
+		return nil, nil, classify("fetch certificate", err, header(rec), c.now())
+	}
+	if len(chain) == 0 {
+		return nil, nil, errorf("fetch certificate", ErrServer, "the server sent an empty chain")
+	}
+	return chain, linkRel(rec.header, "alternate"), nil
+}
+
+// topIssuer is the issuer common name of the chain's last certificate.
+func topIssuer(chain [][]byte) string {
+	if len(chain) == 0 {
+		return ""
+	}
+	top, err := x509.ParseCertificate(chain[len(chain)-1])
+	if err != nil {
+		return ""
+	}
+	return top.Issuer.CommonName
+}
+
+// linkRel returns the targets of Link headers with relation rel (RFC
+// 8288).
+func linkRel(h http.Header, rel string) []string {
+	var out []string
+	for _, v := range h.Values("Link") {
+		for _, part := range strings.Split(v, ",") {
+			fields := strings.Split(part, ";")
+			target := strings.TrimSpace(fields[0])
+			if !strings.HasPrefix(target, "<") || !strings.HasSuffix(target, ">") {
+				continue
+			}
+			for _, p := range fields[1:] {
+				p = strings.TrimSpace(p)
+				if strings.EqualFold(p, `rel="`+rel+`"`) || strings.EqualFold(p, "rel="+rel) {
+					out = append(out, strings.Trim(target, "<>"))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// RevokeCertificate revokes a certificate (DER) with the account key (RFC
+// 8555 §7.6) and an RFC 5280 reason code.
+func (c *Client) RevokeCertificate(ctx context.Context, der []byte, reason int) error {
+	if _, err := c.account(); err != nil {
+		return err
+	}
+	cctx, rec := withCall(ctx, KindRevoke)
+	if err := c.acme.RevokeCert(cctx, nil, der, acme.CRLReasonCode(reason)); err != nil {
+		return classify("revoke", err, header(rec), c.now())
+	}
+	return nil
+}

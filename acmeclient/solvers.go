@@ -1,0 +1,375 @@
+package acmeclient
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/certlife/certlife/challenge"
+)
+
+// HTTP01Path is where an HTTP-01 key authorization is served (RFC 8555
+// §8.3).
+const HTTP01Path = "/.well-known/acme-challenge/"
+
+// HTTP01Solver serves key authorizations for the tokens presented to it.
+// Mount it on port 80 of every name it solves for (or behind the proxy
+// that routes HTTP01Path there). Safe for concurrent use.
+type HTTP01Solver struct {
+	mu     sync.RWMutex
+	tokens map[string]string
+}
+
+// Present serves keyAuth at HTTP01Path + token.
+func (s *HTTP01Solver) Present(token, keyAuth string) error {
+	if token == "" || strings.ContainsAny(token, "/?#") {
+		return fmt.Errorf("acmeclient: HTTP-01 token %q is not a path segment", token)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tokens == nil {
+		s.tokens = map[string]string{}
+	}
+	s.tokens[token] = keyAuth
+	return nil
+}
+
+// CleanUp stops serving token. Idempotent.
+func (s *HTTP01Solver) CleanUp(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.tokens, token)
+}
+
+// Presented is how many tokens are served now.
+func (s *HTTP01Solver) Presented() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.tokens)
+}
+
+// ServeHTTP answers GET and HEAD of HTTP01Path + token with the key
+// authorization as text/plain, and 404 otherwise.
+func (s *HTTP01Solver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	token, ok := strings.CutPrefix(r.URL.Path, HTTP01Path)
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	s.mu.RLock()
+	ka, ok := s.tokens[token]
+	s.mu.RUnlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = io.WriteString(w, ka)
+}
+
+// HTTP01Checker is the HTTP-01 self-check: it fetches the token the way
+// the CA will, before the challenge is accepted.
+type HTTP01Checker struct {
+	// Client makes the request; nil means a client with a 10 s timeout.
+	// Tests give it a dialer that resolves through their DNS server.
+	Client *http.Client
+	// Port is the port to fetch from; zero means 80.
+	Port int
+}
+
+// Check fetches http://name:port/.well-known/acme-challenge/token and
+// reports whether it answers keyAuth.
+func (c HTTP01Checker) Check(ctx context.Context, name, token, keyAuth string) error {
+	hc := c.Client
+	if hc == nil {
+		hc = &http.Client{Timeout: 10 * time.Second}
+	}
+	port := c.Port
+	if port == 0 {
+		port = 80
+	}
+	url := "http://" + net.JoinHostPort(name, strconv.Itoa(port)) + HTTP01Path + token
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("acmeclient: HTTP-01 self-check of %s: %w", name, err)
+	}
+	res, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("acmeclient: HTTP-01 self-check of %s: %w", name, err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("acmeclient: HTTP-01 self-check of %s: %s answered %d", name, url, res.StatusCode)
+	}
+	if strings.TrimSpace(string(body)) != keyAuth {
+		return fmt.Errorf("acmeclient: HTTP-01 self-check of %s: %s answers another key authorization", name, url)
+	}
+	return nil
+}
+
+// DNS01Provider publishes and removes the TXT records of DNS-01
+// challenges (RFC 8555 §8.4) in a DNS zone. Implementations for a DNS
+// provider's API live in the host.
+type DNS01Provider interface {
+	// Present adds a TXT record value at fqdn (another value may be
+	// there already: a wildcard and its base name share the name).
+	Present(ctx context.Context, fqdn, value string) error
+	// CleanUp removes that value. Idempotent.
+	CleanUp(ctx context.Context, fqdn, value string) error
+}
+
+// DNS01Name is the record name of a DNS-01 challenge for a domain (a
+// wildcard's "*." removed): "_acme-challenge.<domain>.".
+func DNS01Name(domain string) string {
+	return dns.Fqdn("_acme-challenge." + strings.TrimPrefix(strings.ToLower(domain), "*."))
+}
+
+// DNS01Value is the TXT value for a key authorization:
+// base64url(SHA-256(keyAuth)).
+func DNS01Value(keyAuth string) string {
+	sum := sha256.Sum256([]byte(keyAuth))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// DNS01Checker is the DNS-01 self-check: it asks the zone's authoritative
+// servers, not a cache, whether the TXT record is there.
+type DNS01Checker struct {
+	// Nameservers are the authoritative servers (host:port) to ask. When
+	// empty, they are found by asking Resolver for the NS records of the
+	// closest enclosing zone.
+	Nameservers []string
+	// Resolver is a recursive resolver (host:port) for finding the
+	// nameservers; empty means the first of /etc/resolv.conf.
+	Resolver string
+	// Port of the discovered nameservers; zero means 53.
+	Port int
+	// Timeout of each query; zero means 5 s.
+	Timeout time.Duration
+}
+
+// ErrDNS01NotFound is wrapped when an authoritative server does not serve
+// the value yet.
+var ErrDNS01NotFound = errors.New("acmeclient: DNS-01 record not served")
+
+// Check reports whether every authoritative server serves the TXT value of
+// keyAuth for domain.
+func (c DNS01Checker) Check(ctx context.Context, domain, keyAuth string) error {
+	name, want := DNS01Name(domain), DNS01Value(keyAuth)
+	servers := c.Nameservers
+	if len(servers) == 0 {
+		var err error
+		if servers, err = c.authoritative(ctx, name); err != nil {
+			return err
+		}
+	}
+	for _, s := range servers {
+		vals, err := c.txt(ctx, s, name)
+		if err != nil {
+			return err
+		}
+		found := false
+		for _, v := range vals {
+			found = found || v == want
+		}
+		if !found {
+			return fmt.Errorf("%w: %s does not serve the value at %s yet", ErrDNS01NotFound, s, name)
+		}
+	}
+	return nil
+}
+
+func (c DNS01Checker) client() *dns.Client {
+	t := c.Timeout
+	if t == 0 {
+		t = 5 * time.Second
+	}
+	return &dns.Client{Timeout: t}
+}
+
+func (c DNS01Checker) exchange(ctx context.Context, server, name string, qtype uint16) (*dns.Msg, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	m.RecursionDesired = qtype != dns.TypeTXT
+	in, _, err := c.client().ExchangeContext(ctx, m, server)
+	if err != nil {
+		return nil, fmt.Errorf("acmeclient: DNS %s query for %s at %s: %w", dns.TypeToString[qtype], name, server, err)
+	}
+	if in.Truncated {
+		tc := c.client()
+		tc.Net = "tcp"
+		if in, _, err = tc.ExchangeContext(ctx, m, server); err != nil {
+			return nil, fmt.Errorf("acmeclient: DNS %s query for %s at %s over TCP: %w", dns.TypeToString[qtype], name, server, err)
+		}
+	}
+	return in, nil
+}
+
+func (c DNS01Checker) txt(ctx context.Context, server, name string) ([]string, error) {
+	in, err := c.exchange(ctx, server, name, dns.TypeTXT)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, rr := range in.Answer {
+		if t, ok := rr.(*dns.TXT); ok {
+			out = append(out, strings.Join(t.Txt, ""))
+		}
+	}
+	return out, nil
+}
+
+// authoritative finds the nameservers of the closest zone enclosing name.
+func (c DNS01Checker) authoritative(ctx context.Context, name string) ([]string, error) {
+	resolver := c.Resolver
+	if resolver == "" {
+		conf, err := dns.ClientConfigFromFile("/etc/resolv.conf")
+		if err != nil || len(conf.Servers) == 0 {
+			return nil, fmt.Errorf("acmeclient: no resolver to find the nameservers of %s: set DNS01Checker.Resolver", name)
+		}
+		resolver = net.JoinHostPort(conf.Servers[0], conf.Port)
+	}
+	port := c.Port
+	if port == 0 {
+		port = 53
+	}
+	labels := dns.SplitDomainName(name)
+	for i := range labels {
+		zone := dns.Fqdn(strings.Join(labels[i:], "."))
+		in, err := c.exchange(ctx, resolver, zone, dns.TypeNS)
+		if err != nil {
+			return nil, err
+		}
+		var hosts []string
+		for _, rr := range in.Answer {
+			if ns, ok := rr.(*dns.NS); ok {
+				hosts = append(hosts, ns.Ns)
+			}
+		}
+		if len(hosts) == 0 {
+			continue
+		}
+		var servers []string
+		for _, h := range hosts {
+			a, err := c.exchange(ctx, resolver, h, dns.TypeA)
+			if err != nil {
+				return nil, err
+			}
+			for _, rr := range a.Answer {
+				if r, ok := rr.(*dns.A); ok {
+					servers = append(servers, net.JoinHostPort(r.A.String(), strconv.Itoa(port)))
+				}
+			}
+		}
+		if len(servers) == 0 {
+			return nil, fmt.Errorf("acmeclient: the nameservers of %s (%s) have no IPv4 address", zone, strings.Join(hosts, ", "))
+		}
+		return servers, nil
+	}
+	return nil, fmt.Errorf("acmeclient: no zone encloses %s", name)
+}
+
+// Solvers carries out the solver actions of the challenge machine —
+// Present, SelfCheck, CleanUp — with the solvers a host configured.
+type Solvers struct {
+	// HTTP01 serves HTTP-01 key authorizations.
+	HTTP01 *HTTP01Solver
+	// HTTP01Check is the HTTP-01 self-check; nil means skip it (the
+	// check passes).
+	HTTP01Check *HTTP01Checker
+	// DNS01 publishes DNS-01 records.
+	DNS01 DNS01Provider
+	// DNS01Check is the DNS-01 self-check; nil means skip it.
+	DNS01Check *DNS01Checker
+}
+
+// ErrNoSolver is returned for a challenge type without a solver.
+var ErrNoSolver = errors.New("acmeclient: no solver for this challenge type")
+
+// Present carries out challenge.Present and returns the status to write
+// back (Presented, PresentedAt).
+func (s Solvers) Present(ctx context.Context, st challenge.Status, a challenge.Present, now time.Time) (challenge.Status, error) {
+	var err error
+	switch a.Type {
+	case challenge.TypeHTTP01:
+		if s.HTTP01 == nil {
+			err = fmt.Errorf("%w: %s", ErrNoSolver, a.Type)
+		} else {
+			err = s.HTTP01.Present(a.Token, a.Key)
+		}
+	case challenge.TypeDNS01:
+		if s.DNS01 == nil {
+			err = fmt.Errorf("%w: %s", ErrNoSolver, a.Type)
+		} else {
+			err = s.DNS01.Present(ctx, DNS01Name(a.DNSName), DNS01Value(a.Key))
+		}
+	default:
+		err = fmt.Errorf("%w: %s", ErrNoSolver, a.Type)
+	}
+	if err != nil {
+		st.LastError = err.Error()
+		st.Transient = !errors.Is(err, ErrNoSolver)
+		if !st.Transient {
+			st.State, st.Reason = challenge.StateErrored, err.Error()
+		}
+		return st, err
+	}
+	st.Presented, st.PresentedAt = true, &now
+	st.LastError, st.Transient, st.RetryAfter = "", false, nil
+	return st, nil
+}
+
+// SelfCheck carries out challenge.SelfCheck and returns the status to
+// write back (SelfCheckAt, SelfCheckPassed). A failed check is not an
+// error of the call: the machine checks again later.
+func (s Solvers) SelfCheck(ctx context.Context, st challenge.Status, a challenge.SelfCheck, now time.Time) (challenge.Status, error) {
+	var err error
+	switch a.Type {
+	case challenge.TypeHTTP01:
+		if s.HTTP01Check != nil {
+			err = s.HTTP01Check.Check(ctx, a.DNSName, a.Token, a.Key)
+		}
+	case challenge.TypeDNS01:
+		if s.DNS01Check != nil {
+			err = s.DNS01Check.Check(ctx, a.DNSName, a.Key)
+		}
+	}
+	st.SelfCheckAt, st.SelfCheckPassed = &now, err == nil
+	if err != nil {
+		st.Reason = "self-check failed: " + err.Error()
+	} else {
+		st.Reason = ""
+	}
+	return st, err
+}
+
+// CleanUp carries out challenge.CleanUp. It changes no status: the
+// machine's UpdateStatus that follows does.
+func (s Solvers) CleanUp(ctx context.Context, a challenge.CleanUp) error {
+	switch a.Type {
+	case challenge.TypeHTTP01:
+		if s.HTTP01 != nil {
+			s.HTTP01.CleanUp(a.Token)
+		}
+	case challenge.TypeDNS01:
+		if s.DNS01 != nil {
+			return s.DNS01.CleanUp(ctx, DNS01Name(a.DNSName), DNS01Value(a.Key))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,315 @@
+package acmeclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Kind is the kind of an ACME request, for accounting.
+type Kind string
+
+// Request kinds. Directory and revocation requests are counted too, but
+// are not part of an issuance.
+const (
+	KindDirectory     Kind = "directory"
+	KindNonce         Kind = "nonce"
+	KindAccount       Kind = "account"
+	KindNewOrder      Kind = "newOrder"
+	KindOrder         Kind = "order"
+	KindAuthorization Kind = "authorization"
+	KindChallenge     Kind = "challenge"
+	KindFinalize      Kind = "finalize"
+	KindCertificate   Kind = "certificate"
+	KindRenewalInfo   Kind = "renewalInfo"
+	KindRevoke        Kind = "revoke"
+	KindOther         Kind = "other"
+)
+
+// Counts is a copy of a Transport's request accounting.
+type Counts struct {
+	// ByKind counts requests sent over the network, by kind. A nonce the
+	// transport already held is handed out without a request and is not
+	// counted.
+	ByKind map[Kind]int
+	// Total is the sum of ByKind.
+	Total int
+	// BadNonces counts badNonce rejections (RFC 8555 §6.5), each followed
+	// by a retry with the nonce from the rejection.
+	BadNonces int
+	// NoncesReused counts nonces handed out from the pool instead of
+	// fetched: the requests saved.
+	NoncesReused int
+}
+
+// String lists the counts by kind, sorted, for logs and test failures.
+func (c Counts) String() string {
+	kinds := make([]string, 0, len(c.ByKind))
+	for k := range c.ByKind {
+		kinds = append(kinds, string(k))
+	}
+	sort.Strings(kinds)
+	var b strings.Builder
+	for i, k := range kinds {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		b.WriteString(k + "=" + itoa(c.ByKind[Kind(k)]))
+	}
+	return b.String() + " (total " + itoa(c.Total) + ", bad nonces " + itoa(c.BadNonces) + ")"
+}
+
+func itoa(n int) string {
+	var buf [20]byte
+	i := len(buf)
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	for {
+		i--
+		buf[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			break
+		}
+	}
+	if neg {
+		i--
+		buf[i] = '-'
+	}
+	return string(buf[i:])
+}
+
+// Transport is the http.RoundTripper every request of a Client goes
+// through. It counts requests by kind, and it keeps the ACME nonces: each
+// Replay-Nonce a response carries goes into one pool, and a request for a
+// new nonce (HEAD newNonce) is answered from the pool when it holds one,
+// without a round trip. One pool for every signer in the process means a
+// nonce is never used twice.
+//
+// A Transport is safe for concurrent use. Hosts can export Counts as
+// metrics.
+type Transport struct {
+	// Base carries the requests; nil means http.DefaultTransport.
+	Base http.RoundTripper
+
+	mu        sync.Mutex
+	counts    map[Kind]int
+	badNonces int
+	reused    int
+	nonces    []string
+	endpoints map[string]Kind // directory endpoint URL → kind
+	dirURL    string
+	dirBody   []byte
+	ariPrefix string
+}
+
+// maxPooledNonces bounds the pool; older nonces are dropped first.
+const maxPooledNonces = 32
+
+// Counts returns a copy of the accounting so far.
+func (t *Transport) Counts() Counts {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := Counts{ByKind: map[Kind]int{}, BadNonces: t.badNonces, NoncesReused: t.reused}
+	for k, n := range t.counts {
+		c.ByKind[k] = n
+		c.Total += n
+	}
+	return c
+}
+
+// ResetCounts sets every count to zero.
+func (t *Transport) ResetCounts() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.counts, t.badNonces, t.reused = nil, 0, 0
+}
+
+type ctxKey struct{}
+
+// call is what one client call tells the transport, through the request
+// context: the kind of its requests, and where to leave the last
+// response's status and headers (Retry-After, Link).
+type call struct {
+	kind   Kind
+	status int
+	header http.Header
+}
+
+func withCall(ctx context.Context, kind Kind) (context.Context, *call) {
+	c := &call{kind: kind}
+	return context.WithValue(ctx, ctxKey{}, c), c
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	kind := t.kindOf(req)
+	if kind == KindNonce && req.Method == http.MethodHead {
+		if n, ok := t.popNonce(); ok {
+			return &http.Response{
+				Status: "200 OK", StatusCode: http.StatusOK, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+				Header: http.Header{"Replay-Nonce": {n}, "Cache-Control": {"no-store"}},
+				Body:   http.NoBody, Request: req,
+			}, nil
+		}
+	}
+	t.mu.Lock()
+	if t.counts == nil {
+		t.counts = map[Kind]int{}
+	}
+	t.counts[kind]++
+	t.mu.Unlock()
+
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	res, err := base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if n := res.Header.Get("Replay-Nonce"); n != "" {
+		t.pushNonce(n)
+		res.Header.Del("Replay-Nonce")
+		if kind == KindNonce {
+			// The fetch itself: hand this nonce to the caller.
+			res.Header.Set("Replay-Nonce", t.takeNonce(n))
+		}
+	}
+	if res.StatusCode == http.StatusBadRequest && isProblem(res.Header) {
+		body, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+		res.Body.Close()
+		res.Body = io.NopCloser(bytes.NewReader(body))
+		var p struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(body, &p) == nil && strings.HasSuffix(strings.ToLower(p.Type), ":badnonce") {
+			t.mu.Lock()
+			t.badNonces++
+			t.mu.Unlock()
+		}
+	}
+	if kind == KindDirectory && res.StatusCode == http.StatusOK {
+		body, rerr := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+		res.Body.Close()
+		res.Body = io.NopCloser(bytes.NewReader(body))
+		if rerr == nil {
+			t.learnDirectory(body)
+		}
+	}
+	if c, ok := req.Context().Value(ctxKey{}).(*call); ok {
+		c.status, c.header = res.StatusCode, res.Header.Clone()
+	}
+	return res, nil
+}
+
+func isProblem(h http.Header) bool {
+	return strings.HasPrefix(h.Get("Content-Type"), "application/problem+json")
+}
+
+func (t *Transport) kindOf(req *http.Request) Kind {
+	url := req.URL.String()
+	t.mu.Lock()
+	k, known := t.endpoints[url]
+	dir := t.dirURL
+	t.mu.Unlock()
+	switch {
+	case known:
+		return k
+	case url == dir:
+		return KindDirectory
+	case t.isRenewalInfo(url):
+		return KindRenewalInfo
+	}
+	if c, ok := req.Context().Value(ctxKey{}).(*call); ok {
+		return c.kind
+	}
+	return KindOther
+}
+
+func (t *Transport) isRenewalInfo(url string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ariPrefix != "" && strings.HasPrefix(url, t.ariPrefix+"/")
+}
+
+func (t *Transport) setDirectoryURL(u string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.dirURL = u
+}
+
+// learnDirectory records the directory's endpoints, so that requests to
+// them are counted by kind whoever sends them.
+func (t *Transport) learnDirectory(body []byte) {
+	var d struct {
+		NewNonce    string `json:"newNonce"`
+		NewAccount  string `json:"newAccount"`
+		NewOrder    string `json:"newOrder"`
+		RevokeCert  string `json:"revokeCert"`
+		KeyChange   string `json:"keyChange"`
+		RenewalInfo string `json:"renewalInfo"`
+	}
+	if json.Unmarshal(body, &d) != nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.dirBody = body
+	t.ariPrefix = strings.TrimSuffix(d.RenewalInfo, "/")
+	t.endpoints = map[string]Kind{}
+	for u, k := range map[string]Kind{d.NewNonce: KindNonce, d.NewAccount: KindAccount, d.NewOrder: KindNewOrder,
+		d.RevokeCert: KindRevoke, d.KeyChange: KindAccount} {
+		if u != "" {
+			t.endpoints[u] = k
+		}
+	}
+}
+
+func (t *Transport) directoryBody() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.dirBody
+}
+
+func (t *Transport) pushNonce(n string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.nonces = append(t.nonces, n)
+	if len(t.nonces) > maxPooledNonces {
+		t.nonces = t.nonces[len(t.nonces)-maxPooledNonces:]
+	}
+}
+
+// takeNonce removes n from the pool and returns it.
+func (t *Transport) takeNonce(n string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := len(t.nonces) - 1; i >= 0; i-- {
+		if t.nonces[i] == n {
+			t.nonces = append(t.nonces[:i], t.nonces[i+1:]...)
+			break
+		}
+	}
+	return n
+}
+
+// popNonce takes the newest pooled nonce.
+func (t *Transport) popNonce() (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.nonces) == 0 {
+		return "", false
+	}
+	n := t.nonces[len(t.nonces)-1]
+	t.nonces = t.nonces[:len(t.nonces)-1]
+	t.reused++
+	return n, true
+}
