@@ -102,4 +102,3 @@ func failChallenge(st challenge.Status, err error) challenge.Status {
 	}
 	return st
 }
-

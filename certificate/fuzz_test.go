@@ -120,7 +120,6 @@ func FuzzReconcile(f *testing.F) {
 	})
 }
 
-
 // cloneSnapshot copies what the fuzz target changes.
 func cloneSnapshot(b *Snapshot) *Snapshot {
 	c := *b.Certificate

@@ -76,15 +76,15 @@ type Server struct {
 	// DirectoryURL is the ACME directory.
 	DirectoryURL string
 
-	acme    *httptest.Server
-	db      *db.MemoryStore
-	ca      *ca.CAImpl
-	dns     *DNS
-	http01  *http.Server
-	httpLn  net.Listener
-	h01mu   sync.Mutex
-	h01     http.Handler
-	done    chan struct{}
+	acme   *httptest.Server
+	db     *db.MemoryStore
+	ca     *ca.CAImpl
+	dns    *DNS
+	http01 *http.Server
+	httpLn net.Listener
+	h01mu  sync.Mutex
+	h01    http.Handler
+	done   chan struct{}
 }
 
 // envMu serialises the environment variables Pebble reads while its
