@@ -371,3 +371,35 @@ func (c *Client) sign(payload []byte, kid, nonce, url string) ([]byte, error) {
 	}
 	return []byte(obj.FullSerialize()), nil
 }
+
+// String describes the config without its key.
+func (c Config) String() string {
+	return fmt.Sprintf("acmeclient.Config{DirectoryURL: %q, Key: %s, UserAgent: %q}", c.DirectoryURL, keyKind(c.Key), c.UserAgent)
+}
+
+// GoString is String: %#v must not print the key either.
+func (c Config) GoString() string { return c.String() }
+
+// String describes the client without its key.
+func (c *Client) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return fmt.Sprintf("acmeclient.Client{%s, key %s, account %q}", c.acme.DirectoryURL, keyKind(c.key), c.accountURL)
+}
+
+// GoString is String.
+func (c *Client) GoString() string { return c.String() }
+
+func keyKind(k crypto.Signer) string {
+	switch k := k.(type) {
+	case nil:
+		return "none"
+	case *ecdsa.PrivateKey:
+		return "ECDSA " + k.Curve.Params().Name + " (redacted)"
+	case *rsa.PrivateKey:
+		return fmt.Sprintf("RSA %d (redacted)", k.N.BitLen())
+	case ed25519.PrivateKey:
+		return "Ed25519 (redacted)"
+	}
+	return fmt.Sprintf("%T (redacted)", k)
+}

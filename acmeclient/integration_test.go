@@ -449,3 +449,35 @@ func TestAuthorizationReuse(t *testing.T) {
 		t.Fatalf("a reused authorization was read or challenged: %v", c)
 	}
 }
+
+// The DNS-01 self-check asks the zone's authoritative server, found
+// through NS records, and fails until the value is there.
+func TestDNS01CheckerFindsTheAuthoritativeServer(t *testing.T) {
+	srv, err := acmetest.Start(acmetest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	d := srv.DNS()
+	d.AddZone("zone.example")
+	_, port, _ := net.SplitHostPort(d.Addr())
+	p, _ := strconv.Atoi(port)
+	check := acmeclient.DNS01Checker{Resolver: d.Addr(), Port: p, Timeout: 2 * time.Second}
+	ctx := context.Background()
+	if err := check.Check(ctx, "*.www.zone.example", "ka"); !errors.Is(err, acmeclient.ErrDNS01NotFound) {
+		t.Fatalf("before presenting: %v", err)
+	}
+	if err := d.Present(ctx, acmeclient.DNS01Name("www.zone.example"), acmeclient.DNS01Value("ka")); err != nil {
+		t.Fatal(err)
+	}
+	if err := check.Check(ctx, "*.www.zone.example", "ka"); err != nil {
+		t.Fatalf("after presenting: %v", err)
+	}
+	if d.Queries("NS") == 0 {
+		t.Fatal("the checker did not look for the zone's nameservers")
+	}
+	unknown := acmeclient.DNS01Checker{Resolver: d.Addr(), Port: p, Timeout: 2 * time.Second}
+	if err := unknown.Check(ctx, "www.nozone.example", "ka"); err == nil || !strings.Contains(err.Error(), "no zone encloses") {
+		t.Fatalf("a name in no known zone: %v", err)
+	}
+}

@@ -336,3 +336,35 @@ func FuzzOrder(f *testing.F) {
 		}
 	})
 }
+
+// A challenge starts from the authorization read that found it, so the
+// challenge machine presents without reading it again; without that read
+// time it reads first.
+func TestChallengesStartFromTheAuthorizationRead(t *testing.T) {
+	o := authorized(newOrder())
+	fetched := t0.Add(-time.Second)
+	o.Status.Authorizations[0].FetchedAt = &fetched
+	res := Decide(o, nil, t0, Config{})
+	var got []challenge.Challenge
+	for _, a := range res.Actions {
+		if c, ok := a.(CreateChallenge); ok {
+			got = append(got, c.Challenge)
+		}
+	}
+	if len(got) != 2 {
+		t.Fatalf("actions %s", names(res.Actions))
+	}
+	for _, c := range got {
+		seeded := c.Spec.AuthorizationURL == "https://ca/authz/a"
+		if seeded && (c.Status.SyncedAt == nil || !c.Status.SyncedAt.Equal(fetched) || c.Status.State != challenge.StatePending) {
+			t.Fatalf("%s: status %+v, want the read of %v", c.Name, c.Status, fetched)
+		}
+		if !seeded && c.Status.SyncedAt != nil {
+			t.Fatalf("%s: seeded without a read time", c.Name)
+		}
+		first := challenge.Decide(&challenge.Challenge{Spec: c.Spec, Status: func() challenge.Status { s := c.Status; s.Processing = true; return s }()}, t0, challenge.Config{})
+		if want := map[bool]string{true: challenge.ReasonPresenting, false: challenge.ReasonSyncing}[seeded]; first.Reason != want {
+			t.Fatalf("%s: the challenge machine starts with %s, want %s", c.Name, first.Reason, want)
+		}
+	}
+}

@@ -1,0 +1,219 @@
+package acmeclient
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/acme"
+)
+
+var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+// RFC 9110 §10.2.3: Retry-After is delay-seconds or an HTTP date.
+func TestParseRetryAfter(t *testing.T) {
+	tests := map[string]struct {
+		in   string
+		want time.Time
+		ok   bool
+	}{
+		"seconds":                  {"120", t0.Add(2 * time.Minute), true},
+		"zero seconds is now":      {"0", t0, true},
+		"an HTTP date":             {"Sun, 22 Nov 2026 13:00:00 GMT", t0.Add(time.Hour), true},
+		"spaces around":            {" 30 ", t0.Add(30 * time.Second), true},
+		"negative is refused":      {"-5", time.Time{}, false},
+		"empty is none":            {"", time.Time{}, false},
+		"garbage is none":          {"soon", time.Time{}, false},
+		"absurd delays are capped": {"99999999999999", t0.Add(10 * 365 * 24 * time.Hour), true},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, ok := ParseRetryAfter(tt.in, t0)
+			if ok != tt.ok || !got.Equal(tt.want) {
+				t.Fatalf("ParseRetryAfter(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+// RFC 8555 §6.7 problem types map to the error kinds hosts act on.
+func TestClassify(t *testing.T) {
+	hdr := func(v string) http.Header { return http.Header{"Retry-After": {v}} }
+	tests := map[string]struct {
+		err        error
+		kind       error
+		retryable  bool
+		retryAfter time.Time
+	}{
+		"rate limited with Retry-After in seconds": {
+			&acme.Error{StatusCode: 429, ProblemType: "urn:ietf:params:acme:error:rateLimited", Detail: "too many certificates", Header: hdr("3600")},
+			ErrRateLimited, true, t0.Add(time.Hour)},
+		"rate limited with an HTTP date": {
+			&acme.Error{StatusCode: 429, ProblemType: "urn:ietf:params:acme:error:rateLimited", Header: hdr("Mon, 23 Nov 2026 12:00:00 GMT")},
+			ErrRateLimited, true, t0.Add(24 * time.Hour)},
+		"a bare 429": {&acme.Error{StatusCode: 429}, ErrRateLimited, true, time.Time{}},
+		"unauthorized": {
+			&acme.Error{StatusCode: 403, ProblemType: "urn:ietf:params:acme:error:unauthorized"}, ErrUnauthorized, false, time.Time{}},
+		"rejected identifier": {
+			&acme.Error{StatusCode: 400, ProblemType: "urn:ietf:params:acme:error:rejectedIdentifier"}, ErrRejectedIdentifier, false, time.Time{}},
+		"CAA forbids": {&acme.Error{StatusCode: 403, ProblemType: "urn:ietf:params:acme:error:caa"}, ErrRejectedIdentifier, false, time.Time{}},
+		"malformed":   {&acme.Error{StatusCode: 400, ProblemType: "urn:ietf:params:acme:error:malformed"}, ErrMalformed, false, time.Time{}},
+		"bad CSR":     {&acme.Error{StatusCode: 400, ProblemType: "urn:ietf:params:acme:error:badCSR"}, ErrMalformed, false, time.Time{}},
+		"server error with Retry-After": {
+			&acme.Error{StatusCode: 503, ProblemType: "urn:ietf:params:acme:error:serverInternal", Header: hdr("60")}, ErrServer, true, t0.Add(time.Minute)},
+		"a bare 502":       {&acme.Error{StatusCode: 502}, ErrServer, true, time.Time{}},
+		"not found":        {&acme.Error{StatusCode: 404}, ErrNotFound, false, time.Time{}},
+		"already replaced": {&acme.Error{StatusCode: 409, ProblemType: "urn:ietf:params:acme:error:alreadyReplaced"}, ErrAlreadyReplaced, false, time.Time{}},
+		"order not ready":  {&acme.Error{StatusCode: 403, ProblemType: "urn:ietf:params:acme:error:orderNotReady"}, ErrOrderNotReady, true, time.Time{}},
+		"a cancelled context": {
+			context.Canceled, ErrNetwork, true, time.Time{}},
+		"something else": {errors.New("acme: error reading order: EOF"), ErrServer, true, time.Time{}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			err := classify("op", tt.err, nil, t0)
+			if !errors.Is(err, tt.kind) {
+				t.Fatalf("kind: %v is not %v", err, tt.kind)
+			}
+			if Retryable(err) != tt.retryable {
+				t.Fatalf("Retryable(%v) = %v", err, !tt.retryable)
+			}
+			at, ok := RetryAfter(err)
+			if ok != !tt.retryAfter.IsZero() || !at.Equal(tt.retryAfter) {
+				t.Fatalf("RetryAfter = %v, %v; want %v", at, ok, tt.retryAfter)
+			}
+			if !errors.Is(err, tt.err) && !errors.As(err, new(*acme.Error)) {
+				t.Fatalf("the cause is lost: %v", err)
+			}
+		})
+	}
+	if Retryable(nil) {
+		t.Fatal("nil is retryable")
+	}
+}
+
+func TestErrorMessageSaysWhatAndWhen(t *testing.T) {
+	err := classify("create order", &acme.Error{StatusCode: 429, ProblemType: "urn:ietf:params:acme:error:rateLimited",
+		Detail: "too many new orders", Header: http.Header{"Retry-After": {"30"}}}, nil, t0)
+	want := "acmeclient: create order: too many new orders (rateLimited); retry after 2026-11-22T12:00:30Z"
+	if err.Error() != want {
+		t.Fatalf("%q\nwant %q", err.Error(), want)
+	}
+}
+
+func TestNewRejectsBadConfigByField(t *testing.T) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tests := map[string]struct {
+		cfg  Config
+		want string
+	}{
+		"no directory":      {Config{Key: key}, "DirectoryURL is required"},
+		"not a URL":         {Config{DirectoryURL: "acme.example", Key: key}, `DirectoryURL "acme.example" is not an http(s) URL`},
+		"no key":            {Config{DirectoryURL: "https://acme.example/dir"}, "Key is required"},
+		"negative retries":  {Config{DirectoryURL: "https://acme.example/dir", Key: key, MaxBadNonceRetries: -1}, "MaxBadNonceRetries -1 is negative"},
+		"every problem too": {Config{}, "DirectoryURL is required; Key is required"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := New(tt.cfg)
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("New: %v; want it to say %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestNeverPrintsTheAccountKey(t *testing.T) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	cfg := Config{DirectoryURL: "https://acme.example/dir", Key: key}
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := []string{key.D.String(), fmt.Sprintf("%x", key.D.Bytes()), fmt.Sprint(key.D.Bytes())}
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
+		for _, x := range []any{cfg, &cfg, c} {
+			out := fmt.Sprintf(verb, x)
+			for _, s := range secret {
+				if strings.Contains(out, s) {
+					t.Fatalf("%s of %T prints the key: %s", verb, x, out)
+				}
+			}
+		}
+	}
+	if !strings.Contains(cfg.String(), "ECDSA P-256 (redacted)") {
+		t.Fatalf("the config does not say what key it holds: %s", cfg)
+	}
+}
+
+func TestLinkRel(t *testing.T) {
+	h := http.Header{"Link": {
+		`<https://ca/dir>;rel="index"`,
+		`<https://ca/cert/1/1>;rel="alternate", <https://ca/cert/1/2>; rel=alternate`,
+		`broken;rel="alternate"`,
+	}}
+	got := linkRel(h, "alternate")
+	if len(got) != 2 || got[0] != "https://ca/cert/1/1" || got[1] != "https://ca/cert/1/2" {
+		t.Fatalf("alternates %v", got)
+	}
+}
+
+// RFC 8555 §8.3: the key authorization is served at
+// /.well-known/acme-challenge/<token> until cleaned up.
+func TestHTTP01Solver(t *testing.T) {
+	var s HTTP01Solver
+	if err := s.Present("tok", "tok.thumb"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Present("a/b", "x"); err == nil {
+		t.Fatal("a token with a slash was accepted")
+	}
+	srv := httptest.NewServer(&s)
+	defer srv.Close()
+	get := func(path string) (int, string) {
+		res, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if code, body := get(HTTP01Path + "tok"); code != 200 || body != "tok.thumb" {
+		t.Fatalf("GET token: %d %q", code, body)
+	}
+	if code, _ := get(HTTP01Path + "other"); code != 404 {
+		t.Fatalf("GET an unknown token: %d", code)
+	}
+	if code, _ := get("/tok"); code != 404 {
+		t.Fatalf("GET outside the path: %d", code)
+	}
+	s.CleanUp("tok")
+	s.CleanUp("tok")
+	if code, _ := get(HTTP01Path + "tok"); code != 404 || s.Presented() != 0 {
+		t.Fatalf("after clean-up: %d, %d presented", code, s.Presented())
+	}
+}
+
+// RFC 8555 §8.4: the TXT record is base64url(SHA-256(key authorization))
+// at _acme-challenge.<domain>, the wildcard label removed.
+func TestDNS01Record(t *testing.T) {
+	if got := DNS01Name("*.Example.COM"); got != "_acme-challenge.example.com." {
+		t.Fatalf("name %q", got)
+	}
+	// The example of RFC 8555 §8.4 uses this token; the value is the
+	// SHA-256 of the key authorization, base64url, 43 characters.
+	v := DNS01Value("evaGxfADs6pSRb2LAv9IZf17Dt3juxGJ-PCt92wr-oA.thumbprint")
+	if len(v) != 43 || strings.ContainsAny(v, "+/=") {
+		t.Fatalf("value %q is not 43 base64url characters", v)
+	}
+}
