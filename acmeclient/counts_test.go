@@ -152,4 +152,3 @@ func BenchmarkIssue20(b *testing.B) {
 	b.ReportMetric(certs/elapsed.Seconds(), "certs/s")
 	b.ReportMetric(float64(c.Total)/certs, "requests/cert")
 }
-
