@@ -481,3 +481,27 @@ func TestDNS01CheckerFindsTheAuthoritativeServer(t *testing.T) {
 		t.Fatalf("a name in no known zone: %v", err)
 	}
 }
+
+// RFC 8555 §7.6: the account that ordered a certificate can revoke it;
+// the server's renewal information then asks for renewal now (RFC 9773
+// §4.2).
+func TestRevokeThenRenewalInfoSaysNow(t *testing.T) {
+	e := newEnv(t, acmetest.Options{})
+	key, der := csr(t, "revoke.example")
+	leaf := e.leafOf(mustIssue(t, e, http01Spec(der, "revoke.example")), key, "revoke.example")
+	ctx := context.Background()
+	if err := e.client.RevokeCertificate(ctx, leaf.Raw, 1 /* keyCompromise */); err != nil {
+		t.Fatal(err)
+	}
+	info, err := e.client.RenewalInfo(ctx, leaf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Window.Start.After(time.Now()) {
+		t.Fatalf("a revoked certificate's window starts at %v, in the future", info.Window.Start)
+	}
+	// Revoking again is done, not an error (alreadyRevoked).
+	if err := e.client.RevokeCertificate(ctx, leaf.Raw, 1); err != nil {
+		t.Fatalf("revoking twice: %v", err)
+	}
+}
