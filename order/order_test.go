@@ -2,6 +2,7 @@ package order
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -230,6 +231,7 @@ func wanted(o *Order, s challenge.State) []*challenge.Challenge {
 		c.Status.State = s
 		out = append(out, &c)
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
