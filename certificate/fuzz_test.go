@@ -71,7 +71,9 @@ func FuzzReconcile(f *testing.F) {
 		// The host's parse cache and the spec fingerprint are shortcuts:
 		// with them, without them, the answer is the same.
 		cached := *s
-		cached.Parsed, _ = keys.ParseSecretData(cached.Secret.Data)
+		if cached.Secret != nil {
+			cached.Parsed, _ = keys.ParseSecretData(cached.Secret.Data)
+		}
 		if req, err := keys.ParseCSR(s.Requests[0].Spec.Request); err == nil {
 			cached.ParsedCSRs = map[string]*x509.CertificateRequest{s.Requests[0].Name: req}
 		}
