@@ -505,3 +505,27 @@ func TestRevokeThenRenewalInfoSaysNow(t *testing.T) {
 		t.Fatalf("revoking twice: %v", err)
 	}
 }
+
+// RFC 8555 §7.4: an order may ask for notBefore and notAfter; Pebble
+// honours them (a host on a fake clock uses this to keep the CA's validity
+// on its own timeline).
+func TestOrderAsksForAValidity(t *testing.T) {
+	e := newEnv(t, acmetest.Options{})
+	nb := time.Now().Add(30 * 24 * time.Hour).Truncate(time.Second)
+	na := nb.Add(10 * 24 * time.Hour)
+	key, der := csr(t, "validity.example")
+	spec := http01Spec(der, "validity.example")
+	spec.NotBefore, spec.NotAfter = &nb, &na
+	o := mustIssue(t, e, spec)
+	block, _ := pem.Decode(o.Status.Certificate)
+	leaf, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !leaf.NotBefore.Equal(nb) || !leaf.NotAfter.Equal(na) {
+		t.Fatalf("validity %v–%v, asked %v–%v", leaf.NotBefore, leaf.NotAfter, nb, na)
+	}
+	if !leaf.PublicKey.(*ecdsa.PublicKey).Equal(key.Public()) {
+		t.Fatal("another key")
+	}
+}

@@ -148,6 +148,9 @@ func (c *Client) newOrderPlain(ctx context.Context, a order.CreateOrder) (*wireO
 	if a.Profile != "" {
 		opts = append(opts, acme.WithOrderIssuanceProfile(acme.ProfileName(a.Profile)))
 	}
+	if a.NotBefore != nil {
+		opts = append(opts, acme.WithOrderNotBefore(*a.NotBefore))
+	}
 	if a.NotAfter != nil {
 		opts = append(opts, acme.WithOrderNotAfter(*a.NotAfter))
 	}
@@ -174,6 +177,7 @@ func (c *Client) newOrderSigned(ctx context.Context, url string, a order.CreateO
 	}
 	req := struct {
 		Identifiers []ident `json:"identifiers"`
+		NotBefore   string  `json:"notBefore,omitempty"`
 		NotAfter    string  `json:"notAfter,omitempty"`
 		Profile     string  `json:"profile,omitempty"`
 		Replaces    string  `json:"replaces,omitempty"`
@@ -183,6 +187,9 @@ func (c *Client) newOrderSigned(ctx context.Context, url string, a order.CreateO
 	}
 	for _, ip := range a.IPAddresses {
 		req.Identifiers = append(req.Identifiers, ident{"ip", ip})
+	}
+	if a.NotBefore != nil {
+		req.NotBefore = a.NotBefore.UTC().Format(time.RFC3339)
 	}
 	if a.NotAfter != nil {
 		req.NotAfter = a.NotAfter.UTC().Format(time.RFC3339)

@@ -21,6 +21,7 @@ type CreateOrder struct {
 	DNSNames    []string
 	IPAddresses []string
 	Profile     string
+	NotBefore   *time.Time
 	NotAfter    *time.Time
 	Replaces    string
 	SpecHash    string

@@ -80,6 +80,9 @@ func SpecHash(s *Spec) string {
 	if s.NotAfter != nil {
 		fmt.Fprint(h, s.NotAfter.UTC().Format(time.RFC3339Nano))
 	}
+	if s.NotBefore != nil {
+		fmt.Fprint(h, "|nb|", s.NotBefore.UTC().Format(time.RFC3339Nano))
+	}
 	for _, sv := range s.Solvers {
 		fmt.Fprintf(h, "|%+v|%+v|%+v", sv.Selector, sv.Solver.HTTP01, sv.Solver.DNS01)
 	}
@@ -128,7 +131,7 @@ func Decide(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) R
 			return fail(o, now, ReasonInvalidSpec, "the order names no identifier or has no CSR")
 		}
 		return Result{Actions: []Action{CreateOrder{DNSNames: o.Spec.DNSNames, IPAddresses: o.Spec.IPAddresses, Profile: o.Spec.Profile,
-			NotAfter: o.Spec.NotAfter, Replaces: o.Spec.Replaces, SpecHash: SpecHash(&o.Spec)}},
+			NotBefore: o.Spec.NotBefore, NotAfter: o.Spec.NotAfter, Replaces: o.Spec.Replaces, SpecHash: SpecHash(&o.Spec)}},
 			Reason: ReasonCreating, Message: "creating the ACME order (RFC 8555 §7.4)"}
 	}
 	switch st.State {

@@ -51,8 +51,11 @@ type Spec struct {
 	Solvers     []SolverConfig   `json:"solvers"`
 	// Profile asks the server for a certificate profile (e.g. "shortlived").
 	Profile string `json:"profile,omitempty"`
-	// NotAfter asks for a validity end, when the server allows it.
-	NotAfter *time.Time `json:"notAfter,omitempty"`
+	// NotBefore and NotAfter ask for a validity (RFC 8555 §7.4), when the
+	// server honours them (Let's Encrypt does not; Pebble and some private
+	// CAs do).
+	NotBefore *time.Time `json:"notBefore,omitempty"`
+	NotAfter  *time.Time `json:"notAfter,omitempty"`
 	// Replaces is the ARI identifier of the certificate this one renews
 	// (RFC 9773 §5).
 	Replaces string `json:"replaces,omitempty"`
