@@ -1,6 +1,7 @@
 package certificate
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/x509"
 	"encoding/pem"
@@ -258,6 +259,9 @@ func Issuing(s *Snapshot, now time.Time, cfg Config) Result {
 	}
 	c := s.Certificate
 	if issuing(c) == nil {
+		if r, ok := adoptRevision(s); ok {
+			return r
+		}
 		return Result{Reason: ReasonNotIssuing, Message: "not issuing"}
 	}
 	next := nextRevision(c)
@@ -341,6 +345,52 @@ func Issuing(s *Snapshot, now time.Time, cfg Config) Result {
 		Actions: []Action{write, UpdateStatus{Status: st}},
 		Reason:  ReasonIssued, Message: fmt.Sprintf("issued revision %d from request %s, valid until %s", next, req.Name, stamp(leaf.NotAfter)),
 	}
+}
+
+// ReasonRevisionAdopted: the secret holds the certificate of a request
+// whose revision status does not record (the host stopped between writing
+// the secret and writing the status).
+const ReasonRevisionAdopted = "RevisionAdopted"
+
+// adoptRevision repairs a status that missed the end of an issuance: when
+// the secret already holds the certificate of a Ready request with a
+// revision above status.revision, that revision is recorded and the failure
+// fields cleared, as the issuance would have done. Without it the next
+// issuance would reuse the revision.
+func adoptRevision(s *Snapshot) (Result, bool) {
+	c := s.Certificate
+	cur := 0
+	if c.Status.Revision != nil {
+		cur = *c.Status.Revision
+	}
+	best := 0
+	var from *CertificateRequest
+	for _, r := range s.Requests {
+		rev, ok := revisionOf(r)
+		if !ok || rev <= cur || rev <= best {
+			continue
+		}
+		if ready := r.Condition(RequestConditionReady); ready == nil || ready.Status != StatusTrue {
+			continue
+		}
+		p := newView(s).secret()
+		if p == nil || p.Leaf == nil {
+			return Result{}, false
+		}
+		leaf, err := firstCertificate(r.Status.Certificate)
+		if err != nil || !bytes.Equal(leaf.Raw, p.Leaf.Raw) {
+			continue
+		}
+		best, from = rev, r
+	}
+	if from == nil {
+		return Result{}, false
+	}
+	st := cloneStatus(c.Status)
+	st.Revision = &best
+	st.LastFailureTime, st.FailedIssuanceAttempts, st.RetryAfter = nil, nil, nil
+	return Result{Actions: []Action{UpdateStatus{Status: st}}, Reason: ReasonRevisionAdopted,
+		Message: fmt.Sprintf("the secret holds the certificate of request %s: recording revision %d, which an interrupted pass did not", from.Name, best)}, true
 }
 
 func recordFailure(c *Certificate, req *CertificateRequest, at, now time.Time, msg string) Result {

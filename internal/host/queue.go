@@ -9,16 +9,39 @@ import (
 // workqueue.AddAfter: a key added several times is held once, at the earliest
 // time asked. It holds no goroutines and reads no clock; the caller says what
 // time it is.
+//
+// Beside those timers it holds events (AddEvent): a watch notification due
+// when a write reaches the read cache. An event is never merged into an
+// earlier timer of its key — the pass at the timer's time would not yet see
+// the write — only into another event of the same key at the same time.
 type Queue struct {
-	h     timeHeap
-	index map[string]int // key → position in h
+	h      timeHeap
+	index  map[string]int // key → position in h
+	events eventHeap
+	seen   map[eventKey]bool
+}
+
+type eventKey struct {
+	key string
+	at  int64
 }
 
 // NewQueue returns an empty queue.
 func NewQueue() *Queue {
-	q := &Queue{index: map[string]int{}}
+	q := &Queue{index: map[string]int{}, seen: map[eventKey]bool{}}
 	q.h.q = q
 	return q
+}
+
+// AddEvent schedules key at t in addition to any timer it has.
+func (q *Queue) AddEvent(key string, t time.Time) {
+	k := eventKey{key, t.UnixNano()}
+	if q.seen[k] {
+		return
+	}
+	q.seen[k] = true
+	heap.Push(&q.events, queued{key: key, at: t, seq: q.h.seq})
+	q.h.seq++
 }
 
 // AddAt schedules key at t, or earlier if it is already scheduled earlier.
@@ -36,23 +59,47 @@ func (q *Queue) AddAt(key string, t time.Time) {
 
 // Next returns the earliest scheduled time and whether anything is queued.
 func (q *Queue) Next() (time.Time, bool) {
-	if len(q.h.items) == 0 {
+	switch {
+	case len(q.h.items) == 0 && len(q.events) == 0:
 		return time.Time{}, false
+	case len(q.events) == 0:
+		return q.h.items[0].at, true
+	case len(q.h.items) == 0:
+		return q.events[0].at, true
 	}
-	return q.h.items[0].at, true
+	a, b := q.h.items[0], q.events[0]
+	if b.at.Before(a.at) {
+		return b.at, true
+	}
+	return a.at, true
 }
 
-// PopDue removes and returns the earliest key due at or before now.
+// PopDue removes and returns the earliest key due at or before now (timers
+// and events in time order, ties in the order they were added).
 func (q *Queue) PopDue(now time.Time) (string, bool) {
-	if len(q.h.items) == 0 || q.h.items[0].at.After(now) {
-		return "", false
+	timer := len(q.h.items) > 0 && !q.h.items[0].at.After(now)
+	event := len(q.events) > 0 && !q.events[0].at.After(now)
+	if timer && event {
+		a, b := q.h.items[0], q.events[0]
+		if b.at.Before(a.at) || b.at.Equal(a.at) && b.seq < a.seq {
+			timer = false
+		} else {
+			event = false
+		}
 	}
-	it := heap.Pop(&q.h).(queued)
-	return it.key, true
+	switch {
+	case timer:
+		return heap.Pop(&q.h).(queued).key, true
+	case event:
+		it := heap.Pop(&q.events).(queued)
+		delete(q.seen, eventKey{it.key, it.at.UnixNano()})
+		return it.key, true
+	}
+	return "", false
 }
 
-// Len returns the number of queued keys.
-func (q *Queue) Len() int { return len(q.h.items) }
+// Len returns the number of queued timers and events.
+func (q *Queue) Len() int { return len(q.h.items) + len(q.events) }
 
 type queued struct {
 	key string
@@ -88,5 +135,24 @@ func (h *timeHeap) Pop() any {
 	it := h.items[n-1]
 	h.items = h.items[:n-1]
 	delete(h.q.index, it.key)
+	return it
+}
+
+// eventHeap holds events in time order, insertion order on ties.
+type eventHeap []queued
+
+func (h eventHeap) Len() int { return len(h) }
+func (h eventHeap) Less(i, j int) bool {
+	if !h[i].at.Equal(h[j].at) {
+		return h[i].at.Before(h[j].at)
+	}
+	return h[i].seq < h[j].seq
+}
+func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *eventHeap) Push(x any)   { *h = append(*h, x.(queued)) }
+func (h *eventHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	*h = old[:len(old)-1]
 	return it
 }

@@ -2,6 +2,7 @@ package host
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,5 +108,31 @@ func TestQueueEarliestWinsAndOrder(t *testing.T) {
 	}
 	if _, ok := q.Next(); ok {
 		t.Fatal("queue not empty")
+	}
+}
+
+// An event (a write reaching the cache) is not merged into an earlier
+// timer: the pass at the timer's time would not see the write.
+func TestQueueEventsAreNotMergedIntoEarlierTimers(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	q := NewQueue()
+	q.AddAt("a", t0.Add(time.Second))
+	q.AddEvent("a", t0.Add(3*time.Second))
+	q.AddEvent("a", t0.Add(3*time.Second)) // the same event twice: once
+	q.AddAt("b", t0.Add(2*time.Second))
+	var got []string
+	for {
+		next, ok := q.Next()
+		if !ok {
+			break
+		}
+		k, _ := q.PopDue(next)
+		got = append(got, k+"@"+next.Sub(t0).String())
+	}
+	if want := "a@1s b@2s a@3s"; strings.Join(got, " ") != want {
+		t.Fatalf("popped %v, want %s", got, want)
+	}
+	if q.Len() != 0 {
+		t.Fatalf("%d left", q.Len())
 	}
 }

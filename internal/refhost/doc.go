@@ -1,0 +1,22 @@
+// Package refhost is certlife's reference host: the small program a host
+// author reads and copies. It keeps Certificates, Secrets and
+// CertificateRequests in versioned in-memory stores (a write with a stale
+// resource version fails, as with the Kubernetes API; reads may lag behind
+// writes, as an informer cache does), and runs the loop:
+//
+//  1. take the next due key from the queue (the clock is the caller's:
+//     k8s.io/utils/clock, real or fake);
+//  2. gather one snapshot of the certificate, its secret, requests,
+//     next-private-key secrets and the other certificates naming its
+//     secret — reading through the (possibly stale) cache;
+//  3. certificate.Reconcile;
+//  4. carry out the actions in order with package keys for keys and CSRs,
+//     stopping at the first error (a conflict, a create that lost a race, an
+//     object the cache does not show yet): the next pass repairs it;
+//  5. requeue at the result's time, and at once (after the cache lag) when
+//     it wrote something.
+//
+// Requests are answered by an Issuer: a local CA (for tests and the
+// simulation, able to misbehave on purpose) or ACME (the order and
+// challenge machines through internal/acmeflow and acmeclient).
+package refhost

@@ -1,0 +1,615 @@
+package refhost
+
+import (
+	"container/list"
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/internal/host"
+	"github.com/certlife/certlife/keys"
+	"github.com/certlife/certlife/renewal"
+)
+
+// Options configure a Host. Clock and Rand are required.
+type Options struct {
+	// Clock is the host's time: real, or fake in tests and the simulation.
+	Clock clock.PassiveClock
+	// Rand supplies key and signature randomness to package keys.
+	Rand io.Reader
+	// Lag is how long a write takes to show in reads (a stale informer
+	// cache); zero means at once.
+	Lag time.Duration
+	// Config is the certificate controller's configuration.
+	Config certificate.Config
+	// CacheSize bounds the cache of parsed secrets, CSRs and compiled
+	// specs (entries); zero means 512, negative turns it off. Only
+	// certificates being worked on use it, so a small cache serves a large
+	// fleet.
+	CacheSize int
+	// Observe, when set, sees every certificate pass and request answer.
+	Observe func(Event)
+	// Crash, when set, is asked before each action of a pass whether the
+	// host "crashes" there: the pass stops, the rest is not carried out,
+	// and the certificate is looked at again after a restart delay (fault
+	// injection for the simulation).
+	Crash func(certificate string, action int) bool
+	// ARI, when set, gives the CA's suggested renewal window for a
+	// certificate's current leaf (from acmeclient.RenewalInfo, polled by
+	// the host).
+	ARI func(certificate string, leaf *x509.Certificate) *renewal.ARIWindow
+	// RestartDelay after a crash; zero means 10s.
+	RestartDelay time.Duration
+}
+
+// Event is one certificate pass, or one request answered.
+type Event struct {
+	Time time.Time
+	// Certificate is set for a certificate pass: its state before the
+	// pass.
+	Certificate *certificate.Certificate
+	// Result of Reconcile, for a certificate pass.
+	Result *certificate.Result
+	// Done are the actions carried out (all of Result.Actions unless an
+	// error or a crash stopped the pass).
+	Done []certificate.Action
+	// Crashed: the pass stopped at a simulated crash.
+	Crashed bool
+	// Request is set when an issuer answered a request: its new state.
+	Request *certificate.CertificateRequest
+	// Err stopped the pass.
+	Err error
+}
+
+// Host runs certificates. It is one loop: not safe for concurrent use.
+type Host struct {
+	opts Options
+
+	Certificates *host.Store[*certificate.Certificate]
+	Secrets      *host.Store[*certificate.Secret]
+	Requests     *host.Store[*certificate.CertificateRequest]
+
+	queue   *host.Queue
+	issuers map[string]Issuer
+
+	// Indexes over the authoritative stores (a Kubernetes host uses its
+	// informers' indexers).
+	requestsOf map[string]map[string]bool // owner UID → request names
+	keysOf     map[string]map[string]bool // owner UID → next-key secret names
+	claimants  map[string]map[string]bool // secret name → certificate names
+
+	cache    *lru
+	failures map[string]int // consecutive failed passes, by certificate
+}
+
+// New returns a host with empty stores.
+func New(opts Options) (*Host, error) {
+	if opts.Clock == nil || opts.Rand == nil {
+		return nil, errors.New("refhost: Options.Clock and Options.Rand are required")
+	}
+	size := opts.CacheSize
+	if size == 0 {
+		size = 512
+	}
+	h := &Host{
+		opts:         opts,
+		Certificates: host.NewStore(opts.Clock, opts.Lag, cloneCertificate),
+		Secrets:      host.NewStore(opts.Clock, opts.Lag, cloneSecret),
+		Requests:     host.NewStore(opts.Clock, opts.Lag, cloneRequest),
+		queue:        host.NewQueue(),
+		issuers:      map[string]Issuer{},
+		requestsOf:   map[string]map[string]bool{},
+		keysOf:       map[string]map[string]bool{},
+		claimants:    map[string]map[string]bool{},
+		cache:        newLRU(size),
+		failures:     map[string]int{},
+	}
+	return h, nil
+}
+
+// SetIssuer answers the requests whose issuerRef names name.
+func (h *Host) SetIssuer(name string, i Issuer) { h.issuers[name] = i }
+
+func (h *Host) now() time.Time { return h.opts.Clock.Now() }
+
+// Queue keys.
+func certKey(name string) string    { return "certificate/" + name }
+func requestKey(name string) string { return "request/" + name }
+
+// Enqueue asks for a certificate to be looked at, at t (a timer: merged
+// into an earlier one).
+func (h *Host) Enqueue(certificateName string, t time.Time) { h.queue.AddAt(certKey(certificateName), t) }
+
+// notify is the watch notification of a write to a certificate or what it
+// owns: the certificate is looked at when the cache shows the write.
+func (h *Host) notify(certificateName string) {
+	h.queue.AddEvent(certKey(certificateName), h.now().Add(h.opts.Lag))
+}
+
+// Apply creates a certificate, or updates its spec (a user's kubectl
+// apply): the generation moves on a spec change, and the certificate is
+// looked at once the cache shows it.
+func (h *Host) Apply(c *certificate.Certificate) error {
+	cur, ver, ok := h.Certificates.Get(c.Name)
+	if !ok {
+		c = cloneCertificate(c)
+		if c.UID == "" {
+			c.UID = "uid-" + c.Name
+		}
+		if c.Generation == 0 {
+			c.Generation = 1
+		}
+		if c.CreationTimestamp.IsZero() {
+			c.CreationTimestamp = h.now()
+		}
+		if _, err := h.Certificates.Create(c.Name, c); err != nil {
+			return err
+		}
+		h.index(h.claimants, c.Spec.SecretName, c.Name)
+		for n := range h.claimants[c.Spec.SecretName] {
+			h.notify(n) // the other claimants of the secret see a new rival
+		}
+	} else {
+		if cur.Spec.SecretName != c.Spec.SecretName {
+			h.unindex(h.claimants, cur.Spec.SecretName, c.Name)
+			h.index(h.claimants, c.Spec.SecretName, c.Name)
+		}
+		cur.Spec = c.Spec
+		cur.Generation++
+		if _, err := h.Certificates.Update(c.Name, cur, ver); err != nil {
+			return err
+		}
+	}
+	h.notify(c.Name)
+	return nil
+}
+
+// Trigger is a manual renewal: a user setting Issuing=True.
+func (h *Host) Trigger(name, why string) error {
+	c, ver, ok := h.Certificates.Get(name)
+	if !ok {
+		return fmt.Errorf("refhost: no certificate %q", name)
+	}
+	now := h.now()
+	conds := c.Status.Conditions[:0:0]
+	for _, cd := range c.Status.Conditions {
+		if cd.Type != certificate.ConditionIssuing {
+			conds = append(conds, cd)
+		}
+	}
+	c.Status.Conditions = append(conds, certificate.Condition{Type: certificate.ConditionIssuing, Status: certificate.StatusTrue,
+		Reason: "ManuallyTriggered", Message: why, LastTransitionTime: now, ObservedGeneration: c.Generation})
+	if _, err := h.Certificates.Update(name, c, ver); err != nil {
+		return err
+	}
+	h.notify(name)
+	return nil
+}
+
+// Next is when the queue next has work; ok is false when it is empty.
+func (h *Host) Next() (time.Time, bool) { return h.queue.Next() }
+
+// Pending is how many keys are queued.
+func (h *Host) Pending() int { return h.queue.Len() }
+
+// Step works off every key due at the clock's time, including keys that
+// become due at that same time while it works.
+func (h *Host) Step(ctx context.Context) int {
+	n := 0
+	for {
+		key, ok := h.queue.PopDue(h.now())
+		if !ok {
+			return n
+		}
+		n++
+		switch {
+		case strings.HasPrefix(key, "certificate/"):
+			h.reconcile(ctx, strings.TrimPrefix(key, "certificate/"))
+		case strings.HasPrefix(key, "request/"):
+			h.answer(ctx, strings.TrimPrefix(key, "request/"))
+		}
+	}
+}
+
+// gather reads one certificate's snapshot through the cache.
+func (h *Host) gather(c *certificate.Certificate) (*certificate.Snapshot, uint64) {
+	s := &certificate.Snapshot{Certificate: c}
+	var secretVer uint64
+	if sec, v, ok := h.Secrets.Get(c.Spec.SecretName); ok {
+		s.Secret, secretVer = sec, v
+	}
+	for _, n := range sortedSet(h.requestsOf[c.UID]) {
+		if r, v, ok := h.Requests.Get(n); ok {
+			s.Requests = append(s.Requests, r)
+			if csr := h.cache.csr(n, v, r.Spec.Request); csr != nil {
+				if s.ParsedCSRs == nil {
+					s.ParsedCSRs = map[string]*x509.CertificateRequest{}
+				}
+				s.ParsedCSRs[n] = csr
+			}
+		}
+	}
+	for _, n := range sortedSet(h.keysOf[c.UID]) {
+		if sec, _, ok := h.Secrets.Get(n); ok {
+			s.NextPrivateKeySecrets = append(s.NextPrivateKeySecrets, sec)
+		}
+	}
+	for _, n := range sortedSet(h.claimants[c.Spec.SecretName]) {
+		if n == c.Name {
+			continue
+		}
+		if o, _, ok := h.Certificates.Get(n); ok {
+			s.OtherOwners = append(s.OtherOwners, o)
+		}
+	}
+	if s.Secret != nil {
+		s.Parsed = h.cache.secret(s.Secret.Name, secretVer, s.Secret.Data)
+	}
+	s.Compiled = h.cache.compiled(c)
+	if h.opts.ARI != nil && s.Secret != nil {
+		if p := s.Parsed; p != nil && p.Leaf != nil {
+			s.ARI = h.opts.ARI(c.Name, p.Leaf)
+		} else if p, _ := keys.ParseSecretData(s.Secret.Data); p != nil && p.Leaf != nil {
+			s.ARI = h.opts.ARI(c.Name, p.Leaf)
+		}
+	}
+	return s, secretVer
+}
+
+func (h *Host) reconcile(ctx context.Context, name string) {
+	c, ver, ok := h.Certificates.Get(name)
+	if !ok {
+		return // deleted
+	}
+	now := h.now()
+	before := cloneCertificate(c)
+	snap, secretVer := h.gather(c)
+	res := certificate.Reconcile(snap, now, h.opts.Config)
+	ev := Event{Time: now, Certificate: before, Result: &res}
+	for i, a := range res.Actions {
+		if h.opts.Crash != nil && h.opts.Crash(name, i) {
+			ev.Crashed = true
+			break
+		}
+		if err := h.carryOut(c, ver, secretVer, a); err != nil {
+			ev.Err = fmt.Errorf("%v: %w", a, err)
+			break
+		}
+		ev.Done = append(ev.Done, a)
+	}
+	if h.opts.Observe != nil {
+		h.opts.Observe(ev)
+	}
+	h.requeue(name, now, res.RequeueAt, ev)
+}
+
+// requeue schedules the next pass, the way a controller's rate-limited
+// queue does: a pass that failed (a conflict, a create that lost a race,
+// an object the cache does not show yet) is retried with a per-certificate
+// exponential delay (100 ms doubling to 5 min, reset by a clean pass); a
+// result asking to look again "now" waits for the cache to show this
+// pass's writes. So neither a stale cache nor a persistent error can spin
+// the loop.
+func (h *Host) requeue(name string, now, at time.Time, ev Event) {
+	switch {
+	case ev.Crashed:
+		d := h.opts.RestartDelay
+		if d <= 0 {
+			d = 10 * time.Second
+		}
+		h.Enqueue(name, now.Add(d))
+		return
+	case ev.Err != nil:
+		n := h.failures[name]
+		h.failures[name] = n + 1
+		d := 100 * time.Millisecond << min(n, 12)
+		h.Enqueue(name, now.Add(max(min(d, 5*time.Minute), h.opts.Lag)))
+		return
+	}
+	delete(h.failures, name)
+	if len(ev.Done) > 0 {
+		h.notify(name)
+	}
+	if !at.IsZero() {
+		if !at.After(now) {
+			at = now.Add(h.opts.Lag)
+		}
+		h.Enqueue(name, at)
+	}
+}
+
+// carryOut is one action. The ownership of everything created is the
+// certificate's UID, and the indexes follow every create and delete.
+func (h *Host) carryOut(c *certificate.Certificate, ver, secretVer uint64, a certificate.Action) error {
+	switch a := a.(type) {
+	case certificate.GenerateKey:
+		var keyPEM []byte
+		if a.ReuseFrom != "" {
+			src, _, ok := h.Secrets.Get(a.ReuseFrom)
+			if !ok {
+				return fmt.Errorf("secret %s to reuse the key of is not visible", a.ReuseFrom)
+			}
+			keyPEM = src.Data[keys.SecretPrivateKey]
+		} else {
+			k, err := keys.Generate(h.opts.Rand, a.Spec)
+			if err != nil {
+				return err
+			}
+			if keyPEM, err = keys.EncodePrivateKey(k, keys.EncodingPKCS8); err != nil {
+				return err
+			}
+		}
+		sec := &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Name: a.SecretName, Namespace: c.Namespace, OwnerUID: a.OwnerUID,
+			Labels: map[string]string{certificate.LabelNextPrivateKey: "true"}}, Data: map[string][]byte{keys.SecretPrivateKey: keyPEM}}
+		if _, err := h.Secrets.Create(a.SecretName, sec); err != nil && !errors.Is(err, host.ErrAlreadyExists) {
+			return err
+		}
+		h.index(h.keysOf, a.OwnerUID, a.SecretName)
+	case certificate.DeleteSecret:
+		if err := h.Secrets.Delete(a.Name); err != nil && !errors.Is(err, host.ErrNotFound) {
+			return err
+		}
+		h.unindex(h.keysOf, c.UID, a.Name)
+	case certificate.CreateRequest:
+		ks, _, ok := h.Secrets.Get(a.KeySecretName)
+		if !ok {
+			return fmt.Errorf("the next private key %s is not visible yet", a.KeySecretName)
+		}
+		key, err := keys.DecodePrivateKey(ks.Data[keys.SecretPrivateKey])
+		if err != nil {
+			return err
+		}
+		r := a.Request
+		if r.Spec.Request, err = keys.BuildCSR(h.opts.Rand, a.Template, key); err != nil {
+			return err
+		}
+		r.CreationTimestamp = h.now()
+		if _, err := h.Requests.Create(r.Name, &r); err != nil {
+			if errors.Is(err, host.ErrAlreadyExists) {
+				return nil // made by a pass the cache had not shown: success
+			}
+			return err
+		}
+		h.index(h.requestsOf, c.UID, r.Name)
+		h.queue.AddEvent(requestKey(r.Name), h.now().Add(h.opts.Lag))
+	case certificate.DeleteRequest:
+		if err := h.Requests.Delete(a.Name); err != nil && !errors.Is(err, host.ErrNotFound) {
+			return err
+		}
+		h.unindex(h.requestsOf, c.UID, a.Name)
+	case certificate.WriteSecret:
+		ks, _, ok := h.Secrets.Get(a.KeySecretName)
+		if !ok {
+			return fmt.Errorf("the next private key %s is not visible yet", a.KeySecretName)
+		}
+		key, err := keys.DecodePrivateKey(ks.Data[keys.SecretPrivateKey])
+		if err != nil {
+			return err
+		}
+		data, err := keys.SecretData(h.opts.Rand, key, a.Chain, a.CA, a.Output)
+		if err != nil {
+			return err
+		}
+		sec := &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Name: a.Name, Namespace: c.Namespace, Labels: a.Labels, Annotations: a.Annotations}, Data: data}
+		if _, v, exists := h.Secrets.Get(a.Name); exists {
+			_, err = h.Secrets.Update(a.Name, sec, v)
+		} else {
+			_, err = h.Secrets.Create(a.Name, sec)
+		}
+		if err != nil {
+			return err
+		}
+	case certificate.UpdateStatus:
+		c.Status = a.Status
+		if _, err := h.Certificates.Update(c.Name, c, ver); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("unknown action %T", a)
+	}
+	return nil
+}
+
+// answer asks the request's issuer about a pending request.
+func (h *Host) answer(ctx context.Context, name string) {
+	r, ver, ok := h.Requests.Get(name)
+	if !ok {
+		return
+	}
+	if r.Condition(certificate.RequestConditionReady) != nil || r.Condition(certificate.RequestConditionDenied) != nil {
+		return // answered
+	}
+	now := h.now()
+	iss, ok := h.issuers[r.Spec.IssuerRef.Name]
+	if !ok {
+		h.queue.AddAt(requestKey(name), now.Add(time.Minute))
+		return
+	}
+	out, err := iss.Process(ctx, r, now)
+	if err != nil {
+		h.queue.AddAt(requestKey(name), now.Add(10*time.Second))
+		return
+	}
+	if !out.Done {
+		h.queue.AddAt(requestKey(name), out.RequeueAt)
+		return
+	}
+	r.Status = out.Status
+	if _, err := h.Requests.Update(name, r, ver); err != nil {
+		h.queue.AddAt(requestKey(name), now.Add(h.opts.Lag+time.Second))
+		return
+	}
+	if h.opts.Observe != nil {
+		h.opts.Observe(Event{Time: now, Request: r})
+	}
+	if owner := r.Annotations[certificate.AnnotationCertificateName]; owner != "" {
+		h.notify(owner)
+	}
+}
+
+func (h *Host) index(m map[string]map[string]bool, key, name string) {
+	if m[key] == nil {
+		m[key] = map[string]bool{}
+	}
+	m[key][name] = true
+}
+
+func (h *Host) unindex(m map[string]map[string]bool, key, name string) {
+	delete(m[key], name)
+	if len(m[key]) == 0 {
+		delete(m, key)
+	}
+}
+
+func sortedSet(m map[string]bool) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Deep copies for the stores. Byte slices are shared: nothing in the host
+// changes one in place.
+func cloneCertificate(c *certificate.Certificate) *certificate.Certificate {
+	if c == nil {
+		return nil
+	}
+	n := *c
+	n.Labels, n.Annotations = cloneMap(c.Labels), cloneMap(c.Annotations)
+	n.Status.Conditions = append([]certificate.Condition(nil), c.Status.Conditions...)
+	return &n
+}
+
+func cloneSecret(s *certificate.Secret) *certificate.Secret {
+	if s == nil {
+		return nil
+	}
+	n := *s
+	n.Labels, n.Annotations = cloneMap(s.Labels), cloneMap(s.Annotations)
+	if s.Data != nil {
+		n.Data = make(map[string][]byte, len(s.Data))
+		for k, v := range s.Data {
+			n.Data[k] = v
+		}
+	}
+	return &n
+}
+
+func cloneRequest(r *certificate.CertificateRequest) *certificate.CertificateRequest {
+	if r == nil {
+		return nil
+	}
+	n := *r
+	n.Labels, n.Annotations = cloneMap(r.Labels), cloneMap(r.Annotations)
+	n.Status.Conditions = append([]certificate.Condition(nil), r.Status.Conditions...)
+	return &n
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	n := make(map[string]string, len(m))
+	for k, v := range m {
+		n[k] = v
+	}
+	return n
+}
+
+// lru caches parsed objects by name and resource version (or generation),
+// bounded in entries.
+type lru struct {
+	size  int
+	order *list.List
+	items map[string]*list.Element
+}
+
+type lruEntry struct {
+	key string
+	val any
+}
+
+func newLRU(size int) *lru {
+	return &lru{size: size, order: list.New(), items: map[string]*list.Element{}}
+}
+
+func (l *lru) get(key string) (any, bool) {
+	if l.size <= 0 {
+		return nil, false
+	}
+	if e, ok := l.items[key]; ok {
+		l.order.MoveToFront(e)
+		return e.Value.(*lruEntry).val, true
+	}
+	return nil, false
+}
+
+func (l *lru) put(key string, v any) {
+	if l.size <= 0 {
+		return
+	}
+	l.items[key] = l.order.PushFront(&lruEntry{key, v})
+	for l.order.Len() > l.size {
+		e := l.order.Back()
+		l.order.Remove(e)
+		delete(l.items, e.Value.(*lruEntry).key)
+	}
+}
+
+func (l *lru) secret(name string, ver uint64, data map[string][]byte) *keys.ParsedSecret {
+	if l.size <= 0 {
+		return nil
+	}
+	k := fmt.Sprintf("s/%s/%d", name, ver)
+	if v, ok := l.get(k); ok {
+		return v.(*keys.ParsedSecret)
+	}
+	p, _ := keys.ParseSecretData(data) // per-field errors stay in p, for the trigger to read
+	if p == nil {
+		return nil
+	}
+	l.put(k, p)
+	return p
+}
+
+func (l *lru) csr(name string, ver uint64, pemBytes []byte) *x509.CertificateRequest {
+	if l.size <= 0 {
+		return nil
+	}
+	k := fmt.Sprintf("r/%s/%d", name, ver)
+	if v, ok := l.get(k); ok {
+		return v.(*x509.CertificateRequest)
+	}
+	c, err := keys.DecodeCSR(pemBytes)
+	if err != nil {
+		return nil
+	}
+	l.put(k, c)
+	return c
+}
+
+func (l *lru) compiled(c *certificate.Certificate) *certificate.Compiled {
+	if l.size <= 0 {
+		return nil
+	}
+	k := fmt.Sprintf("c/%s/%d", c.Name, c.Generation)
+	if v, ok := l.get(k); ok {
+		return v.(*certificate.Compiled)
+	}
+	comp := certificate.Compile(c)
+	l.put(k, comp)
+	return comp
+}
