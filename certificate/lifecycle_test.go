@@ -306,3 +306,32 @@ func TestLifecycleManualTriggerDuringBackoff(t *testing.T) {
 		t.Fatalf("a manual trigger did not bypass the backoff:\n%s", strings.Join(h.trace, "\n"))
 	}
 }
+
+// A pass that wrote the secret but stopped before its status write leaves
+// the revision unrecorded; the next pass records it from the request whose
+// certificate is in the secret, so the revision is never reused.
+func TestRevisionAdoptedAfterAnInterruptedIssuance(t *testing.T) {
+	f := newFixture(t)
+	s, _ := f.healthy(t0.Add(-24 * time.Hour))
+	s.Certificate.Status.Revision = nil
+	res := Reconcile(s, t0, Config{})
+	var st *Status
+	for _, a := range res.Actions {
+		if u, ok := a.(UpdateStatus); ok {
+			st = &u.Status
+		}
+	}
+	if st == nil || st.Revision == nil || *st.Revision != 1 {
+		t.Fatalf("the revision was not adopted: %v (%s: %s)", res.Actions, res.Reason, res.Message)
+	}
+	// A request whose certificate is not the secret's is not adopted.
+	s, _ = f.healthy(t0.Add(-24 * time.Hour))
+	s.Certificate.Status.Revision = nil
+	other, _ := f.healthy(t0.Add(-48 * time.Hour))
+	s.Requests[0].Status.Certificate = other.Requests[0].Status.Certificate
+	for _, a := range Reconcile(s, t0, Config{}).Actions {
+		if u, ok := a.(UpdateStatus); ok && u.Status.Revision != nil {
+			t.Fatalf("adopted the revision of a request for another certificate: %v", u)
+		}
+	}
+}

@@ -387,10 +387,11 @@ func adoptRevision(s *Snapshot) (Result, bool) {
 		return Result{}, false
 	}
 	st := cloneStatus(c.Status)
-	st.Revision = &best
+	rev := best // a fresh variable: best stays on the stack on the healthy path
+	st.Revision = &rev
 	st.LastFailureTime, st.FailedIssuanceAttempts, st.RetryAfter = nil, nil, nil
 	return Result{Actions: []Action{UpdateStatus{Status: st}}, Reason: ReasonRevisionAdopted,
-		Message: fmt.Sprintf("the secret holds the certificate of request %s: recording revision %d, which an interrupted pass did not", from.Name, best)}, true
+		Message: fmt.Sprintf("the secret holds the certificate of request %s: recording revision %d, which an interrupted pass did not", from.Name, rev)}, true
 }
 
 func recordFailure(c *Certificate, req *CertificateRequest, at, now time.Time, msg string) Result {
