@@ -1,0 +1,114 @@
+package refhost
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"testing"
+	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/certlife/certlife/acmeclient"
+	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/challenge"
+	"github.com/certlife/certlife/internal/acmeflow"
+	"github.com/certlife/certlife/internal/acmetest"
+	"github.com/certlife/certlife/keys"
+	"github.com/certlife/certlife/order"
+)
+
+// runACME works the queue on a fake clock while Pebble validates and
+// issues in real time: a step with nothing to do waits a few real
+// milliseconds before the fake clock jumps to the next due time.
+func runACME(t testing.TB, h *Host, clk *testingclock.FakePassiveClock, end time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		next, ok := h.Next()
+		if !ok || next.After(end) {
+			clk.SetTime(end)
+			h.Step(ctx)
+			return
+		}
+		if next.After(clk.Now()) {
+			if next.Sub(clk.Now()) < time.Minute {
+				time.Sleep(2 * time.Millisecond) // let Pebble's validation run
+			}
+			clk.SetTime(next)
+		}
+		h.Step(ctx)
+	}
+	t.Fatal("the ACME issuance did not finish in 30 s of real time")
+}
+
+// The reference host issues and renews through ACME against Pebble: the
+// order and challenge machines, HTTP-01 on loopback.
+func TestACMEIssuerThroughTheReferenceHost(t *testing.T) {
+	srv, err := acmetest.Start(acmetest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	start := time.Now().Truncate(time.Second)
+	clk := testingclock.NewFakePassiveClock(start)
+	accountKey, _ := keys.Generate(rand.Reader, keys.KeySpec{Algorithm: keys.AlgorithmECDSA})
+	client, err := acmeclient.New(acmeclient.Config{DirectoryURL: srv.DirectoryURL, Key: accountKey, HTTPClient: srv.HTTPClient(), Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.EnsureAccount(context.Background(), acmeclient.AccountOptions{AgreeToTerms: true}); err != nil {
+		t.Fatal(err)
+	}
+	http01 := &acmeclient.HTTP01Solver{}
+	srv.SetHTTP01Handler(http01)
+	runner := &acmeflow.Runner{Client: client, Solvers: acmeclient.Solvers{HTTP01: http01}, Now: clk.Now,
+		OrderConfig: order.Config{PollInterval: time.Second}, ChallengeConfig: challenge.Config{PollInterval: time.Second}}
+
+	h, err := New(Options{Clock: clk, Rand: rand.Reader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.SetIssuer("pebble", &ACME{Runner: runner, RequestValidity: true})
+	c := &certificate.Certificate{ObjectMeta: certificate.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: certificate.Spec{SecretName: "web-tls", DNSNames: []string{"web.example"}, IssuerRef: certificate.IssuerRef{Name: "pebble"},
+			PrivateKey: &keys.KeySpec{Algorithm: keys.AlgorithmECDSA}}}
+	if err := h.Apply(c); err != nil {
+		t.Fatal(err)
+	}
+	check := func(revision int) *x509.Certificate {
+		t.Helper()
+		got, _, _ := h.Certificates.Get("web")
+		if got.Status.Revision == nil || *got.Status.Revision != revision {
+			t.Fatalf("revision %v, want %d (%+v)", got.Status.Revision, revision, got.Status.Conditions)
+		}
+		sec, _, _ := h.Secrets.Get("web-tls")
+		p, err := keys.ParseSecretData(sec.Data)
+		if err != nil || !p.KeyMatches {
+			t.Fatalf("secret: %v", err)
+		}
+		inter := x509.NewCertPool()
+		rest := sec.Data[keys.SecretCertificate]
+		for {
+			var b *pem.Block
+			if b, rest = pem.Decode(rest); b == nil {
+				break
+			}
+			ic, _ := x509.ParseCertificate(b.Bytes)
+			inter.AddCert(ic)
+		}
+		if _, err := p.Leaf.Verify(x509.VerifyOptions{DNSName: "web.example", Roots: srv.RootPool(), Intermediates: inter, CurrentTime: clk.Now()}); err != nil {
+			t.Fatalf("the secret's certificate does not chain to Pebble's root: %v", err)
+		}
+		return p.Leaf
+	}
+	runACME(t, h, clk, start.Add(time.Hour))
+	first := check(1)
+	runACME(t, h, clk, start.Add(61*24*time.Hour))
+	second := check(2)
+	if !second.NotBefore.After(first.NotBefore.Add(59 * 24 * time.Hour)) {
+		t.Fatalf("renewed certificate valid from %v; the first from %v", second.NotBefore, first.NotBefore)
+	}
+}
