@@ -126,7 +126,9 @@ func requestKey(name string) string { return "request/" + name }
 
 // Enqueue asks for a certificate to be looked at, at t (a timer: merged
 // into an earlier one).
-func (h *Host) Enqueue(certificateName string, t time.Time) { h.queue.AddAt(certKey(certificateName), t) }
+func (h *Host) Enqueue(certificateName string, t time.Time) {
+	h.queue.AddAt(certKey(certificateName), t)
+}
 
 // notify is the watch notification of a write to a certificate or what it
 // owns: the certificate is looked at when the cache shows the write.
