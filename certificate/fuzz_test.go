@@ -1,6 +1,7 @@
 package certificate
 
 import (
+	"crypto"
 	"crypto/x509"
 	"strconv"
 	"testing"
@@ -76,6 +77,11 @@ func FuzzReconcile(f *testing.F) {
 		}
 		if req, err := keys.ParseCSR(s.Requests[0].Spec.Request); err == nil {
 			cached.ParsedCSRs = map[string]*x509.CertificateRequest{s.Requests[0].Name: req}
+		}
+		for _, sec := range s.NextPrivateKeySecrets {
+			if k, err := keys.DecodePrivateKey(sec.Data[keys.SecretPrivateKey]); err == nil {
+				cached.ParsedKeys = map[string]crypto.Signer{sec.Name: k}
+			}
 		}
 		if diff := cmp.Diff(res, Reconcile(&cached, now, Config{})); diff != "" {
 			t.Fatalf("the host cache changes the result:\n%s", diff)

@@ -2,6 +2,7 @@ package certificate
 
 import (
 	"bytes"
+	"crypto"
 	"crypto/x509"
 	"strconv"
 
@@ -35,6 +36,9 @@ type Snapshot struct {
 	// ParsedCSRs is an optional host cache of parsed requests by request
 	// name, valid for the Requests passed.
 	ParsedCSRs map[string]*x509.CertificateRequest
+	// ParsedKeys is an optional host cache of decoded next private keys by
+	// secret name, valid for the NextPrivateKeySecrets passed.
+	ParsedKeys map[string]crypto.Signer
 	// Compiled is an optional host cache: Compile(Certificate), kept while
 	// the certificate's generation is unchanged. Ignored when its
 	// generation is not the certificate's.
@@ -53,6 +57,11 @@ type memo struct {
 	renewalDone     bool
 	renewal         renewal.Decision
 	csrs            map[string]*x509.CertificateRequest
+	// The next private key, decoded once per Reconcile.
+	keyName   string
+	keySecret *Secret
+	key       crypto.Signer
+	keyErr    error
 	// view is shared by the stages while the certificate pointer is the
 	// same (Reconcile makes a new one for every status change).
 	view view

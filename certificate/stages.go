@@ -63,6 +63,28 @@ func decodeKey(s *Secret) (crypto.Signer, error) {
 	return keys.DecodePrivateKey(s.Data[keys.SecretPrivateKey])
 }
 
+// nextKey decodes a next-private-key secret once per decision: from the
+// host's cache when it has it, else through Reconcile's memo, so the
+// keymanager, requestmanager and issuing stages share one decode (deriving
+// a public key is the dearest step of a pass that issues).
+func (s *Snapshot) nextKey(sec *Secret) (crypto.Signer, error) {
+	if sec == nil {
+		return nil, fmt.Errorf("secret missing")
+	}
+	if k, ok := s.ParsedKeys[sec.Name]; ok && k != nil {
+		return k, nil
+	}
+	m := s.memo
+	if m != nil && m.keyName == sec.Name && m.keySecret == sec {
+		return m.key, m.keyErr
+	}
+	k, err := decodeKey(sec)
+	if m != nil {
+		m.keyName, m.keySecret, m.key, m.keyErr = sec.Name, sec, k, err
+	}
+	return k, err
+}
+
 // Keymanager is the keymanager stage (seed 000). While Issuing is True it
 // makes sure exactly one next-private-key secret exists, meets the key spec,
 // and is named in status.nextPrivateKeySecretName: it creates one when none
@@ -113,7 +135,7 @@ func Keymanager(s *Snapshot, now time.Time, cfg Config) Result {
 			acts = append(acts, s.generate(name, spec))
 			return finish(ReasonWaitingForKey, "creating the next private key "+name)
 		}
-		key, err := decodeKey(sec)
+		key, err := s.nextKey(sec)
 		if err != nil {
 			deleteAllBut("", "the next private key cannot be decoded")
 			st.NextPrivateKeySecretName = ""
@@ -150,7 +172,7 @@ func Keymanager(s *Snapshot, now time.Time, cfg Config) Result {
 func (s *Snapshot) generate(name string, spec keys.KeySpec) GenerateKey {
 	g := GenerateKey{SecretName: name, OwnerUID: s.Certificate.UID, Spec: spec}
 	if spec.RotationPolicy == keys.RotationNever && s.Secret != nil {
-		if key, err := decodeKey(s.Secret); err == nil && keys.SpecMismatches(key.Public(), spec) == nil {
+		if p := newView(s).secret(); p != nil && p.Key != nil && keys.SpecMismatches(p.Key.Public(), spec) == nil {
 			g.ReuseFrom = s.Secret.Name
 		}
 	}
@@ -189,7 +211,7 @@ func Requestmanager(s *Snapshot, now time.Time, cfg Config) Result {
 		return Result{Reason: ReasonNotIssuing, Message: "not issuing"}
 	}
 	keyName := c.Status.NextPrivateKeySecretName
-	key, err := decodeKey(findSecret(s.NextPrivateKeySecrets, keyName))
+	key, err := s.nextKey(findSecret(s.NextPrivateKeySecrets, keyName))
 	if keyName == "" || err != nil {
 		return Result{Reason: ReasonWaitingForKey, Message: "waiting for the next private key"}
 	}
@@ -211,13 +233,16 @@ func Requestmanager(s *Snapshot, now time.Time, cfg Config) Result {
 			continue // earlier revisions are the revision history's
 		}
 		why := ""
-		if csr, err := v.csrOf(r); err != nil {
+		if madeFor(s, r, key) {
+			// Made from this very spec and for this key: nothing to parse.
+		} else if csr, err := v.csrOf(r); err != nil {
 			why = "its CSR cannot be decoded"
 		} else if d := requestDifferences(r, csr, &c.Spec); len(d) > 0 {
 			why = "it differs from the spec: " + d[0]
 		} else if !keys.PublicKeysEqual(csr.PublicKey, key.Public()) {
 			why = "it is not for the next private key"
-		} else if failed, _ := requestFailed(r); failed && r.Status.FailureTime != nil && r.Status.FailureTime.Before(cond.LastTransitionTime) {
+		}
+		if failed, _ := requestFailed(r); why == "" && failed && r.Status.FailureTime != nil && r.Status.FailureTime.Before(cond.LastTransitionTime) {
 			why = "its failure predates the current issuance"
 		}
 		if why != "" {
@@ -244,6 +269,27 @@ func Requestmanager(s *Snapshot, now time.Time, cfg Config) Result {
 	}
 	acts = append(acts, CreateRequest{Request: req, KeySecretName: keyName, Template: c.Spec.Template()})
 	return Result{Actions: acts, Reason: ReasonRequestCreated, Message: "creating request " + name + " for revision " + strconv.Itoa(next)}
+}
+
+// madeFor reports, without parsing the CSR, that a request was made from
+// the current spec (its fingerprint annotation) and carries the key's
+// SubjectPublicKeyInfo bytes. False means "cannot tell": the caller
+// compares the parsed CSR.
+func madeFor(s *Snapshot, r *CertificateRequest, key crypto.Signer) bool {
+	fp := r.Annotations[AnnotationSpecFingerprint]
+	if k := s.compiled(); k != nil {
+		if fp != k.fingerprint {
+			return false
+		}
+	} else if !fingerprintMatches(fp, &s.Certificate.Spec) {
+		return false
+	}
+	spki, ok := keys.CSRPublicKeyInfo(r.Spec.Request)
+	if !ok {
+		return false
+	}
+	want, err := x509.MarshalPKIXPublicKey(key.Public())
+	return err == nil && bytes.Equal(spki, want)
 }
 
 // Issuing is the issuing stage (seed 000). When the request of the next
@@ -287,7 +333,7 @@ func Issuing(s *Snapshot, now time.Time, cfg Config) Result {
 		return Result{Reason: ReasonRequestPending, Message: "request " + req.Name + " is pending"}
 	}
 	keyName := c.Status.NextPrivateKeySecretName
-	key, err := decodeKey(findSecret(s.NextPrivateKeySecrets, keyName))
+	key, err := s.nextKey(findSecret(s.NextPrivateKeySecrets, keyName))
 	if keyName == "" || err != nil {
 		return Result{Reason: ReasonWaitingForKey, Message: "the request is issued but the next private key is not readable yet"}
 	}

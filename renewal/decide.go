@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/certlife/certlife/internal/stablehash"
 )
 
 // Policy says how a certificate renews (seed 004).
@@ -229,9 +231,27 @@ func Decide(in Input, now time.Time, opts Options) Decision {
 		timed(&d, false, now, ariNote)
 		return d
 	}
+	margin := opts.SafetyMargin
+	if margin <= 0 {
+		margin = defaultMargin(in.NotAfter.Sub(in.NotBefore))
+	}
+	failSafeAt := in.NotAfter.Add(-margin)
+	nearExpiry := !now.Before(failSafeAt)
 	if err == nil {
-		if i, ok := sched.Contains(now); ok {
+		if start, end, i, ok := sched.Occurrence(now); ok {
 			d.Status.Windows.MatchedWindow = fmt.Sprintf("windows[%d]", i)
+			if slot, spread := windowSlot(start, end, in.JitterKey); opts.Timing.Jitter && d.RenewalTime.Before(start) && now.Before(slot) && !nearExpiry {
+				// Due before the window opened: every certificate held
+				// back for it would renew in its first minute. With jitter
+				// on, each takes a deterministic slot in the window's first
+				// part instead.
+				d.Deferred, d.Reason, d.NextWindowStart = true, ReasonDeferred, slot
+				d.NextCheck = slot
+				d.Message = fmt.Sprintf("renewal due since %s (%s); windows[%d] opened at %s and its renewals are spread over %v: this one renews at %s%s",
+					stamp(d.RenewalTime), d.Source, i, stamp(start), spread, stamp(slot), ariNote)
+				d.Conditions = append(d.Conditions, Condition{Type: ConditionRenewalDeferred, Status: "True", Reason: ReasonDeferred, Message: d.Message})
+				return d
+			}
 			d.Renew, d.Reason = true, ReasonDue
 			d.Message = fmt.Sprintf("renewal due since %s (%s) and now is inside windows[%d]%s", stamp(d.RenewalTime), d.Source, i, ariNote)
 			return d
@@ -239,12 +259,6 @@ func Decide(in Input, now time.Time, opts Options) Decision {
 	}
 
 	// Due, but no window is open (or the windows are invalid).
-	margin := opts.SafetyMargin
-	if margin <= 0 {
-		margin = defaultMargin(in.NotAfter.Sub(in.NotBefore))
-	}
-	failSafeAt := in.NotAfter.Add(-margin)
-	nearExpiry := !now.Before(failSafeAt)
 	if nearExpiry && !opts.Strict {
 		d.Renew, d.Bypassed, d.Reason = true, true, ReasonWindowBypassed
 		d.Message = fmt.Sprintf("renewal due since %s, outside every window, and the certificate expires at %s, within the %v safety margin: renewing outside the windows%s",
@@ -307,6 +321,22 @@ func appendIgnored(cs []Condition, s Spec, p Policy) []Condition {
 	}
 	return append(cs, Condition{Type: ConditionRenewalWindowsIgnored, Status: "True", Reason: "WindowsIgnored",
 		Message: fmt.Sprintf("%d renewal window(s) are ignored: policy %s does not use windows; set policy Scheduled to use them", len(s.Windows), p)})
+}
+
+// MaxWindowSpread bounds how long after a window opens the renewals held
+// back for it are spread (with jitter on): half the window, at most this.
+const MaxWindowSpread = 4 * time.Hour
+
+// windowSlot is the deterministic instant, in the first half of a window
+// occurrence (at most MaxWindowSpread), at which a certificate held back
+// for it renews.
+func windowSlot(start, end time.Time, key string) (time.Time, time.Duration) {
+	spread := min(end.Sub(start)/2, MaxWindowSpread)
+	if key == "" || spread <= 0 {
+		return start, 0
+	}
+	off := time.Duration(stablehash.Scale(int64(spread), "window", key)).Truncate(time.Second)
+	return start.Add(off), spread
 }
 
 // defaultMargin is 24h, or a sixth of a lifetime shorter than six days.

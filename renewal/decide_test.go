@@ -191,3 +191,77 @@ func BenchmarkDecideAutomaticNotDue(b *testing.B) {
 		_ = Decide(in, t0.Add(time.Hour), opts)
 	}
 }
+
+// Certificates held back for a window do not all renew as it opens: with
+// jitter on, each takes a deterministic slot in the window's first half
+// (at most MaxWindowSpread); without jitter, or when expiry is near, they
+// renew at once.
+func TestWindowOpeningIsSpread(t *testing.T) {
+	// Due on Saturday; the window is weekdays 09:00–17:00 UTC. t0 is a
+	// Monday at midnight.
+	spec := Spec{Policy: PolicyScheduled, Windows: []Window{{DaysOfWeek: []string{"Mon", "Tue", "Wed", "Thu", "Fri"}, Start: "09:00", End: "17:00"}}}
+	opening := t0.Add(7*24*time.Hour + 9*time.Hour) // the next Monday 09:00
+	in := func(key string) Input {
+		return Input{NotBefore: t0.Add(-55 * 24 * time.Hour), NotAfter: t0.Add(35 * 24 * time.Hour), RenewBefore: 30 * 24 * time.Hour,
+			Spec: spec, JitterKey: key}
+	}
+	jitter := Options{Timing: Timing{Jitter: true}}
+	perMinute := map[time.Time]int{}
+	for i := range 200 {
+		key := "cert-" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		d := Decide(in(key), opening, jitter)
+		var at time.Time
+		switch {
+		case d.Renew:
+			at = opening
+		case d.Reason == ReasonDeferred:
+			at = d.NextCheck
+		default:
+			t.Fatalf("%s: %s %s", key, d.Reason, d.Message)
+		}
+		if at.Before(opening) || !at.Before(opening.Add(MaxWindowSpread)) {
+			t.Fatalf("%s renews at %v, outside the first %v of the window", key, at, MaxWindowSpread)
+		}
+		if !d.Renew {
+			if got := Decide(in(key), at, jitter); !got.Renew {
+				t.Fatalf("%s at its slot %v: %s", key, at, got.Message)
+			}
+		}
+		perMinute[at.Truncate(time.Minute)]++
+	}
+	// 200 over 240 minutes: about 135 distinct minutes, a handful at most
+	// in any one (all 200 in one without the spread).
+	peak := 0
+	for _, n := range perMinute {
+		peak = max(peak, n)
+	}
+	if len(perMinute) < 100 || peak > 6 {
+		t.Fatalf("200 certificates in %d minutes, %d in the busiest: not spread", len(perMinute), peak)
+	}
+	if d := Decide(in("x"), opening, Options{}); !d.Renew {
+		t.Fatalf("without jitter the window's opening renews at once: %s", d.Message)
+	}
+	near := in("x")
+	near.NotAfter = opening.Add(time.Hour)
+	if d := Decide(near, opening, jitter); !d.Renew {
+		t.Fatalf("near expiry, no slot waits: %s", d.Message)
+	}
+	// A certificate that falls due inside the open window renews at once:
+	// find keys whose jittered renewal time lands in Monday's window.
+	found := 0
+	for i := range 400 {
+		k := in("inside-" + string(rune('a'+i%26)) + string(rune('a'+i/26)))
+		k.RenewBefore = 28*24*time.Hour - 17*time.Hour // 17:00 Monday before jitter
+		at := Decide(k, t0, jitter).RenewalTime
+		if at.Before(opening) || !at.Before(opening.Add(8*time.Hour)) {
+			continue
+		}
+		found++
+		if d := Decide(k, at, jitter); !d.Renew {
+			t.Fatalf("a certificate that fell due inside the window waits: %s", d.Message)
+		}
+	}
+	if found == 0 {
+		t.Fatal("no key fell due inside the window: the test checks nothing")
+	}
+}

@@ -210,8 +210,16 @@ func wallInstant(y int, m time.Month, d, minutes int, loc *time.Location) time.T
 
 // Contains reports whether t is inside a window, and which (its index).
 func (s *Schedule) Contains(t time.Time) (int, bool) {
+	_, _, i, ok := s.Occurrence(t)
+	return i, ok
+}
+
+// Occurrence returns the opening of a window that contains t: when it
+// opened and closes, and which window (the first in order when several
+// contain t). ok is false when t is outside every window.
+func (s *Schedule) Occurrence(t time.Time) (start, end time.Time, index int, ok bool) {
 	if s == nil {
-		return -1, false
+		return start, end, -1, false
 	}
 	for i := range s.windows {
 		c := &s.windows[i]
@@ -220,13 +228,13 @@ func (s *Schedule) Contains(t time.Time) (int, bool) {
 		// A window containing t started today or, rolling over, yesterday;
 		// check the day after too, for daylight-saving shifts.
 		for _, dd := range [...]int{d - 1, d, d + 1} {
-			start, end, ok := c.occurrence(y, m, dd)
-			if ok && !t.Before(start) && t.Before(end) {
-				return i, true
+			st, en, okd := c.occurrence(y, m, dd)
+			if okd && !t.Before(st) && t.Before(en) {
+				return st, en, i, true
 			}
 		}
 	}
-	return -1, false
+	return start, end, -1, false
 }
 
 // NextStart returns the earliest instant strictly after now at which a

@@ -83,3 +83,31 @@ func TestSignFaults(t *testing.T) {
 		t.Fatal("a root with no name was made")
 	}
 }
+
+func TestEd25519RootAndTrustedRequests(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ca, err := NewEd25519(rand.Reader, "ed root", now.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	csr, _ := newCSR(t)
+	out, err := ca.Sign(rand.Reader, csr, Options{NotBefore: now, NotAfter: now.Add(time.Hour), TrustRequest: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(out)
+	leaf, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, CurrentTime: now, DNSName: "a.example"}); err != nil {
+		t.Fatalf("an Ed25519 root's leaf does not verify: %v", err)
+	}
+	// Without TrustRequest a tampered request is refused.
+	csr.Signature[0] ^= 0xff
+	if _, err := ca.Sign(rand.Reader, csr, Options{NotBefore: now, NotAfter: now.Add(time.Hour)}); err == nil {
+		t.Fatal("a request with a bad signature was signed")
+	}
+}

@@ -3,6 +3,7 @@ package refhost
 import (
 	"container/list"
 	"context"
+	"crypto"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -87,6 +88,7 @@ type Host struct {
 	claimants  map[string]map[string]bool // secret name → certificate names
 
 	cache    *lru
+	specs    map[string]*certificate.Compiled
 	failures map[string]int // consecutive failed passes, by certificate
 }
 
@@ -111,6 +113,7 @@ func New(opts Options) (*Host, error) {
 		claimants:    map[string]map[string]bool{},
 		cache:        newLRU(size),
 		failures:     map[string]int{},
+		specs:        map[string]*certificate.Compiled{},
 	}
 	return h, nil
 }
@@ -229,19 +232,21 @@ func (h *Host) gather(c *certificate.Certificate) (*certificate.Snapshot, uint64
 		s.Secret, secretVer = sec, v
 	}
 	for _, n := range sortedSet(h.requestsOf[c.UID]) {
-		if r, v, ok := h.Requests.Get(n); ok {
+		// No parsed-CSR cache: the requests carry the spec's fingerprint,
+		// so a pass compares a hash and key bytes instead of parsing them.
+		if r, _, ok := h.Requests.Get(n); ok {
 			s.Requests = append(s.Requests, r)
-			if csr := h.cache.csr(n, v, r.Spec.Request); csr != nil {
-				if s.ParsedCSRs == nil {
-					s.ParsedCSRs = map[string]*x509.CertificateRequest{}
-				}
-				s.ParsedCSRs[n] = csr
-			}
 		}
 	}
 	for _, n := range sortedSet(h.keysOf[c.UID]) {
-		if sec, _, ok := h.Secrets.Get(n); ok {
+		if sec, v, ok := h.Secrets.Get(n); ok {
 			s.NextPrivateKeySecrets = append(s.NextPrivateKeySecrets, sec)
+			if k := h.cache.key(n, v, sec.Data[keys.SecretPrivateKey]); k != nil {
+				if s.ParsedKeys == nil {
+					s.ParsedKeys = map[string]crypto.Signer{}
+				}
+				s.ParsedKeys[n] = k
+			}
 		}
 	}
 	for _, n := range sortedSet(h.claimants[c.Spec.SecretName]) {
@@ -255,7 +260,7 @@ func (h *Host) gather(c *certificate.Certificate) (*certificate.Snapshot, uint64
 	if s.Secret != nil {
 		s.Parsed = h.cache.secret(s.Secret.Name, secretVer, s.Secret.Data)
 	}
-	s.Compiled = h.cache.compiled(c)
+	s.Compiled = h.compiled(c)
 	if h.opts.ARI != nil && s.Secret != nil {
 		if p := s.Parsed; p != nil && p.Leaf != nil {
 			s.ARI = h.opts.ARI(c.Name, p.Leaf)
@@ -361,11 +366,7 @@ func (h *Host) carryOut(c *certificate.Certificate, ver, secretVer uint64, a cer
 		}
 		h.unindex(h.keysOf, c.UID, a.Name)
 	case certificate.CreateRequest:
-		ks, _, ok := h.Secrets.Get(a.KeySecretName)
-		if !ok {
-			return fmt.Errorf("the next private key %s is not visible yet", a.KeySecretName)
-		}
-		key, err := keys.DecodePrivateKey(ks.Data[keys.SecretPrivateKey])
+		key, err := h.nextKey(a.KeySecretName)
 		if err != nil {
 			return err
 		}
@@ -388,11 +389,7 @@ func (h *Host) carryOut(c *certificate.Certificate, ver, secretVer uint64, a cer
 		}
 		h.unindex(h.requestsOf, c.UID, a.Name)
 	case certificate.WriteSecret:
-		ks, _, ok := h.Secrets.Get(a.KeySecretName)
-		if !ok {
-			return fmt.Errorf("the next private key %s is not visible yet", a.KeySecretName)
-		}
-		key, err := keys.DecodePrivateKey(ks.Data[keys.SecretPrivateKey])
+		key, err := h.nextKey(a.KeySecretName)
 		if err != nil {
 			return err
 		}
@@ -418,6 +415,18 @@ func (h *Host) carryOut(c *certificate.Certificate, ver, secretVer uint64, a cer
 		return fmt.Errorf("unknown action %T", a)
 	}
 	return nil
+}
+
+// nextKey reads and decodes a next-private-key secret, through the cache.
+func (h *Host) nextKey(name string) (crypto.Signer, error) {
+	ks, v, ok := h.Secrets.Get(name)
+	if !ok {
+		return nil, fmt.Errorf("the next private key %s is not visible yet", name)
+	}
+	if k := h.cache.key(name, v, ks.Data[keys.SecretPrivateKey]); k != nil {
+		return k, nil
+	}
+	return keys.DecodePrivateKey(ks.Data[keys.SecretPrivateKey])
 }
 
 // answer asks the request's issuer about a pending request.
@@ -587,31 +596,33 @@ func (l *lru) secret(name string, ver uint64, data map[string][]byte) *keys.Pars
 	return p
 }
 
-func (l *lru) csr(name string, ver uint64, pemBytes []byte) *x509.CertificateRequest {
+func (l *lru) key(name string, ver uint64, pemBytes []byte) crypto.Signer {
 	if l.size <= 0 {
 		return nil
 	}
-	k := fmt.Sprintf("r/%s/%d", name, ver)
+	k := fmt.Sprintf("k/%s/%d", name, ver)
 	if v, ok := l.get(k); ok {
-		return v.(*x509.CertificateRequest)
+		return v.(crypto.Signer)
 	}
-	c, err := keys.DecodeCSR(pemBytes)
+	key, err := keys.DecodePrivateKey(pemBytes)
 	if err != nil {
 		return nil
 	}
-	l.put(k, c)
-	return c
+	l.put(k, key)
+	return key
 }
 
-func (l *lru) compiled(c *certificate.Certificate) *certificate.Compiled {
-	if l.size <= 0 {
+// compiled returns the certificate's compiled spec, kept per certificate
+// for its latest generation (a few hundred bytes each, so every
+// certificate keeps one).
+func (h *Host) compiled(c *certificate.Certificate) *certificate.Compiled {
+	if h.opts.CacheSize < 0 {
 		return nil
 	}
-	k := fmt.Sprintf("c/%s/%d", c.Name, c.Generation)
-	if v, ok := l.get(k); ok {
-		return v.(*certificate.Compiled)
+	if k := h.specs[c.Name]; k != nil && k.Generation == c.Generation {
+		return k
 	}
-	comp := certificate.Compile(c)
-	l.put(k, comp)
-	return comp
+	k := certificate.Compile(c)
+	h.specs[c.Name] = k
+	return k
 }

@@ -75,6 +75,9 @@ type LocalCA struct {
 	Fault func(req *certificate.CertificateRequest, now time.Time) Fault
 	// RetryAfter of a rate-limited request; zero means 2 hours.
 	RetryAfter time.Duration
+	// TrustRequests skips the check of each CSR's signature (see
+	// localca.Options.TrustRequest): for the simulation only.
+	TrustRequests bool
 	// Count of requests answered, by fault.
 	Count map[Fault]int
 }
@@ -108,7 +111,7 @@ func (l *LocalCA) Process(_ context.Context, req *certificate.CertificateRequest
 	if req.Spec.Duration != nil {
 		d = req.Spec.Duration.Duration
 	}
-	opts := localca.Options{NotBefore: now, NotAfter: now.Add(d), IsCA: req.Spec.IsCA}
+	opts := localca.Options{NotBefore: now, NotAfter: now.Add(d), IsCA: req.Spec.IsCA, TrustRequest: l.TrustRequests}
 	switch fault {
 	case FaultWrongKey:
 		k, err := keys.Generate(l.Rand, keys.KeySpec{Algorithm: keys.AlgorithmEd25519})

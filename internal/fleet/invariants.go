@@ -1,0 +1,243 @@
+package fleet
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/certlife/certlife/backoff"
+	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/internal/refhost"
+	"github.com/certlife/certlife/renewal"
+)
+
+// tracker checks the invariants of one shard from the host's events. It
+// keeps its own record of what was written (the authoritative state), so
+// a stale read cannot fool it, and it checks with rules of its own rather
+// than by asking the decision packages again.
+type tracker struct {
+	cfg      Config
+	index    map[string]int
+	certs    []certState
+	perMin   map[int64]int
+	violated map[string]bool
+	list     []string
+
+	issuances, renewals, failures, requests, expiries, excused int
+}
+
+type policy uint8
+
+const (
+	automatic policy = iota
+	disabled
+	scheduled
+)
+
+// certState is what the tracker knows of one certificate: a few words, so
+// that it does not dominate the memory figure.
+type certState struct {
+	name        string
+	policy      policy
+	lifetime    time.Duration
+	revision    int
+	issuing     bool
+	notAfter    time.Time
+	renewalTime time.Time
+	lastFailure time.Time
+	retryAfter  time.Time
+	manualAt    time.Time
+	// Attempts since the renewal time, and the time of the last one.
+	attemptsDue int
+	lastAttempt time.Time
+	requests    int
+	expired     bool
+}
+
+func newTracker(cfg Config) *tracker {
+	return &tracker{cfg: cfg, index: map[string]int{}, perMin: map[int64]int{}, violated: map[string]bool{}}
+}
+
+func (t *tracker) add(c *certificate.Certificate) {
+	st := certState{name: c.Name, lifetime: c.Spec.Duration.Duration}
+	if r := c.Spec.Renewal; r != nil {
+		switch r.Policy {
+		case renewal.PolicyDisabled:
+			st.policy = disabled
+		case renewal.PolicyScheduled:
+			st.policy = scheduled
+		}
+	}
+	t.index[c.Name] = len(t.certs)
+	t.certs = append(t.certs, st)
+}
+
+func (t *tracker) violation(kind, cert, format string, args ...any) {
+	key := kind + "/" + cert
+	if t.violated[key] {
+		return
+	}
+	t.violated[key] = true
+	t.list = append(t.list, fmt.Sprintf("%s: %s: ", kind, cert)+fmt.Sprintf(format, args...))
+}
+
+func (t *tracker) manual(name string, now time.Time) {
+	if i, ok := t.index[name]; ok {
+		t.certs[i].manualAt = now
+		t.certs[i].issuing = true
+	}
+}
+
+func (t *tracker) observe(e refhost.Event) {
+	if e.Certificate == nil {
+		return
+	}
+	i, ok := t.index[e.Certificate.Name]
+	if !ok {
+		return
+	}
+	st := &t.certs[i]
+	for _, a := range e.Done {
+		switch a := a.(type) {
+		case certificate.CreateRequest:
+			t.createdRequest(st, a, e.Time)
+		case certificate.UpdateStatus:
+			t.wroteStatus(st, a.Status, e.Time)
+		}
+	}
+}
+
+// createdRequest: never a request for a revision already issued; never a
+// retry before the backoff's floor (1 h after the last failure) or the
+// CA's Retry-After, unless renewed by hand since.
+func (t *tracker) createdRequest(st *certState, a certificate.CreateRequest, now time.Time) {
+	t.requests++
+	st.requests++
+	rev, _ := strconv.Atoi(a.Request.Annotations[certificate.AnnotationRevision])
+	if rev <= st.revision {
+		t.violation("duplicate revision", st.name, "request %s for revision %d, already issued (status revision %d)", a.Request.Name, rev, st.revision)
+	}
+	manualSince := !st.manualAt.IsZero() && st.manualAt.After(st.lastFailure)
+	if !st.lastFailure.IsZero() && !manualSince {
+		if now.Before(st.lastFailure.Add(backoff.DefaultMin)) {
+			t.violation("backoff", st.name, "request %s at %s, %v after the failure at %s (the floor is %v)",
+				a.Request.Name, stamp(now), now.Sub(st.lastFailure), stamp(st.lastFailure), backoff.DefaultMin)
+		}
+		if !st.retryAfter.IsZero() && now.Before(st.retryAfter) {
+			t.violation("retry-after", st.name, "request %s at %s, before the CA's Retry-After %s", a.Request.Name, stamp(now), stamp(st.retryAfter))
+		}
+	}
+	if !st.renewalTime.IsZero() && !now.Before(st.renewalTime) {
+		st.attemptsDue++
+		st.lastAttempt = now
+	}
+}
+
+func (t *tracker) wroteStatus(st *certState, s certificate.Status, now time.Time) {
+	issuing := false
+	reason := ""
+	if c := s.Condition(certificate.ConditionIssuing); c != nil && c.Status == certificate.StatusTrue {
+		issuing, reason = true, c.Reason
+	}
+	if issuing && !st.issuing && reason == certificate.ReasonRenewing {
+		t.renewalStarted(st, now)
+	}
+	st.issuing = issuing
+	if s.Revision != nil && *s.Revision > st.revision {
+		t.issuances++
+		if st.revision > 0 {
+			t.renewals++
+		}
+		st.revision = *s.Revision
+		st.attemptsDue, st.lastAttempt = 0, time.Time{}
+	}
+	if s.LastFailureTime != nil && !s.LastFailureTime.Equal(st.lastFailure) {
+		t.failures++
+		st.lastFailure = *s.LastFailureTime
+	}
+	if s.LastFailureTime == nil {
+		st.lastFailure = time.Time{}
+	}
+	st.retryAfter = time.Time{}
+	if s.RetryAfter != nil {
+		st.retryAfter = *s.RetryAfter
+	}
+	if s.NotAfter != nil {
+		st.notAfter = *s.NotAfter
+	}
+	if s.RenewalTime != nil {
+		st.renewalTime = *s.RenewalTime
+	}
+}
+
+// renewalStarted counts a renewal in its minute, and for a certificate
+// with windows checks that it started inside one (weekdays 09:00–17:00
+// UTC) or within the fail-safe margin of expiry.
+func (t *tracker) renewalStarted(st *certState, now time.Time) {
+	t.perMin[now.Unix()/60]++
+	if st.policy != scheduled || st.notAfter.IsZero() {
+		return
+	}
+	wd, hour := now.UTC().Weekday(), now.UTC().Hour()
+	inWindow := wd >= time.Monday && wd <= time.Friday && hour >= 9 && hour < 17
+	margin := 24 * time.Hour
+	if st.lifetime > 0 && st.lifetime < 6*24*time.Hour {
+		margin = st.lifetime / 6
+	}
+	if !inWindow && now.Before(st.notAfter.Add(-margin)) {
+		t.violation("window", st.name, "renewal started %s (%s), outside its windows and %v before expiry", stamp(now), wd, st.notAfter.Sub(now))
+	}
+}
+
+// sweep finds certificates that have expired. An expiry is excused when
+// renewal is disabled, or when the host kept trying — at least one attempt
+// since the renewal time, the last one within the longest backoff of the
+// expiry — and the issuer failed every one.
+func (t *tracker) sweep(now time.Time) {
+	for i := range t.certs {
+		st := &t.certs[i]
+		if st.expired || st.notAfter.IsZero() || now.Before(st.notAfter) {
+			continue
+		}
+		st.expired = true
+		t.expiries++
+		switch {
+		case st.policy == disabled:
+			t.excused++
+		case st.attemptsDue > 0 && st.notAfter.Sub(st.lastAttempt) <= backoff.DefaultMax+time.Hour:
+			t.excused++
+		default:
+			t.violation("expiry", st.name, "expired at %s: %d attempts since the renewal time %s (last %s)",
+				stamp(st.notAfter), st.attemptsDue, stamp(st.renewalTime), stamp(st.lastAttempt))
+		}
+	}
+	// A certificate renewed after expiring may expire again later.
+	for i := range t.certs {
+		if st := &t.certs[i]; st.expired && now.Before(st.notAfter) {
+			st.expired = false
+		}
+	}
+}
+
+func (t *tracker) mergeInto(s *Summary, perMinute map[int64]int) {
+	s.Issuances += t.issuances
+	s.Renewals += t.renewals
+	s.Failures += t.failures
+	s.Requests += t.requests
+	s.Expiries += t.expiries
+	s.ExcusedExpiries += t.excused
+	for _, st := range t.certs {
+		s.MaxRequestsPerCert = max(s.MaxRequestsPerCert, st.requests)
+	}
+	for m, n := range t.perMin {
+		perMinute[m] += n
+	}
+	s.Violations = append(s.Violations, t.list...)
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05")
+}

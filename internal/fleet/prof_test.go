@@ -1,0 +1,27 @@
+package fleet
+
+import (
+	"context"
+	"runtime/pprof"
+	"os"
+	"testing"
+)
+
+func TestProfileFleet(t *testing.T) {
+	if os.Getenv("FLEET_PROFILE") == "" {
+		t.Skip("FLEET_PROFILE not set")
+	}
+	cfg := Defaults()
+	cfg.Certificates, cfg.Faults = 2000, true
+	h, _ := os.Create("/tmp/fleet.heap")
+	cfg.HeapProfile = h
+	f, _ := os.Create("/tmp/fleet.cpu")
+	pprof.StartCPUProfile(f)
+	sum, err := Run(context.Background(), cfg)
+	pprof.StopCPUProfile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(sum)
+	h.Close()
+}
