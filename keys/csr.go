@@ -262,7 +262,7 @@ func BuildCSR(rand io.Reader, tmpl RequestTemplate, key crypto.Signer) ([]byte, 
 	if err != nil {
 		return nil, fmt.Errorf("keys: signing request: %w", err)
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), nil
+	return encodePEM("CERTIFICATE REQUEST", der), nil
 }
 
 // ParseCSR parses the first PEM block of pemBytes as a certificate signing

@@ -58,7 +58,19 @@ func EncodePrivateKey(key crypto.Signer, enc Encoding) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), nil
+	return encodePEM(typ, der), nil
+}
+
+// encodePEM encodes one block into a slice of exactly its length, so that
+// a host storing thousands of PEMs keeps no spare capacity (an encoding
+// buffer grows to as much as twice what it holds). The encoder's buffer is
+// zeroed after the copy: it may hold a private key.
+func encodePEM(typ string, der []byte) []byte {
+	b := pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
+	out := make([]byte, len(b))
+	copy(out, b)
+	clear(b)
+	return out
 }
 
 func marshalPrivateKey(key crypto.Signer, enc Encoding) (der []byte, pemType string, err error) {

@@ -637,3 +637,25 @@ func TestKeyUsageOfMatchesTable(t *testing.T) {
 		}
 	}
 }
+
+// A known key is used only when it is the secret's key; any other is
+// ignored and tls.key decoded, so the parse is the same either way.
+func TestParseSecretDataKnownKey(t *testing.T) {
+	for _, spec := range []KeySpec{{Algorithm: AlgorithmECDSA}, {Algorithm: AlgorithmEd25519}} {
+		for _, enc := range []Encoding{EncodingPKCS1, EncodingPKCS8} {
+			key := mustKey(t, spec)
+			other := mustKey(t, spec)
+			keyPEM, _ := EncodePrivateKey(key, enc)
+			data := map[string][]byte{SecretPrivateKey: keyPEM}
+			p, _ := ParseSecretDataKnownKey(data, key)
+			same := func(a, b crypto.Signer) bool { return fmt.Sprintf("%p", a) == fmt.Sprintf("%p", b) } // the same object
+			if !same(p.Key, key) {
+				t.Fatalf("%v %s: the known key was not used", spec.Algorithm, enc)
+			}
+			p, _ = ParseSecretDataKnownKey(data, other)
+			if same(p.Key, other) || !PublicKeysEqual(p.Key.Public(), key.Public()) {
+				t.Fatalf("%v %s: another key was taken for the secret's", spec.Algorithm, enc)
+			}
+		}
+	}
+}

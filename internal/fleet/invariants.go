@@ -35,23 +35,37 @@ const (
 )
 
 // certState is what the tracker knows of one certificate: a few words, so
-// that it does not dominate the memory figure.
+// that it does not dominate the memory figure. Times are Unix seconds,
+// zero for unset.
 type certState struct {
 	name        string
-	policy      policy
 	lifetime    time.Duration
-	revision    int
+	revision    int32
+	requests    int32
+	attemptsDue int32 // attempts since the renewal time
+	policy      policy
 	issuing     bool
-	notAfter    time.Time
-	renewalTime time.Time
-	lastFailure time.Time
-	retryAfter  time.Time
-	manualAt    time.Time
-	// Attempts since the renewal time, and the time of the last one.
-	attemptsDue int
-	lastAttempt time.Time
-	requests    int
 	expired     bool
+	notAfter    int64
+	renewalTime int64
+	lastFailure int64
+	retryAfter  int64
+	manualAt    int64
+	lastAttempt int64
+}
+
+func unix(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Unix()
+}
+
+func fromUnix(s int64) time.Time {
+	if s == 0 {
+		return time.Time{}
+	}
+	return time.Unix(s, 0).UTC()
 }
 
 func newTracker(cfg Config) *tracker {
@@ -83,7 +97,7 @@ func (t *tracker) violation(kind, cert, format string, args ...any) {
 
 func (t *tracker) manual(name string, now time.Time) {
 	if i, ok := t.index[name]; ok {
-		t.certs[i].manualAt = now
+		t.certs[i].manualAt = unix(now)
 		t.certs[i].issuing = true
 	}
 }
@@ -114,22 +128,23 @@ func (t *tracker) createdRequest(st *certState, a certificate.CreateRequest, now
 	t.requests++
 	st.requests++
 	rev, _ := strconv.Atoi(a.Request.Annotations[certificate.AnnotationRevision])
-	if rev <= st.revision {
+	if int32(rev) <= st.revision {
 		t.violation("duplicate revision", st.name, "request %s for revision %d, already issued (status revision %d)", a.Request.Name, rev, st.revision)
 	}
-	manualSince := !st.manualAt.IsZero() && st.manualAt.After(st.lastFailure)
-	if !st.lastFailure.IsZero() && !manualSince {
-		if now.Before(st.lastFailure.Add(backoff.DefaultMin)) {
+	lastFailure := fromUnix(st.lastFailure)
+	manualSince := st.manualAt != 0 && st.manualAt > st.lastFailure
+	if st.lastFailure != 0 && !manualSince {
+		if now.Before(lastFailure.Add(backoff.DefaultMin)) {
 			t.violation("backoff", st.name, "request %s at %s, %v after the failure at %s (the floor is %v)",
-				a.Request.Name, stamp(now), now.Sub(st.lastFailure), stamp(st.lastFailure), backoff.DefaultMin)
+				a.Request.Name, stamp(now), now.Sub(lastFailure), stamp(lastFailure), backoff.DefaultMin)
 		}
-		if !st.retryAfter.IsZero() && now.Before(st.retryAfter) {
-			t.violation("retry-after", st.name, "request %s at %s, before the CA's Retry-After %s", a.Request.Name, stamp(now), stamp(st.retryAfter))
+		if st.retryAfter != 0 && now.Unix() < st.retryAfter {
+			t.violation("retry-after", st.name, "request %s at %s, before the CA's Retry-After %s", a.Request.Name, stamp(now), stamp(fromUnix(st.retryAfter)))
 		}
 	}
-	if !st.renewalTime.IsZero() && !now.Before(st.renewalTime) {
+	if st.renewalTime != 0 && now.Unix() >= st.renewalTime {
 		st.attemptsDue++
-		st.lastAttempt = now
+		st.lastAttempt = now.Unix()
 	}
 }
 
@@ -143,30 +158,30 @@ func (t *tracker) wroteStatus(st *certState, s certificate.Status, now time.Time
 		t.renewalStarted(st, now)
 	}
 	st.issuing = issuing
-	if s.Revision != nil && *s.Revision > st.revision {
+	if s.Revision != nil && int32(*s.Revision) > st.revision {
 		t.issuances++
 		if st.revision > 0 {
 			t.renewals++
 		}
-		st.revision = *s.Revision
-		st.attemptsDue, st.lastAttempt = 0, time.Time{}
+		st.revision = int32(*s.Revision)
+		st.attemptsDue, st.lastAttempt = 0, 0
 	}
-	if s.LastFailureTime != nil && !s.LastFailureTime.Equal(st.lastFailure) {
+	switch {
+	case s.LastFailureTime == nil:
+		st.lastFailure = 0
+	case s.LastFailureTime.Unix() != st.lastFailure:
 		t.failures++
-		st.lastFailure = *s.LastFailureTime
+		st.lastFailure = s.LastFailureTime.Unix()
 	}
-	if s.LastFailureTime == nil {
-		st.lastFailure = time.Time{}
-	}
-	st.retryAfter = time.Time{}
+	st.retryAfter = 0
 	if s.RetryAfter != nil {
-		st.retryAfter = *s.RetryAfter
+		st.retryAfter = s.RetryAfter.Unix()
 	}
 	if s.NotAfter != nil {
-		st.notAfter = *s.NotAfter
+		st.notAfter = s.NotAfter.Unix()
 	}
 	if s.RenewalTime != nil {
-		st.renewalTime = *s.RenewalTime
+		st.renewalTime = s.RenewalTime.Unix()
 	}
 }
 
@@ -175,7 +190,7 @@ func (t *tracker) wroteStatus(st *certState, s certificate.Status, now time.Time
 // UTC) or within the fail-safe margin of expiry.
 func (t *tracker) renewalStarted(st *certState, now time.Time) {
 	t.perMin[now.Unix()/60]++
-	if st.policy != scheduled || st.notAfter.IsZero() {
+	if st.policy != scheduled || st.notAfter == 0 {
 		return
 	}
 	wd, hour := now.UTC().Weekday(), now.UTC().Hour()
@@ -184,8 +199,9 @@ func (t *tracker) renewalStarted(st *certState, now time.Time) {
 	if st.lifetime > 0 && st.lifetime < 6*24*time.Hour {
 		margin = st.lifetime / 6
 	}
-	if !inWindow && now.Before(st.notAfter.Add(-margin)) {
-		t.violation("window", st.name, "renewal started %s (%s), outside its windows and %v before expiry", stamp(now), wd, st.notAfter.Sub(now))
+	notAfter := fromUnix(st.notAfter)
+	if !inWindow && now.Before(notAfter.Add(-margin)) {
+		t.violation("window", st.name, "renewal started %s (%s), outside its windows and %v before expiry", stamp(now), wd, notAfter.Sub(now))
 	}
 }
 
@@ -194,9 +210,13 @@ func (t *tracker) renewalStarted(st *certState, now time.Time) {
 // since the renewal time, the last one within the longest backoff of the
 // expiry — and the issuer failed every one.
 func (t *tracker) sweep(now time.Time) {
+	n := now.Unix()
 	for i := range t.certs {
 		st := &t.certs[i]
-		if st.expired || st.notAfter.IsZero() || now.Before(st.notAfter) {
+		if st.expired && n < st.notAfter {
+			st.expired = false // renewed since it expired
+		}
+		if st.expired || st.notAfter == 0 || n < st.notAfter {
 			continue
 		}
 		st.expired = true
@@ -204,17 +224,11 @@ func (t *tracker) sweep(now time.Time) {
 		switch {
 		case st.policy == disabled:
 			t.excused++
-		case st.attemptsDue > 0 && st.notAfter.Sub(st.lastAttempt) <= backoff.DefaultMax+time.Hour:
+		case st.attemptsDue > 0 && st.notAfter-st.lastAttempt <= int64((backoff.DefaultMax+time.Hour)/time.Second):
 			t.excused++
 		default:
 			t.violation("expiry", st.name, "expired at %s: %d attempts since the renewal time %s (last %s)",
-				stamp(st.notAfter), st.attemptsDue, stamp(st.renewalTime), stamp(st.lastAttempt))
-		}
-	}
-	// A certificate renewed after expiring may expire again later.
-	for i := range t.certs {
-		if st := &t.certs[i]; st.expired && now.Before(st.notAfter) {
-			st.expired = false
+				stamp(fromUnix(st.notAfter)), st.attemptsDue, stamp(fromUnix(st.renewalTime)), stamp(fromUnix(st.lastAttempt)))
 		}
 	}
 }
@@ -227,7 +241,7 @@ func (t *tracker) mergeInto(s *Summary, perMinute map[int64]int) {
 	s.Expiries += t.expiries
 	s.ExcusedExpiries += t.excused
 	for _, st := range t.certs {
-		s.MaxRequestsPerCert = max(s.MaxRequestsPerCert, st.requests)
+		s.MaxRequestsPerCert = max(s.MaxRequestsPerCert, int(st.requests))
 	}
 	for m, n := range t.perMin {
 		perMinute[m] += n

@@ -33,10 +33,14 @@ func NewQueue() *Queue {
 	return q
 }
 
-// AddEvent schedules key at t in addition to any timer it has.
+// AddEvent schedules key at t in addition to any timer it has (a timer
+// for exactly t already covers it).
 func (q *Queue) AddEvent(key string, t time.Time) {
 	k := eventKey{key, t.UnixNano()}
 	if q.seen[k] {
+		return
+	}
+	if i, ok := q.index[key]; ok && q.h.items[i].at.Equal(t) {
 		return
 	}
 	q.seen[k] = true
@@ -44,8 +48,12 @@ func (q *Queue) AddEvent(key string, t time.Time) {
 	q.h.seq++
 }
 
-// AddAt schedules key at t, or earlier if it is already scheduled earlier.
+// AddAt schedules key at t, or earlier if it is already scheduled earlier
+// (an event for exactly t already covers it).
 func (q *Queue) AddAt(key string, t time.Time) {
+	if q.seen[eventKey{key, t.UnixNano()}] {
+		return
+	}
 	if i, ok := q.index[key]; ok {
 		if t.Before(q.h.items[i].at) {
 			q.h.items[i].at = t

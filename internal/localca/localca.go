@@ -134,5 +134,8 @@ func (ca *CA) Sign(rand io.Reader, csr *x509.CertificateRequest, opts Options) (
 	if err != nil {
 		return nil, fmt.Errorf("localca: signing: %w", err)
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+	// An exact-size copy: the encoder's buffer has spare capacity, and
+	// hosts keep these bytes for the certificate's life.
+	b := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	return append(make([]byte, 0, len(b)), b...), nil
 }

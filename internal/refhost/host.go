@@ -1,6 +1,7 @@
 package refhost
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"crypto"
@@ -8,7 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -83,9 +84,9 @@ type Host struct {
 
 	// Indexes over the authoritative stores (a Kubernetes host uses its
 	// informers' indexers).
-	requestsOf map[string]map[string]bool // owner UID → request names
-	keysOf     map[string]map[string]bool // owner UID → next-key secret names
-	claimants  map[string]map[string]bool // secret name → certificate names
+	requestsOf map[string][]string // owner UID → request names, sorted
+	keysOf     map[string][]string // owner UID → next-key secret names, sorted
+	claimants  map[string][]string // secret name → certificate names, sorted
 
 	cache    *lru
 	specs    map[string]*certificate.Compiled
@@ -108,9 +109,9 @@ func New(opts Options) (*Host, error) {
 		Requests:     host.NewStore(opts.Clock, opts.Lag, cloneRequest),
 		queue:        host.NewQueue(),
 		issuers:      map[string]Issuer{},
-		requestsOf:   map[string]map[string]bool{},
-		keysOf:       map[string]map[string]bool{},
-		claimants:    map[string]map[string]bool{},
+		requestsOf:   map[string][]string{},
+		keysOf:       map[string][]string{},
+		claimants:    map[string][]string{},
 		cache:        newLRU(size),
 		failures:     map[string]int{},
 		specs:        map[string]*certificate.Compiled{},
@@ -159,7 +160,7 @@ func (h *Host) Apply(c *certificate.Certificate) error {
 			return err
 		}
 		h.index(h.claimants, c.Spec.SecretName, c.Name)
-		for n := range h.claimants[c.Spec.SecretName] {
+		for _, n := range h.claimants[c.Spec.SecretName] {
 			h.notify(n) // the other claimants of the secret see a new rival
 		}
 	} else {
@@ -231,14 +232,14 @@ func (h *Host) gather(c *certificate.Certificate) (*certificate.Snapshot, uint64
 	if sec, v, ok := h.Secrets.Get(c.Spec.SecretName); ok {
 		s.Secret, secretVer = sec, v
 	}
-	for _, n := range sortedSet(h.requestsOf[c.UID]) {
+	for _, n := range h.requestsOf[c.UID] {
 		// No parsed-CSR cache: the requests carry the spec's fingerprint,
 		// so a pass compares a hash and key bytes instead of parsing them.
 		if r, _, ok := h.Requests.Get(n); ok {
 			s.Requests = append(s.Requests, r)
 		}
 	}
-	for _, n := range sortedSet(h.keysOf[c.UID]) {
+	for _, n := range h.keysOf[c.UID] {
 		if sec, v, ok := h.Secrets.Get(n); ok {
 			s.NextPrivateKeySecrets = append(s.NextPrivateKeySecrets, sec)
 			if k := h.cache.key(n, v, sec.Data[keys.SecretPrivateKey]); k != nil {
@@ -249,7 +250,7 @@ func (h *Host) gather(c *certificate.Certificate) (*certificate.Snapshot, uint64
 			}
 		}
 	}
-	for _, n := range sortedSet(h.claimants[c.Spec.SecretName]) {
+	for _, n := range h.claimants[c.Spec.SecretName] {
 		if n == c.Name {
 			continue
 		}
@@ -277,10 +278,9 @@ func (h *Host) reconcile(ctx context.Context, name string) {
 		return // deleted
 	}
 	now := h.now()
-	before := cloneCertificate(c)
 	snap, secretVer := h.gather(c)
 	res := certificate.Reconcile(snap, now, h.opts.Config)
-	ev := Event{Time: now, Certificate: before, Result: &res}
+	ev := Event{Time: now, Certificate: c, Result: &res} // c is this pass's copy; carryOut never changes it
 	for i, a := range res.Actions {
 		if h.opts.Crash != nil && h.opts.Crash(name, i) {
 			ev.Crashed = true
@@ -397,18 +397,32 @@ func (h *Host) carryOut(c *certificate.Certificate, ver, secretVer uint64, a cer
 		if err != nil {
 			return err
 		}
+		// SecretData copies the chain and CA for its caller; this host
+		// never changes stored bytes in place, so the secret shares them
+		// with the request (and every secret the CA's bytes).
+		if bytes.Equal(data[keys.SecretCertificate], a.Chain) {
+			data[keys.SecretCertificate] = a.Chain
+		}
+		if bytes.Equal(data[keys.SecretCA], a.CA) {
+			data[keys.SecretCA] = a.CA
+		}
 		sec := &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Name: a.Name, Namespace: c.Namespace, Labels: a.Labels, Annotations: a.Annotations}, Data: data}
+		var written uint64
 		if _, v, exists := h.Secrets.Get(a.Name); exists {
-			_, err = h.Secrets.Update(a.Name, sec, v)
+			written, err = h.Secrets.Update(a.Name, sec, v)
 		} else {
-			_, err = h.Secrets.Create(a.Name, sec)
+			written, err = h.Secrets.Create(a.Name, sec)
 		}
 		if err != nil {
 			return err
 		}
+		// The host holds the key it wrote: the parse of the new version
+		// need not derive it again.
+		h.cache.seedSecret(a.Name, written, data, key)
 	case certificate.UpdateStatus:
-		c.Status = a.Status
-		if _, err := h.Certificates.Update(c.Name, c, ver); err != nil {
+		updated := *c
+		updated.Status = a.Status
+		if _, err := h.Certificates.Update(c.Name, &updated, ver); err != nil {
 			return err
 		}
 	default:
@@ -466,30 +480,27 @@ func (h *Host) answer(ctx context.Context, name string) {
 	}
 }
 
-func (h *Host) index(m map[string]map[string]bool, key, name string) {
-	if m[key] == nil {
-		m[key] = map[string]bool{}
+// index adds name to a sorted index entry; unindex removes it. The
+// entries are short slices: a map per certificate would cost more than
+// the certificate.
+func (h *Host) index(m map[string][]string, key, name string) {
+	list := m[key]
+	i, found := slices.BinarySearch(list, name)
+	if !found {
+		m[key] = slices.Insert(list, i, name)
 	}
-	m[key][name] = true
 }
 
-func (h *Host) unindex(m map[string]map[string]bool, key, name string) {
-	delete(m[key], name)
-	if len(m[key]) == 0 {
+func (h *Host) unindex(m map[string][]string, key, name string) {
+	list := m[key]
+	if i, found := slices.BinarySearch(list, name); found {
+		list = slices.Delete(list, i, i+1)
+	}
+	if len(list) == 0 {
 		delete(m, key)
+	} else {
+		m[key] = slices.Clip(list)
 	}
-}
-
-func sortedSet(m map[string]bool) []string {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Deep copies for the stores. Byte slices are shared: nothing in the host
@@ -545,19 +556,25 @@ func cloneMap(m map[string]string) map[string]string {
 type lru struct {
 	size  int
 	order *list.List
-	items map[string]*list.Element
+	items map[lruKey]*list.Element
+}
+
+type lruKey struct {
+	kind    byte // 's' parsed secret, 'k' decoded key
+	name    string
+	version uint64
 }
 
 type lruEntry struct {
-	key string
+	key lruKey
 	val any
 }
 
 func newLRU(size int) *lru {
-	return &lru{size: size, order: list.New(), items: map[string]*list.Element{}}
+	return &lru{size: size, order: list.New(), items: map[lruKey]*list.Element{}}
 }
 
-func (l *lru) get(key string) (any, bool) {
+func (l *lru) get(key lruKey) (any, bool) {
 	if l.size <= 0 {
 		return nil, false
 	}
@@ -568,7 +585,7 @@ func (l *lru) get(key string) (any, bool) {
 	return nil, false
 }
 
-func (l *lru) put(key string, v any) {
+func (l *lru) put(key lruKey, v any) {
 	if l.size <= 0 {
 		return
 	}
@@ -584,7 +601,7 @@ func (l *lru) secret(name string, ver uint64, data map[string][]byte) *keys.Pars
 	if l.size <= 0 {
 		return nil
 	}
-	k := fmt.Sprintf("s/%s/%d", name, ver)
+	k := lruKey{'s', name, ver}
 	if v, ok := l.get(k); ok {
 		return v.(*keys.ParsedSecret)
 	}
@@ -596,11 +613,20 @@ func (l *lru) secret(name string, ver uint64, data map[string][]byte) *keys.Pars
 	return p
 }
 
+func (l *lru) seedSecret(name string, ver uint64, data map[string][]byte, key crypto.Signer) {
+	if l.size <= 0 {
+		return
+	}
+	if p, _ := keys.ParseSecretDataKnownKey(data, key); p != nil {
+		l.put(lruKey{'s', name, ver}, p)
+	}
+}
+
 func (l *lru) key(name string, ver uint64, pemBytes []byte) crypto.Signer {
 	if l.size <= 0 {
 		return nil
 	}
-	k := fmt.Sprintf("k/%s/%d", name, ver)
+	k := lruKey{'k', name, ver}
 	if v, ok := l.get(k); ok {
 		return v.(crypto.Signer)
 	}
