@@ -2,8 +2,8 @@ package fleet
 
 import (
 	"context"
-	"runtime/pprof"
 	"os"
+	"runtime/pprof"
 	"testing"
 )
 
