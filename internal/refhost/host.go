@@ -192,7 +192,7 @@ func (h *Host) Trigger(name, why string) error {
 		}
 	}
 	c.Status.Conditions = append(conds, certificate.Condition{Type: certificate.ConditionIssuing, Status: certificate.StatusTrue,
-		Reason: "ManuallyTriggered", Message: why, LastTransitionTime: now, ObservedGeneration: c.Generation})
+		Reason: certificate.ReasonManualTrigger, Message: why, LastTransitionTime: now, ObservedGeneration: c.Generation})
 	if _, err := h.Certificates.Update(name, c, ver); err != nil {
 		return err
 	}

@@ -182,7 +182,10 @@ func (a *ACME) Process(ctx context.Context, req *certificate.CertificateRequest,
 		}
 		a.Runner.Add(order.Order{Name: name, Namespace: req.Namespace, CreationTimestamp: now, Spec: spec})
 	}
-	_, next := a.Runner.Step(ctx)
+	acted, next := a.Runner.Step(ctx)
+	if acted {
+		next = now // the machines have more to do at once
+	}
 	o, _ := a.Runner.Order(name)
 	switch {
 	case o.Status.State == order.StateValid && len(o.Status.Certificate) > 0:
@@ -196,7 +199,7 @@ func (a *ACME) Process(ctx context.Context, req *certificate.CertificateRequest,
 		}
 		return Outcome{Done: true, Status: Failed(now, "the ACME order is "+string(o.Status.State)+": "+o.Status.Reason, retry)}, nil
 	}
-	if next.IsZero() || !next.After(now) {
+	if next.IsZero() {
 		next = now.Add(time.Second)
 	}
 	return Outcome{RequeueAt: next}, nil
