@@ -90,12 +90,7 @@ func (c *Client) Accept(ctx context.Context, st challenge.Status, a challenge.Ac
 }
 
 func failChallenge(st challenge.Status, err error) challenge.Status {
-	st.LastError = err.Error()
-	st.Transient = Retryable(err)
-	st.RetryAfter = nil
-	if t, ok := RetryAfter(err); ok {
-		st.RetryAfter = &t
-	}
+	st.LastError, st.Transient, st.RetryAfter = errorFields(err)
 	if !st.Transient {
 		st.State = challenge.StateErrored
 		st.Reason = err.Error()

@@ -74,40 +74,56 @@ func (p *wireProblem) text() string {
 	if p == nil {
 		return ""
 	}
-	s := p.Detail
+	parts := make([]string, 0, len(p.Subproblems))
 	for _, sp := range p.Subproblems {
-		part := sp.Detail
+		id := ""
 		if sp.Identifier != nil {
-			part = sp.Identifier.Value + ": " + part
+			id = sp.Identifier.Value
 		}
-		s += "; " + part
+		parts = append(parts, subproblem(id, sp.Detail))
 	}
-	if s == "" {
-		s = shortType(p.Type)
-	}
-	return s
+	return problemWords(p.Type, p.Detail, parts)
 }
 
+// problemText is the server's words in an error: its detail and
+// subproblems, for an order's or challenge's reason.
 func problemText(err error) string {
 	var ae *acme.Error
-	if errors.As(err, &ae) {
-		s := ae.Detail
-		for _, sp := range ae.Subproblems {
-			part := sp.Detail
-			if sp.Identifier != nil {
-				part = sp.Identifier.Value + ": " + part
-			}
-			s += "; " + part
+	if !errors.As(err, &ae) {
+		if err != nil {
+			return err.Error()
 		}
-		if s == "" {
-			s = shortType(ae.ProblemType)
+		return ""
+	}
+	parts := make([]string, 0, len(ae.Subproblems))
+	for _, sp := range ae.Subproblems {
+		id := ""
+		if sp.Identifier != nil {
+			id = sp.Identifier.Value
 		}
-		return s
+		parts = append(parts, subproblem(id, sp.Detail))
 	}
-	if err != nil {
-		return err.Error()
+	return problemWords(ae.ProblemType, ae.Detail, parts)
+}
+
+func subproblem(identifier, detail string) string {
+	if identifier == "" {
+		return detail
 	}
-	return ""
+	return identifier + ": " + detail
+}
+
+// problemWords joins a problem's detail and subproblems; the type stands
+// in when there are no words.
+func problemWords(typ, detail string, subproblems []string) string {
+	s := detail
+	for _, sp := range subproblems {
+		s += "; " + sp
+	}
+	if s == "" {
+		s = shortType(typ)
+	}
+	return s
 }
 
 func (c *Client) newOrder(ctx context.Context, a order.CreateOrder) (*wireOrder, error) {
@@ -255,17 +271,22 @@ func applyOrder(st order.Status, o *wireOrder, now time.Time) order.Status {
 
 // failOrder records an error in an order's status.
 func failOrder(st order.Status, err error, now time.Time) order.Status {
-	st.LastError = err.Error()
-	st.Transient = Retryable(err)
-	st.RetryAfter = nil
-	if t, ok := RetryAfter(err); ok {
-		st.RetryAfter = &t
-	}
+	st.LastError, st.Transient, st.RetryAfter = errorFields(err)
 	if !st.Transient {
 		st.State = order.StateErrored
 		st.Reason = err.Error()
 	}
 	return st
+}
+
+// errorFields are what a status records of an error: its text, whether a
+// retry can succeed, and the server's Retry-After.
+func errorFields(err error) (string, bool, *time.Time) {
+	var at *time.Time
+	if t, ok := RetryAfter(err); ok {
+		at = &t
+	}
+	return err.Error(), Retryable(err), at
 }
 
 // GetAuthorization carries out order.GetAuthorization (RFC 8555 §7.5): it
