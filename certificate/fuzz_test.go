@@ -54,6 +54,9 @@ func FuzzReconcile(f *testing.F) {
 			s.NextPrivateKeySecrets = []*Secret{{ObjectMeta: ObjectMeta{Name: c.Name + "-next", Labels: map[string]string{LabelNextPrivateKey: "true"}},
 				Data: map[string][]byte{keys.SecretPrivateKey: keyB}}}
 		}
+		if flags&32 != 0 {
+			s.Requests[0].CreationTimestamp = t0.Add(time.Duration(failOff/2) * time.Second)
+		}
 		if flags&16 != 0 {
 			s.Requests[0].Annotations[AnnotationRevision] = strconv.Itoa(nextRevision(c))
 			s.Requests[0].Status.Conditions = []Condition{{Type: RequestConditionReady, Status: StatusTrue}}

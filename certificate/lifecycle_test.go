@@ -29,6 +29,8 @@ type testHost struct {
 	fail     bool // fail the request
 	wrongKey bool // certify another key
 	creates  int  // CreateRequest actions carried out
+	// noCreationTime: the host leaves requests' creation time unset.
+	noCreationTime bool
 	trace    []string
 }
 
@@ -105,6 +107,9 @@ func (h *testHost) apply(c *Certificate, a Action) {
 		r.Spec.Request, err = keys.BuildCSR(rand.Reader, a.Template, key)
 		if err != nil {
 			h.t.Fatal(err)
+		}
+		if !h.noCreationTime {
+			r.CreationTimestamp = h.now // as the API server does
 		}
 		h.requests[r.Name] = &r
 		h.creates++
@@ -236,10 +241,13 @@ func TestLifecycleRotationNeverKeepsTheKey(t *testing.T) {
 // certifies the wrong key, must each cost one request per backoff step —
 // the reference operator looped on the wrong-key case.
 func TestLifecycleFailuresBackOffNeverLoop(t *testing.T) {
-	for _, fault := range []string{"fail", "wrong key"} {
+	// "without creation times": a host that leaves requests' creation time
+	// unset gets its rejected requests deleted at once instead.
+	for _, fault := range []string{"fail", "wrong key", "wrong key without creation times"} {
 		t.Run(fault, func(t *testing.T) {
 			h := newTestHost(t)
-			h.fail, h.wrongKey = fault == "fail", fault == "wrong key"
+			h.fail, h.wrongKey = fault == "fail", strings.HasPrefix(fault, "wrong key")
+			h.noCreationTime = strings.HasSuffix(fault, "without creation times")
 			for step := 1; step <= 4; step++ {
 				res := h.settle()
 				if res.Reason != ReasonBackoff {

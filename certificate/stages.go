@@ -179,6 +179,20 @@ func (s *Snapshot) generate(name string, spec keys.KeySpec) GenerateKey {
 	return g
 }
 
+// spentBefore reports a request that was answered (issued or failed)
+// before the current Issuing transition: it belongs to an earlier attempt.
+// A request without a creation time never counts as spent.
+func spentBefore(r *CertificateRequest, issuingCond *Condition) bool {
+	if r.CreationTimestamp.IsZero() || !r.CreationTimestamp.Before(issuingCond.LastTransitionTime) {
+		return false
+	}
+	if ready := r.Condition(RequestConditionReady); ready != nil && (ready.Status == StatusTrue || ready.Reason == RequestReasonFailed) {
+		return true
+	}
+	failed, _ := requestFailed(r)
+	return failed
+}
+
 func requestFailed(r *CertificateRequest) (bool, string) {
 	if c := r.Condition(RequestConditionDenied); c != nil && c.Status == StatusTrue {
 		return true, "request " + r.Name + " was denied: " + c.Message
@@ -233,7 +247,9 @@ func Requestmanager(s *Snapshot, now time.Time, cfg Config) Result {
 			continue // earlier revisions are the revision history's
 		}
 		why := ""
-		if madeFor(s, r, key) {
+		if spentBefore(r, cond) {
+			why = "it was answered before this issuance began"
+		} else if madeFor(s, r, key) {
 			// Made from this very spec and for this key: nothing to parse.
 		} else if csr, err := v.csrOf(r); err != nil {
 			why = "its CSR cannot be decoded"
@@ -317,6 +333,11 @@ func Issuing(s *Snapshot, now time.Time, cfg Config) Result {
 		return Result{Reason: ReasonRequestPending, Message: "no request for revision " + strconv.Itoa(next) + " yet"}
 	}
 	cond := issuing(c)
+	if spentBefore(req, cond) {
+		// Answered for an earlier attempt: the requestmanager replaces it;
+		// judging it again would count its failure twice.
+		return Result{Reason: ReasonRequestPending, Message: "request " + req.Name + " was answered before this issuance began; it is being replaced"}
+	}
 	if failed, msg := requestFailed(req); failed {
 		if req.Status.FailureTime != nil && req.Status.FailureTime.Before(cond.LastTransitionTime) {
 			// A failure of an earlier attempt: the requestmanager replaces
@@ -352,11 +373,16 @@ func Issuing(s *Snapshot, now time.Time, cfg Config) Result {
 		}
 	}
 	if bad != "" {
-		// The request is spent: delete it with the failure recorded, so the
-		// next attempt (after the backoff) makes a new one instead of
-		// judging this one again.
+		// The request is spent. It stays until the next attempt (after the
+		// backoff), whose requestmanager replaces it: deleting it now
+		// would let a pass that reads the request's deletion but not yet
+		// this status start that attempt at once. A request without a
+		// creation time cannot be told from the next attempt's, so it is
+		// deleted now.
 		r := recordFailure(c, req, now, now, "request "+req.Name+" was issued "+bad)
-		r.Actions = append([]Action{DeleteRequest{Name: req.Name, Reason: "its certificate was rejected: " + bad}}, r.Actions...)
+		if req.CreationTimestamp.IsZero() {
+			r.Actions = append([]Action{DeleteRequest{Name: req.Name, Reason: "its certificate was rejected: " + bad}}, r.Actions...)
+		}
 		return r
 	}
 

@@ -86,7 +86,9 @@ const (
 	ExpiredPermille   = 5
 	RateLimitPermille = 5
 	RateLimitWait     = 2 * time.Hour
-	// StoreLag is how far reads lag writes.
+	// StoreLag is how far the host expects reads to lag writes; each write
+	// actually shows after between zero and twice that (writes stay in
+	// order), so some reads are staler than the host expects.
 	StoreLag = 5 * time.Second
 	// CrashPermille of actions are preceded by a host crash.
 	CrashPermille = 2
@@ -293,6 +295,13 @@ func newShard(cfg Config, index int) (*shard, error) {
 		return nil, err
 	}
 	s.h.SetIssuer("fleet-ca", s.ca)
+	if cfg.Faults {
+		lag := func(name string, version uint64) time.Duration {
+			key := strconv.FormatUint(cfg.Seed, 10) + "/" + name + "/" + strconv.FormatUint(version, 10)
+			return time.Duration(stablehash.Scale(int64(2*StoreLag), "fleet-lag", key))
+		}
+		s.h.Certificates.LagOf, s.h.Secrets.LagOf, s.h.Requests.LagOf = lag, lag, lag
+	}
 	for i := index; i < cfg.Certificates; i += cfg.Shards {
 		c := fleetCertificate(cfg, i)
 		s.names = append(s.names, c.Name)

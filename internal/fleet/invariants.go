@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -114,7 +115,9 @@ func (t *tracker) observe(e refhost.Event) {
 	for _, a := range e.Done {
 		switch a := a.(type) {
 		case certificate.CreateRequest:
-			t.createdRequest(st, a, e.Time)
+			if slices.Contains(e.Created, a.Request.Name) {
+				t.createdRequest(st, a, e.Time)
+			}
 		case certificate.UpdateStatus:
 			t.wroteStatus(st, a.Status, e.Time)
 		}

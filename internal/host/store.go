@@ -32,6 +32,11 @@ type Store[T any] struct {
 	clock clock.PassiveClock
 	lag   time.Duration
 	clone func(T) T
+	// LagOf, when set, gives each write its own lag (name and resource
+	// version in, lag out; deterministic in the simulation), so that reads
+	// are stale by varying amounts, as an informer's are. It replaces the
+	// fixed lag.
+	LagOf func(name string, version uint64) time.Duration
 
 	version uint64
 	items   map[string]stored[T]
@@ -85,7 +90,11 @@ func (s *Store[T]) sync() {
 }
 
 func (s *Store[T]) record(name string, obj stored[T], deleted bool) {
-	if s.lag <= 0 {
+	lag := s.lag
+	if s.LagOf != nil {
+		lag = s.LagOf(name, obj.version)
+	}
+	if lag <= 0 && len(s.pending) == 0 {
 		if deleted {
 			delete(s.cache, name)
 		} else {
@@ -93,7 +102,13 @@ func (s *Store[T]) record(name string, obj stored[T], deleted bool) {
 		}
 		return
 	}
-	s.pending = append(s.pending, pendingWrite[T]{name: name, obj: obj, deleted: deleted, visibleAt: s.clock.Now().Add(s.lag)})
+	// Writes become visible in order (a watch delivers events in order):
+	// never before an earlier write.
+	at := s.clock.Now().Add(lag)
+	if n := len(s.pending); n > 0 && at.Before(s.pending[n-1].visibleAt) {
+		at = s.pending[n-1].visibleAt
+	}
+	s.pending = append(s.pending, pendingWrite[T]{name: name, obj: obj, deleted: deleted, visibleAt: at})
 }
 
 // Get returns a copy of the named object as the read cache sees it, with its
@@ -161,6 +176,16 @@ func (s *Store[T]) Delete(name string) error {
 	delete(s.items, name)
 	s.record(name, stored[T]{}, true)
 	return nil
+}
+
+// VisibleAt is when the latest write shows in reads: when a watch would
+// deliver it. Now, when every write already shows.
+func (s *Store[T]) VisibleAt() time.Time {
+	now := s.clock.Now()
+	if n := len(s.pending); n > 0 && s.pending[n-1].visibleAt.After(now) {
+		return s.pending[n-1].visibleAt
+	}
+	return now
 }
 
 // Len returns the number of objects in the authoritative copy.

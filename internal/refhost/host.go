@@ -63,6 +63,10 @@ type Event struct {
 	// Done are the actions carried out (all of Result.Actions unless an
 	// error or a crash stopped the pass).
 	Done []certificate.Action
+	// Created names the requests this pass created. A CreateRequest that
+	// met AlreadyExists (an earlier pass, unseen by a stale cache, made it)
+	// is done but created nothing.
+	Created []string
 	// Crashed: the pass stopped at a simulated crash.
 	Crashed bool
 	// Request is set when an issuer answered a request: its new state.
@@ -135,9 +139,21 @@ func (h *Host) Enqueue(certificateName string, t time.Time) {
 }
 
 // notify is the watch notification of a write to a certificate or what it
-// owns: the certificate is looked at when the cache shows the write.
+// owns: the certificate is looked at when the cache shows the write (the
+// stores say when; writes show in order).
 func (h *Host) notify(certificateName string) {
-	h.queue.AddEvent(certKey(certificateName), h.now().Add(h.opts.Lag))
+	h.queue.AddEvent(certKey(certificateName), h.visibleAt())
+}
+
+func (h *Host) visibleAt() time.Time {
+	t := h.Certificates.VisibleAt()
+	if s := h.Secrets.VisibleAt(); s.After(t) {
+		t = s
+	}
+	if r := h.Requests.VisibleAt(); r.After(t) {
+		t = r
+	}
+	return t
 }
 
 // Apply creates a certificate, or updates its spec (a user's kubectl
@@ -286,7 +302,11 @@ func (h *Host) reconcile(ctx context.Context, name string) {
 			ev.Crashed = true
 			break
 		}
-		if err := h.carryOut(c, ver, secretVer, a); err != nil {
+		created, err := h.carryOut(c, ver, secretVer, a)
+		if created != "" {
+			ev.Created = append(ev.Created, created)
+		}
+		if err != nil {
 			ev.Err = fmt.Errorf("%v: %w", a, err)
 			break
 		}
@@ -335,67 +355,68 @@ func (h *Host) requeue(name string, now, at time.Time, ev Event) {
 
 // carryOut is one action. The ownership of everything created is the
 // certificate's UID, and the indexes follow every create and delete.
-func (h *Host) carryOut(c *certificate.Certificate, ver, secretVer uint64, a certificate.Action) error {
+func (h *Host) carryOut(c *certificate.Certificate, ver, secretVer uint64, a certificate.Action) (created string, err error) {
 	switch a := a.(type) {
 	case certificate.GenerateKey:
 		var keyPEM []byte
 		if a.ReuseFrom != "" {
 			src, _, ok := h.Secrets.Get(a.ReuseFrom)
 			if !ok {
-				return fmt.Errorf("secret %s to reuse the key of is not visible", a.ReuseFrom)
+				return "", fmt.Errorf("secret %s to reuse the key of is not visible", a.ReuseFrom)
 			}
 			keyPEM = src.Data[keys.SecretPrivateKey]
 		} else {
 			k, err := keys.Generate(h.opts.Rand, a.Spec)
 			if err != nil {
-				return err
+				return "", err
 			}
 			if keyPEM, err = keys.EncodePrivateKey(k, keys.EncodingPKCS8); err != nil {
-				return err
+				return "", err
 			}
 		}
 		sec := &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Name: a.SecretName, Namespace: c.Namespace, OwnerUID: a.OwnerUID,
 			Labels: map[string]string{certificate.LabelNextPrivateKey: "true"}}, Data: map[string][]byte{keys.SecretPrivateKey: keyPEM}}
 		if _, err := h.Secrets.Create(a.SecretName, sec); err != nil && !errors.Is(err, host.ErrAlreadyExists) {
-			return err
+			return "", err
 		}
 		h.index(h.keysOf, a.OwnerUID, a.SecretName)
 	case certificate.DeleteSecret:
 		if err := h.Secrets.Delete(a.Name); err != nil && !errors.Is(err, host.ErrNotFound) {
-			return err
+			return "", err
 		}
 		h.unindex(h.keysOf, c.UID, a.Name)
 	case certificate.CreateRequest:
 		key, err := h.nextKey(a.KeySecretName)
 		if err != nil {
-			return err
+			return "", err
 		}
 		r := a.Request
 		if r.Spec.Request, err = keys.BuildCSR(h.opts.Rand, a.Template, key); err != nil {
-			return err
+			return "", err
 		}
 		r.CreationTimestamp = h.now()
 		if _, err := h.Requests.Create(r.Name, &r); err != nil {
 			if errors.Is(err, host.ErrAlreadyExists) {
-				return nil // made by a pass the cache had not shown: success
+				return "", nil // made by a pass the cache had not shown: success
 			}
-			return err
+			return "", err
 		}
+		created = r.Name
 		h.index(h.requestsOf, c.UID, r.Name)
-		h.queue.AddEvent(requestKey(r.Name), h.now().Add(h.opts.Lag))
+		h.queue.AddEvent(requestKey(r.Name), h.Requests.VisibleAt())
 	case certificate.DeleteRequest:
 		if err := h.Requests.Delete(a.Name); err != nil && !errors.Is(err, host.ErrNotFound) {
-			return err
+			return "", err
 		}
 		h.unindex(h.requestsOf, c.UID, a.Name)
 	case certificate.WriteSecret:
 		key, err := h.nextKey(a.KeySecretName)
 		if err != nil {
-			return err
+			return "", err
 		}
 		data, err := keys.SecretData(h.opts.Rand, key, a.Chain, a.CA, a.Output)
 		if err != nil {
-			return err
+			return "", err
 		}
 		// SecretData copies the chain and CA for its caller; this host
 		// never changes stored bytes in place, so the secret shares them
@@ -414,7 +435,7 @@ func (h *Host) carryOut(c *certificate.Certificate, ver, secretVer uint64, a cer
 			written, err = h.Secrets.Create(a.Name, sec)
 		}
 		if err != nil {
-			return err
+			return "", err
 		}
 		// The host holds the key it wrote: the parse of the new version
 		// need not derive it again.
@@ -423,12 +444,12 @@ func (h *Host) carryOut(c *certificate.Certificate, ver, secretVer uint64, a cer
 		updated := *c
 		updated.Status = a.Status
 		if _, err := h.Certificates.Update(c.Name, &updated, ver); err != nil {
-			return err
+			return "", err
 		}
 	default:
-		return fmt.Errorf("unknown action %T", a)
+		return "", fmt.Errorf("unknown action %T", a)
 	}
-	return nil
+	return created, nil
 }
 
 // nextKey reads and decodes a next-private-key secret, through the cache.
@@ -652,3 +673,6 @@ func (h *Host) compiled(c *certificate.Certificate) *certificate.Compiled {
 	h.specs[c.Name] = k
 	return k
 }
+
+// SetObserver replaces Options.Observe.
+func (h *Host) SetObserver(f func(Event)) { h.opts.Observe = f }
