@@ -31,7 +31,7 @@ type testHost struct {
 	creates  int  // CreateRequest actions carried out
 	// noCreationTime: the host leaves requests' creation time unset.
 	noCreationTime bool
-	trace    []string
+	trace          []string
 }
 
 func newTestHost(t *testing.T) *testHost {
