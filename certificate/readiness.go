@@ -39,6 +39,11 @@ func Readiness(s *Snapshot, now time.Time, cfg Config) Result {
 		return res
 	}
 	v := newView(s)
+	if until, msg, hold := secretNotCaughtUp(v, now, cfg); hold {
+		// Judge the secret once the cache shows it; until then leave the
+		// status as it is.
+		return Result{Reason: ReasonSecretNotCaughtUp, Message: msg, RequeueAt: until}
+	}
 	reason, message := runChain(v, now, cfg)
 	var res Result
 	var (

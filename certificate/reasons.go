@@ -54,4 +54,9 @@ const (
 	ReasonSecretInUse = "SecretInUse"
 	// ReasonManualTrigger: Issuing was set by hand (a manual trigger).
 	ReasonManualTrigger = "ManualTrigger"
+	// ReasonSecretNotCaughtUp: the status records an issuance whose
+	// certificate the secret does not show yet; within Config.CacheGrace of
+	// the request that is a read cache behind its writes, and the trigger
+	// waits instead of issuing again.
+	ReasonSecretNotCaughtUp = "SecretNotCaughtUp"
 )

@@ -19,6 +19,22 @@ type Config struct {
 	// SecretInUseRecheck is how soon a certificate that lost a shared
 	// secret to another looks again. Zero means 1h.
 	SecretInUseRecheck time.Duration
+	// CacheGrace is how long after a request was created a secret that
+	// does not yet hold its certificate — missing, or holding an older
+	// one — is taken for a read cache that has not caught up with the
+	// write, rather than for a problem to re-issue over. Zero means 5
+	// minutes; negative turns the grace off.
+	CacheGrace time.Duration
+}
+
+func (c Config) cacheGrace() time.Duration {
+	switch {
+	case c.CacheGrace < 0:
+		return 0
+	case c.CacheGrace == 0:
+		return 5 * time.Minute
+	}
+	return c.CacheGrace
 }
 
 func (c Config) secretInUseRecheck() time.Duration {

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -316,6 +317,9 @@ func Trigger(s *Snapshot, now time.Time, cfg Config) Result {
 	}
 
 	v := newView(s)
+	if until, msg, hold := secretNotCaughtUp(v, now, cfg); hold {
+		return Result{Reason: ReasonSecretNotCaughtUp, Message: msg, RequeueAt: until}
+	}
 	reason, message := runChain(v, now, cfg)
 	var res Result
 	if reason == "" {
@@ -387,6 +391,51 @@ func runChain(v *view, now time.Time, cfg Config) (reason, message string) {
 		m.chainDone, m.reason, m.message = true, reason, message
 	}
 	return reason, message
+}
+
+// secretNotCaughtUp reports a secret that does not show the certificate
+// of the latest issuance yet: the request of status.revision is issued,
+// recent (created within the cache grace), and the secret is missing or
+// holds a certificate that expires before that request's. Hosts read
+// secrets and certificates through separate caches, so a pass can see the
+// new revision in status and the old secret; issuing again then would be
+// a re-issue loop. It returns when the grace ends: after that, the usual
+// checks decide.
+func secretNotCaughtUp(v *view, now time.Time, cfg Config) (until time.Time, msg string, hold bool) {
+	grace := cfg.cacheGrace()
+	if grace <= 0 {
+		return time.Time{}, "", false
+	}
+	v.currentRequestOnly()
+	req := v.current
+	if req == nil || req.CreationTimestamp.IsZero() {
+		return time.Time{}, "", false
+	}
+	until = req.CreationTimestamp.Add(grace)
+	if !now.Before(until) {
+		return time.Time{}, "", false
+	}
+	if ready := req.Condition(RequestConditionReady); ready == nil || ready.Status != StatusTrue {
+		return time.Time{}, "", false
+	}
+	p := v.secret()
+	if v.s.Secret != nil && (p == nil || p.Leaf == nil) {
+		return time.Time{}, "", false // garbage, not an older certificate
+	}
+	issued, err := firstCertificate(req.Status.Certificate)
+	if err != nil {
+		return time.Time{}, "", false
+	}
+	switch {
+	case v.s.Secret == nil:
+		msg = "secret " + v.cert.Spec.SecretName + " is not visible yet"
+	case p.Leaf.NotAfter.Before(issued.NotAfter):
+		msg = "secret " + v.s.Secret.Name + " still shows the certificate that expires at " + stamp(p.Leaf.NotAfter)
+	default:
+		return time.Time{}, "", false
+	}
+	return until, msg + ", not yet revision " + strconv.Itoa(*v.cert.Status.Revision) + "'s from request " + req.Name +
+		": a read cache behind the write, taken as such until " + stamp(until), true
 }
 
 // decideRenewal asks the renewal package, once per Reconcile, and returns

@@ -237,3 +237,67 @@ func TestTriggerIsDeterministic(t *testing.T) {
 		t.Fatalf("same snapshot, different results:\n%s", diff)
 	}
 }
+
+// A host reads secrets and certificates through separate caches: right
+// after an issuance a pass can see the new revision in status and the old
+// secret (or none). Within the cache grace of the request that is not a
+// reason to issue again; after it, it is.
+func TestSecretNotCaughtUpIsNotReissuedOver(t *testing.T) {
+	f := newFixture(t)
+	old, _ := f.healthy(t0.Add(-50 * 24 * time.Hour)) // the previous revision's secret
+	fresh, _ := f.healthy(t0.Add(-time.Minute))       // status and request of the new revision
+	fresh.Requests[0].CreationTimestamp = t0.Add(-time.Minute)
+	cases := map[string]struct {
+		secret *Secret
+		at     time.Time
+		want   string
+	}{
+		"the old secret, a minute after the request: wait":      {old.Secret, t0, ReasonSecretNotCaughtUp},
+		"no secret yet, a minute after the request: wait":       {nil, t0, ReasonSecretNotCaughtUp},
+		"the old secret, after the grace: issue again":          {old.Secret, t0.Add(5 * time.Minute), ReasonKeyMismatchesRequest},
+		"no secret, after the grace: issue again":               {nil, t0.Add(5 * time.Minute), ReasonDoesNotExist},
+		"the new secret: nothing to wait for":                   {fresh.Secret, t0, ReasonUpToDate},
+		"garbage in the secret is not a cache: issue again now": {&Secret{ObjectMeta: fresh.Secret.ObjectMeta, Data: map[string][]byte{keys.SecretCertificate: []byte("x"), keys.SecretPrivateKey: []byte("y")}}, t0, ReasonInvalidKeyPair},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := *fresh
+			s.Secret = tc.secret
+			res := Reconcile(&s, tc.at, Config{})
+			got := res.Reason
+			if got == ReasonWaitingForKey || got == ReasonRenewing { // Reconcile's headline after the trigger set Issuing
+				if c := issuingCondOf(res); c != nil {
+					got = c.Reason
+				}
+			}
+			if got != tc.want {
+				t.Fatalf("reason %s (%s), want %s", res.Reason, res.Message, tc.want)
+			}
+			if tc.want == ReasonSecretNotCaughtUp {
+				if len(res.Actions) != 0 {
+					t.Fatalf("waiting for the cache wrote %v", res.Actions)
+				}
+				if want := fresh.Requests[0].CreationTimestamp.Add(5 * time.Minute); !res.RequeueAt.Equal(want) {
+					t.Fatalf("looks again at %v, want the end of the grace %v", res.RequeueAt, want)
+				}
+			}
+		})
+	}
+	// With the grace off, the stale view is acted on at once.
+	s := *fresh
+	s.Secret = old.Secret
+	if c := issuingCondOf(Reconcile(&s, t0, Config{CacheGrace: -1})); c == nil || c.Reason != ReasonKeyMismatchesRequest {
+		t.Fatalf("grace off: %v", c)
+	}
+}
+
+func issuingCondOf(res Result) *Condition {
+	for _, a := range res.Actions {
+		if u, ok := a.(UpdateStatus); ok {
+			if c := u.Status.Condition(ConditionIssuing); c != nil && c.Status == StatusTrue {
+				return c
+			}
+		}
+	}
+	return nil
+}
