@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"crypto/x509"
 	"strconv"
+	"time"
 
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/renewal"
@@ -57,6 +58,12 @@ type memo struct {
 	renewalDone     bool
 	renewal         renewal.Decision
 	csrs            map[string]*x509.CertificateRequest
+	// secretNotCaughtUp's answer for the certificate (status) it was
+	// computed on, shared by trigger and readiness.
+	caughtUpFor   *Certificate
+	caughtUpHold  bool
+	caughtUpUntil time.Time
+	caughtUpMsg   string
 	// The next private key, decoded once per Reconcile.
 	keyName   string
 	keySecret *Secret

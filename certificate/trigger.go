@@ -418,6 +418,21 @@ func secretNotCaughtUp(v *view, now time.Time, cfg Config) (until time.Time, msg
 	if ready := req.Condition(RequestConditionReady); ready == nil || ready.Status != StatusTrue {
 		return time.Time{}, "", false
 	}
+	if m := v.s.memo; m != nil && m.caughtUpFor == v.cert {
+		return m.caughtUpUntil, m.caughtUpMsg, m.caughtUpHold
+	}
+	until, msg, hold = secretNotCaughtUpSlow(v, req, until)
+	if m := v.s.memo; m != nil {
+		m.caughtUpFor, m.caughtUpUntil, m.caughtUpMsg, m.caughtUpHold = v.cert, until, msg, hold
+	}
+	return until, msg, hold
+}
+
+func secretNotCaughtUpSlow(v *view, req *CertificateRequest, until time.Time) (time.Time, string, bool) {
+	var msg string
+	if v.s.Secret != nil && bytes.Equal(v.s.Secret.Data[keys.SecretCertificate], req.Status.Certificate) {
+		return time.Time{}, "", false // caught up: the request's very chain
+	}
 	p := v.secret()
 	if v.s.Secret != nil && (p == nil || p.Leaf == nil) {
 		return time.Time{}, "", false // garbage, not an older certificate

@@ -283,6 +283,9 @@ func newShard(cfg Config, index int) (*shard, error) {
 	if cfg.Faults {
 		opts.Lag = StoreLag
 		s.ca.Fault = s.fault
+		// A host restarts in two seconds, before its last writes show (they
+		// show within ten): its first passes read stale state.
+		opts.RestartDelay = 2 * time.Second
 		opts.Crash = func(cert string, action int) bool {
 			if s.chance(CrashPermille, 1000, "crash", cert, strconv.FormatInt(clk.Now().UnixNano(), 10), strconv.Itoa(action)) {
 				s.crashes++

@@ -122,6 +122,18 @@ func (s *Store[T]) Get(name string) (obj T, version uint64, ok bool) {
 	return s.clone(e.obj), e.version, true
 }
 
+// Peek is Get without the copy: the object is the cache's own and must not
+// be changed. For readers that only read (a decision's snapshot), it saves
+// a deep copy per read.
+func (s *Store[T]) Peek(name string) (obj T, version uint64, ok bool) {
+	s.sync()
+	e, ok := s.cache[name]
+	if !ok {
+		return obj, 0, false
+	}
+	return e.obj, e.version, true
+}
+
 // List returns copies of every object the read cache sees, by name.
 func (s *Store[T]) List() []T {
 	s.sync()

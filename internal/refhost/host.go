@@ -95,6 +95,9 @@ type Host struct {
 	cache    *lru
 	specs    map[string]*certificate.Compiled
 	failures map[string]int // consecutive failed passes, by certificate
+	// expecting holds, per certificate, when this host's last writes for
+	// it show in reads.
+	expecting map[string]time.Time
 }
 
 // New returns a host with empty stores.
@@ -119,6 +122,7 @@ func New(opts Options) (*Host, error) {
 		cache:        newLRU(size),
 		failures:     map[string]int{},
 		specs:        map[string]*certificate.Compiled{},
+		expecting:    map[string]time.Time{},
 	}
 	return h, nil
 }
@@ -241,22 +245,23 @@ func (h *Host) Step(ctx context.Context) int {
 	}
 }
 
-// gather reads one certificate's snapshot through the cache.
+// gather reads one certificate's snapshot through the cache. It peeks
+// (reads without copying): a decision never changes its snapshot.
 func (h *Host) gather(c *certificate.Certificate) (*certificate.Snapshot, uint64) {
 	s := &certificate.Snapshot{Certificate: c}
 	var secretVer uint64
-	if sec, v, ok := h.Secrets.Get(c.Spec.SecretName); ok {
+	if sec, v, ok := h.Secrets.Peek(c.Spec.SecretName); ok {
 		s.Secret, secretVer = sec, v
 	}
 	for _, n := range h.requestsOf[c.UID] {
 		// No parsed-CSR cache: the requests carry the spec's fingerprint,
 		// so a pass compares a hash and key bytes instead of parsing them.
-		if r, _, ok := h.Requests.Get(n); ok {
+		if r, _, ok := h.Requests.Peek(n); ok {
 			s.Requests = append(s.Requests, r)
 		}
 	}
 	for _, n := range h.keysOf[c.UID] {
-		if sec, v, ok := h.Secrets.Get(n); ok {
+		if sec, v, ok := h.Secrets.Peek(n); ok {
 			s.NextPrivateKeySecrets = append(s.NextPrivateKeySecrets, sec)
 			if k := h.cache.key(n, v, sec.Data[keys.SecretPrivateKey]); k != nil {
 				if s.ParsedKeys == nil {
@@ -270,7 +275,7 @@ func (h *Host) gather(c *certificate.Certificate) (*certificate.Snapshot, uint64
 		if n == c.Name {
 			continue
 		}
-		if o, _, ok := h.Certificates.Get(n); ok {
+		if o, _, ok := h.Certificates.Peek(n); ok {
 			s.OtherOwners = append(s.OtherOwners, o)
 		}
 	}
@@ -289,11 +294,22 @@ func (h *Host) gather(c *certificate.Certificate) (*certificate.Snapshot, uint64
 }
 
 func (h *Host) reconcile(ctx context.Context, name string) {
-	c, ver, ok := h.Certificates.Get(name)
+	now := h.now()
+	if until, ok := h.expecting[name]; ok {
+		if now.Before(until) {
+			// Expectations, as Kubernetes controllers keep them: this
+			// host's last writes for the certificate do not show in its
+			// reads yet, and a pass now would decide on the state before
+			// them. Look again when they show.
+			h.Enqueue(name, until)
+			return
+		}
+		delete(h.expecting, name)
+	}
+	c, ver, ok := h.Certificates.Peek(name) // never changed: status updates write a copy
 	if !ok {
 		return // deleted
 	}
-	now := h.now()
 	snap, secretVer := h.gather(c)
 	res := certificate.Reconcile(snap, now, h.opts.Config)
 	ev := Event{Time: now, Certificate: c, Result: &res} // c is this pass's copy; carryOut never changes it
@@ -332,6 +348,9 @@ func (h *Host) requeue(name string, now, at time.Time, ev Event) {
 		if d <= 0 {
 			d = 10 * time.Second
 		}
+		// A restarted host has lost its in-memory expectations: its first
+		// pass may read state older than its last writes.
+		delete(h.expecting, name)
 		h.Enqueue(name, now.Add(d))
 		return
 	case ev.Err != nil:
@@ -343,6 +362,7 @@ func (h *Host) requeue(name string, now, at time.Time, ev Event) {
 	}
 	delete(h.failures, name)
 	if len(ev.Done) > 0 {
+		h.expecting[name] = h.visibleAt()
 		h.notify(name)
 	}
 	if !at.IsZero() {
