@@ -385,7 +385,9 @@ func (h *Host) carryOut(c *certificate.Certificate, ver, secretVer uint64, a cer
 				return "", fmt.Errorf("secret %s to reuse the key of is not visible", a.ReuseFrom)
 			}
 			keyPEM = src.Data[keys.SecretPrivateKey]
-		} else {
+		}
+		var generated crypto.Signer
+		if a.ReuseFrom == "" {
 			k, err := keys.Generate(h.opts.Rand, a.Spec)
 			if err != nil {
 				return "", err
@@ -393,11 +395,16 @@ func (h *Host) carryOut(c *certificate.Certificate, ver, secretVer uint64, a cer
 			if keyPEM, err = keys.EncodePrivateKey(k, keys.EncodingPKCS8); err != nil {
 				return "", err
 			}
+			generated = k
 		}
 		sec := &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Name: a.SecretName, Namespace: c.Namespace, OwnerUID: a.OwnerUID,
 			Labels: map[string]string{certificate.LabelNextPrivateKey: "true"}}, Data: map[string][]byte{keys.SecretPrivateKey: keyPEM}}
-		if _, err := h.Secrets.Create(a.SecretName, sec); err != nil && !errors.Is(err, host.ErrAlreadyExists) {
+		v, err := h.Secrets.Create(a.SecretName, sec)
+		if err != nil && !errors.Is(err, host.ErrAlreadyExists) {
 			return "", err
+		}
+		if err == nil && generated != nil {
+			h.cache.put(lruKey{'k', a.SecretName, v}, generated) // no need to decode what was just made
 		}
 		h.index(h.keysOf, a.OwnerUID, a.SecretName)
 	case certificate.DeleteSecret:
