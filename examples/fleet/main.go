@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 
 	"github.com/certlife/certlife/internal/fleet"
 )
@@ -26,7 +27,31 @@ func main() {
 	flag.BoolVar(&cfg.Jitter, "jitter", cfg.Jitter, "spread renewal times deterministically")
 	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "the run's seed")
 	flag.IntVar(&cfg.Shards, "shards", cfg.Shards, "independent hosts run in parallel (the result depends on this, not on the machine)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	memProfile := flag.String("memprofile", "", "write a heap profile, taken at the end with the fleet live, to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fleet:", err)
+			os.Exit(2)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "fleet:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		f, err := os.Create(*memProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fleet:", err)
+			os.Exit(2)
+		}
+		defer f.Close()
+		cfg.HeapProfile = f
+	}
 	// A batch run: trade memory headroom for less time in the collector.
 	// The memory figure is the live heap after a full collection, which
 	// this does not change.
@@ -41,6 +66,7 @@ func main() {
 	}
 	fmt.Print(sum)
 	if len(sum.Violations) > 0 {
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
