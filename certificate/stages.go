@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto"
 	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"strconv"
 	"time"
@@ -480,7 +479,7 @@ func recordFailure(c *Certificate, req *CertificateRequest, at, now time.Time, m
 }
 
 func firstCertificate(chain []byte) (*x509.Certificate, error) {
-	block, _ := pem.Decode(chain)
+	block, _ := keys.DecodePEM(chain)
 	if block == nil || block.Type != "CERTIFICATE" {
 		return nil, fmt.Errorf("no CERTIFICATE PEM block")
 	}

@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -284,7 +283,7 @@ func ParseCSR(pemBytes []byte) (*x509.CertificateRequest, error) {
 // where the signature was checked when the request was made and will be
 // checked again by the issuer; checking it costs ten times the parse.
 func DecodeCSR(pemBytes []byte) (*x509.CertificateRequest, error) {
-	block, _ := pem.Decode(pemBytes)
+	block, _ := DecodePEM(pemBytes)
 	if block == nil {
 		return nil, errors.New("keys: request: no PEM block found")
 	}
@@ -628,7 +627,7 @@ func KnownUsage(u Usage) bool {
 // about a tenth of the cost of x509.ParseCertificateRequest. ok is false
 // for anything it cannot read.
 func CSRPublicKeyInfo(pemBytes []byte) (spki []byte, ok bool) {
-	block, _ := pem.Decode(pemBytes)
+	block, _ := DecodePEM(pemBytes)
 	if block == nil {
 		return nil, false
 	}

@@ -109,7 +109,7 @@ func marshalPrivateKey(key crypto.Signer, enc Encoding) (der []byte, pemType str
 // DecodePrivateKey reads the first PEM block of pemBytes as a PKCS#1, SEC1
 // or PKCS#8 private key. Errors wrap ErrDecode and never quote the input.
 func DecodePrivateKey(pemBytes []byte) (crypto.Signer, error) {
-	block, _ := pem.Decode(pemBytes)
+	block, _ := DecodePEM(pemBytes)
 	if block == nil {
 		return nil, fmt.Errorf("%w: no PEM block found", ErrDecode)
 	}

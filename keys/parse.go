@@ -5,7 +5,6 @@ import (
 	"crypto"
 	"crypto/sha256"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -84,7 +83,7 @@ func ParseSecretDataKnownKey(data map[string][]byte, known crypto.Signer) (*Pars
 	if crt := data[SecretCertificate]; len(crt) == 0 {
 		p.CertErr = &FieldError{Field: SecretCertificate, Err: ErrMissing}
 	} else {
-		block, rest := pem.Decode(crt)
+		block, rest := DecodePEM(crt)
 		switch {
 		case block == nil:
 			p.CertErr = &FieldError{Field: SecretCertificate, Err: errors.New("no PEM block found")}
@@ -192,7 +191,7 @@ func DataHash(data map[string][]byte) [sha256.Size]byte {
 // encodes reports whether pemBytes is key in one of the encodings
 // EncodePrivateKey writes.
 func encodes(pemBytes []byte, key crypto.Signer) bool {
-	block, _ := pem.Decode(pemBytes)
+	block, _ := DecodePEM(pemBytes)
 	if block == nil {
 		return false
 	}

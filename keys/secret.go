@@ -265,7 +265,7 @@ func parseCertificates(pemBytes []byte) ([]*x509.Certificate, error) {
 	rest := pemBytes
 	for i := 0; ; i++ {
 		var block *pem.Block
-		block, rest = pem.Decode(rest)
+		block, rest = DecodePEM(rest)
 		if block == nil {
 			break
 		}
