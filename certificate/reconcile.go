@@ -140,8 +140,8 @@ func revisionHistory(s *Snapshot) []Action {
 	}
 	var buf [4]old
 	olds := buf[:0]
-	for _, r := range s.Requests {
-		if rev, ok := revisionOf(r); ok && rev <= *c.Status.Revision {
+	for i, r := range s.Requests {
+		if rev, ok := s.revisionIn(i); ok && rev <= *c.Status.Revision {
 			olds = append(olds, old{rev, r.Name})
 		}
 	}

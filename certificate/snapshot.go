@@ -58,6 +58,9 @@ type memo struct {
 	renewalDone     bool
 	renewal         renewal.Decision
 	csrs            map[string]*x509.CertificateRequest
+	// The requests' revisions, read once (the first len(revBuf)).
+	revsDone bool
+	revBuf   [4]int
 	// secretNotCaughtUp's answer for the certificate (status) it was
 	// computed on, shared by trigger and readiness.
 	caughtUpFor   *Certificate
@@ -124,6 +127,27 @@ func (v *view) secret() *keys.ParsedSecret {
 	return v.parsed
 }
 
+// revisionIn is revisionOf for the i-th request of the snapshot, read once
+// per Reconcile (every stage asks).
+func (s *Snapshot) revisionIn(i int) (int, bool) {
+	m := s.memo
+	if m == nil || i >= len(m.revBuf) {
+		return revisionOf(s.Requests[i])
+	}
+	if !m.revsDone {
+		m.revsDone = true
+		for j := 0; j < len(s.Requests) && j < len(m.revBuf); j++ {
+			n, ok := revisionOf(s.Requests[j])
+			if !ok {
+				n = -1
+			}
+			m.revBuf[j] = n
+		}
+	}
+	n := m.revBuf[i]
+	return n, n > 0
+}
+
 // revisionOf reads a request's revision annotation; ok is false when it is
 // missing or not a positive integer.
 func revisionOf(r *CertificateRequest) (int, bool) {
@@ -139,8 +163,8 @@ func revisionOf(r *CertificateRequest) (int, bool) {
 
 // requestFor returns the request of the given revision, or nil.
 func (v *view) requestFor(revision int) *CertificateRequest {
-	for _, r := range v.s.Requests {
-		if n, ok := revisionOf(r); ok && n == revision {
+	for i, r := range v.s.Requests {
+		if n, ok := v.s.revisionIn(i); ok && n == revision {
 			return r
 		}
 	}

@@ -233,11 +233,11 @@ func Requestmanager(s *Snapshot, now time.Time, cfg Config) Result {
 	var acts []Action
 	var current *CertificateRequest
 	deletedNext := false
-	for _, r := range s.Requests {
+	for i, r := range s.Requests {
 		if r == nil {
 			continue
 		}
-		rev, ok := revisionOf(r)
+		rev, ok := s.revisionIn(i)
 		if !ok {
 			acts = append(acts, DeleteRequest{Name: r.Name, Reason: "missing or invalid " + AnnotationRevision + " annotation"})
 			continue
@@ -436,8 +436,8 @@ func adoptRevision(s *Snapshot) (Result, bool) {
 	}
 	best := 0
 	var from *CertificateRequest
-	for _, r := range s.Requests {
-		rev, ok := revisionOf(r)
+	for i, r := range s.Requests {
+		rev, ok := s.revisionIn(i)
 		if !ok || rev <= cur || rev <= best {
 			continue
 		}
