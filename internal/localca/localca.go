@@ -23,6 +23,12 @@ type CA struct {
 	// CertPEM is Cert in PEM, the ca.crt a host writes.
 	CertPEM []byte
 
+	// Stdlib, when set, signs every leaf with x509.CreateCertificate, which
+	// checks each signature after making it. By default leaves this CA can
+	// encode itself (Ed25519 root, not a CA, ASCII names) skip that check;
+	// see leaf.go.
+	Stdlib bool
+
 	key    crypto.Signer
 	serial int64
 }
@@ -113,8 +119,37 @@ func (ca *CA) Sign(rand io.Reader, csr *x509.CertificateRequest, opts Options) (
 		pub = opts.PublicKey
 	}
 	ca.serial++
+	var der []byte
+	if !opts.IsCA && !ca.Stdlib {
+		spki, err := marshalSPKI(pub)
+		if err != nil {
+			return nil, fmt.Errorf("localca: public key: %w", err)
+		}
+		der, err = ca.encodeLeaf(&leaf{serial: ca.serial, rawSubject: csr.RawSubject, spki: spki,
+			notBefore: opts.NotBefore, notAfter: opts.NotAfter,
+			dnsNames: csr.DNSNames, emails: csr.EmailAddresses, ips: csr.IPAddresses, uris: csr.URIs})
+		if err != nil && err != errLeafNotFastPathed {
+			return nil, fmt.Errorf("localca: signing: %w", err)
+		}
+	}
+	if der == nil {
+		var err error
+		if der, err = x509.CreateCertificate(rand, ca.template(csr, pub, opts), ca.Cert, pub, ca.key); err != nil {
+			return nil, fmt.Errorf("localca: signing: %w", err)
+		}
+	}
+	// An exact-size copy: the encoder's buffer has spare capacity, and
+	// hosts keep these bytes for the certificate's life.
+	b := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	return append(make([]byte, 0, len(b)), b...), nil
+}
+
+// template is the leaf Sign issues, for x509.CreateCertificate. The
+// subject is the request's, as encoded in it.
+func (ca *CA) template(csr *x509.CertificateRequest, pub crypto.PublicKey, opts Options) *x509.Certificate {
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(ca.serial),
+		RawSubject:            csr.RawSubject,
 		Subject:               csr.Subject,
 		DNSNames:              csr.DNSNames,
 		IPAddresses:           csr.IPAddresses,
@@ -130,12 +165,5 @@ func (ca *CA) Sign(rand io.Reader, csr *x509.CertificateRequest, opts Options) (
 	if opts.IsCA {
 		tmpl.KeyUsage |= x509.KeyUsageCertSign
 	}
-	der, err := x509.CreateCertificate(rand, tmpl, ca.Cert, pub, ca.key)
-	if err != nil {
-		return nil, fmt.Errorf("localca: signing: %w", err)
-	}
-	// An exact-size copy: the encoder's buffer has spare capacity, and
-	// hosts keep these bytes for the certificate's life.
-	b := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	return append(make([]byte, 0, len(b)), b...), nil
+	return tmpl
 }
