@@ -19,6 +19,8 @@ type Queue struct {
 	index  map[string]int // key → position in h
 	events eventHeap
 	seen   map[eventKey]bool
+	// eventsPeak is the most events held since the queue last drained.
+	eventsPeak int
 }
 
 type eventKey struct {
@@ -46,6 +48,7 @@ func (q *Queue) AddEvent(key string, t time.Time) {
 	q.seen[k] = true
 	heap.Push(&q.events, queued{key: key, at: t, seq: q.h.seq})
 	q.h.seq++
+	q.eventsPeak = max(q.eventsPeak, len(q.events))
 }
 
 // AddAt schedules key at t, or earlier if it is already scheduled earlier
@@ -101,6 +104,11 @@ func (q *Queue) PopDue(now time.Time) (string, bool) {
 	case event:
 		it := heap.Pop(&q.events).(queued)
 		delete(q.seen, eventKey{it.key, it.at.UnixNano()})
+		if len(q.events) == 0 && q.eventsPeak > 64 {
+			// Drained after a burst of writes: Go maps and slices keep
+			// their peak size, so start again small.
+			q.events, q.seen, q.eventsPeak = nil, map[eventKey]bool{}, 0
+		}
 		return it.key, true
 	}
 	return "", false
@@ -141,6 +149,7 @@ func (h *timeHeap) Push(x any) {
 func (h *timeHeap) Pop() any {
 	n := len(h.items)
 	it := h.items[n-1]
+	h.items[n-1] = queued{}
 	h.items = h.items[:n-1]
 	delete(h.q.index, it.key)
 	return it
@@ -161,6 +170,7 @@ func (h *eventHeap) Push(x any)   { *h = append(*h, x.(queued)) }
 func (h *eventHeap) Pop() any {
 	old := *h
 	it := old[len(old)-1]
+	old[len(old)-1] = queued{}
 	*h = old[:len(old)-1]
 	return it
 }

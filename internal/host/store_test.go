@@ -136,3 +136,96 @@ func TestQueueEventsAreNotMergedIntoEarlierTimers(t *testing.T) {
 		t.Fatalf("%d left", q.Len())
 	}
 }
+
+// modelStore is the plainest lagging store: a full read-cache map that
+// pending writes reach in order. The Store keeps only the names that lag;
+// TestStoreMatchesModel holds it to this.
+type modelStore struct {
+	items, cache map[string]string
+	pending      []modelWrite
+}
+
+type modelWrite struct {
+	name, v string
+	deleted bool
+	at      time.Time
+}
+
+func (m *modelStore) sync(now time.Time) {
+	for len(m.pending) > 0 && !m.pending[0].at.After(now) {
+		w := m.pending[0]
+		m.pending = m.pending[1:]
+		if w.deleted {
+			delete(m.cache, w.name)
+		} else {
+			m.cache[w.name] = w.v
+		}
+	}
+}
+
+func (m *modelStore) write(name, v string, deleted bool, at time.Time) {
+	if deleted {
+		delete(m.items, name)
+	} else {
+		m.items[name] = v
+	}
+	if n := len(m.pending); n > 0 && at.Before(m.pending[n-1].at) {
+		at = m.pending[n-1].at
+	}
+	m.pending = append(m.pending, modelWrite{name, v, deleted, at})
+}
+
+func TestStoreMatchesModel(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	s := NewStore(clk, 0, cloneObj)
+	// Lags from 0 to 3 s, varying by write, as the simulation's are.
+	s.LagOf = func(name string, version uint64) time.Duration {
+		return time.Duration((version*7+uint64(len(name)))%4) * time.Second
+	}
+	m := &modelStore{items: map[string]string{}, cache: map[string]string{}}
+	names := []string{"a", "bb", "ccc"}
+	rng := uint64(1)
+	next := func(n uint64) uint64 { rng = rng*6364136223846793005 + 1442695040888963407; return (rng >> 33) % n }
+	for step := 0; step < 5000; step++ {
+		name := names[next(3)]
+		v := strings.Repeat("v", int(next(5)))
+		now := clk.Now()
+		switch next(5) {
+		case 0:
+			if ver, err := s.Create(name, obj{v}); err == nil {
+				m.write(name, v, false, now.Add(s.LagOf(name, ver)))
+			} else if _, exists := m.items[name]; !exists {
+				t.Fatalf("step %d: create %s failed but the model has no %s: %v", step, name, name, err)
+			}
+		case 1:
+			_, ver, _ := s.Get(name) // possibly stale: the update may conflict
+			if nv, err := s.Update(name, obj{v}, ver); err == nil {
+				m.write(name, v, false, now.Add(s.LagOf(name, nv)))
+			}
+		case 2:
+			if err := s.Delete(name); err == nil {
+				m.write(name, "", true, now.Add(s.LagOf(name, 0))) // a delete has no new version
+			}
+		case 3:
+			clk.Step(time.Duration(next(2500)) * time.Millisecond)
+		}
+		m.sync(clk.Now())
+		for _, n := range names {
+			got, _, ok := s.Get(n)
+			want, wok := m.cache[n]
+			if ok != wok || got.V != want {
+				t.Fatalf("step %d: read %s = %q %v, model %q %v", step, n, got.V, ok, want, wok)
+			}
+		}
+		list := s.List()
+		if len(list) != len(m.cache) {
+			t.Fatalf("step %d: List has %d, model %d", step, len(list), len(m.cache))
+		}
+		if s.Len() != len(m.items) {
+			t.Fatalf("step %d: Len %d, model %d", step, s.Len(), len(m.items))
+		}
+	}
+	if len(s.behind) > len(names) {
+		t.Fatalf("behind holds %d names", len(s.behind))
+	}
+}

@@ -112,8 +112,8 @@ func New(opts Options) (*Host, error) {
 	h := &Host{
 		opts:         opts,
 		Certificates: host.NewStore(opts.Clock, opts.Lag, cloneCertificate),
-		Secrets:      host.NewStore(opts.Clock, opts.Lag, cloneSecret),
-		Requests:     host.NewStore(opts.Clock, opts.Lag, cloneRequest),
+		Secrets:      host.NewPackedStore(opts.Clock, opts.Lag, packSecret, unpackSecret),
+		Requests:     host.NewPackedStore(opts.Clock, opts.Lag, packRequest, unpackRequest),
 		queue:        host.NewQueue(),
 		issuers:      map[string]Issuer{},
 		requestsOf:   map[string][]string{},
@@ -551,8 +551,9 @@ func (h *Host) unindex(m map[string][]string, key, name string) {
 	}
 }
 
-// Deep copies for the stores. Byte slices are shared: nothing in the host
-// changes one in place.
+// A deep copy for the certificate store (secrets and requests are held
+// packed: packed.go). Byte slices are shared: nothing in the host changes
+// one in place.
 func cloneCertificate(c *certificate.Certificate) *certificate.Certificate {
 	if c == nil {
 		return nil
@@ -560,31 +561,6 @@ func cloneCertificate(c *certificate.Certificate) *certificate.Certificate {
 	n := *c
 	n.Labels, n.Annotations = cloneMap(c.Labels), cloneMap(c.Annotations)
 	n.Status.Conditions = append([]certificate.Condition(nil), c.Status.Conditions...)
-	return &n
-}
-
-func cloneSecret(s *certificate.Secret) *certificate.Secret {
-	if s == nil {
-		return nil
-	}
-	n := *s
-	n.Labels, n.Annotations = cloneMap(s.Labels), cloneMap(s.Annotations)
-	if s.Data != nil {
-		n.Data = make(map[string][]byte, len(s.Data))
-		for k, v := range s.Data {
-			n.Data[k] = v
-		}
-	}
-	return &n
-}
-
-func cloneRequest(r *certificate.CertificateRequest) *certificate.CertificateRequest {
-	if r == nil {
-		return nil
-	}
-	n := *r
-	n.Labels, n.Annotations = cloneMap(r.Labels), cloneMap(r.Annotations)
-	n.Status.Conditions = append([]certificate.Condition(nil), r.Status.Conditions...)
 	return &n
 }
 
