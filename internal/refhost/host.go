@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -90,9 +89,9 @@ type Host struct {
 
 	// Indexes over the authoritative stores (a Kubernetes host uses its
 	// informers' indexers).
-	requestsOf map[string][]string // owner UID → request names, sorted
-	keysOf     map[string][]string // owner UID → next-key secret names, sorted
-	claimants  map[string][]string // secret name → certificate names, sorted
+	requestsOf *index // owner UID → request names
+	keysOf     *index // owner UID → next-key secret names
+	claimants  *index // secret name → certificate names
 
 	cache    *lru
 	failures map[string]int // consecutive failed passes, by certificate
@@ -126,9 +125,9 @@ func New(opts Options) (*Host, error) {
 		Requests:     host.NewPackedStore(opts.Clock, opts.Lag, packRequest, unpackRequest),
 		queue:        host.NewQueue(),
 		issuers:      map[string]Issuer{},
-		requestsOf:   map[string][]string{},
-		keysOf:       map[string][]string{},
-		claimants:    map[string][]string{},
+		requestsOf:   newIndex(),
+		keysOf:       newIndex(),
+		claimants:    newIndex(),
 		cache:        newLRU(size),
 		failures:     map[string]int{},
 		expecting:    map[string]time.Time{},
@@ -188,14 +187,15 @@ func (h *Host) Apply(c *certificate.Certificate) error {
 		if _, err := h.Certificates.Create(c.Name, c); err != nil {
 			return err
 		}
-		h.index(h.claimants, c.Spec.SecretName, c.Name)
-		for _, n := range h.claimants[c.Spec.SecretName] {
+		h.claimants.add(c.Spec.SecretName, c.Name)
+		var one [1]string
+		for _, n := range h.claimants.get(c.Spec.SecretName, &one) {
 			h.notify(n) // the other claimants of the secret see a new rival
 		}
 	} else {
 		if cur.Spec.SecretName != c.Spec.SecretName {
-			h.unindex(h.claimants, cur.Spec.SecretName, c.Name)
-			h.index(h.claimants, c.Spec.SecretName, c.Name)
+			h.claimants.remove(cur.Spec.SecretName, c.Name)
+			h.claimants.add(c.Spec.SecretName, c.Name)
 		}
 		cur.Spec = c.Spec
 		cur.Generation++
@@ -263,14 +263,15 @@ func (h *Host) gather(c *certificate.Certificate) (*certificate.Snapshot, uint64
 	if sec, v, ok := h.Secrets.Peek(c.Spec.SecretName); ok {
 		s.Secret, secretVer = sec, v
 	}
-	for _, n := range h.requestsOf[c.UID] {
+	var one [1]string
+	for _, n := range h.requestsOf.get(c.UID, &one) {
 		// No parsed-CSR cache: the requests carry the spec's fingerprint,
 		// so a pass compares a hash and key bytes instead of parsing them.
 		if r, _, ok := h.Requests.Peek(n); ok {
 			s.Requests = append(s.Requests, r)
 		}
 	}
-	for _, n := range h.keysOf[c.UID] {
+	for _, n := range h.keysOf.get(c.UID, &one) {
 		if sec, v, ok := h.Secrets.Peek(n); ok {
 			s.NextPrivateKeySecrets = append(s.NextPrivateKeySecrets, sec)
 			if k := h.cache.key(n, v, sec.Data[keys.SecretPrivateKey]); k != nil {
@@ -281,7 +282,7 @@ func (h *Host) gather(c *certificate.Certificate) (*certificate.Snapshot, uint64
 			}
 		}
 	}
-	for _, n := range h.claimants[c.Spec.SecretName] {
+	for _, n := range h.claimants.get(c.Spec.SecretName, &one) {
 		if n == c.Name {
 			continue
 		}
@@ -445,12 +446,12 @@ func (h *Host) carryOut(c *certificate.Certificate, ver, secretVer uint64, a cer
 		if err == nil && generated != nil {
 			h.cache.put(lruKey{'k', a.SecretName, v}, generated) // no need to decode what was just made
 		}
-		h.index(h.keysOf, a.OwnerUID, a.SecretName)
+		h.keysOf.add(a.OwnerUID, a.SecretName)
 	case certificate.DeleteSecret:
 		if err := h.Secrets.Delete(a.Name); err != nil && !errors.Is(err, host.ErrNotFound) {
 			return "", err
 		}
-		h.unindex(h.keysOf, c.UID, a.Name)
+		h.keysOf.remove(c.UID, a.Name)
 	case certificate.CreateRequest:
 		key, err := h.nextKey(a.KeySecretName)
 		if err != nil {
@@ -468,13 +469,13 @@ func (h *Host) carryOut(c *certificate.Certificate, ver, secretVer uint64, a cer
 			return "", err
 		}
 		created = r.Name
-		h.index(h.requestsOf, c.UID, r.Name)
+		h.requestsOf.add(c.UID, r.Name)
 		h.queue.AddEvent(requestKey(r.Name), h.Requests.VisibleAt())
 	case certificate.DeleteRequest:
 		if err := h.Requests.Delete(a.Name); err != nil && !errors.Is(err, host.ErrNotFound) {
 			return "", err
 		}
-		h.unindex(h.requestsOf, c.UID, a.Name)
+		h.requestsOf.remove(c.UID, a.Name)
 	case certificate.WriteSecret:
 		key, err := h.nextKey(a.KeySecretName)
 		if err != nil {
@@ -564,29 +565,6 @@ func (h *Host) answer(ctx context.Context, name string) {
 	}
 	if owner := r.Annotations[certificate.AnnotationCertificateName]; owner != "" {
 		h.notify(owner)
-	}
-}
-
-// index adds name to a sorted index entry; unindex removes it. The
-// entries are short slices: a map per certificate would cost more than
-// the certificate.
-func (h *Host) index(m map[string][]string, key, name string) {
-	list := m[key]
-	i, found := slices.BinarySearch(list, name)
-	if !found {
-		m[key] = slices.Insert(list, i, name)
-	}
-}
-
-func (h *Host) unindex(m map[string][]string, key, name string) {
-	list := m[key]
-	if i, found := slices.BinarySearch(list, name); found {
-		list = slices.Delete(list, i, i+1)
-	}
-	if len(list) == 0 {
-		delete(m, key)
-	} else {
-		m[key] = slices.Clip(list)
 	}
 }
 

@@ -135,10 +135,11 @@ func TestFirstIssuanceAndRenewal(t *testing.T) {
 		t.Fatalf("renewed %v after the first issuance", got)
 	}
 	// Nothing left behind: one request (revision history 1), no next key.
-	if n := len(f.h.requestsOf[c.UID]); n != 1 {
+	var one [1]string
+	if n := len(f.h.requestsOf.get(c.UID, &one)); n != 1 {
 		t.Fatalf("%d requests kept", n)
 	}
-	if n := len(f.h.keysOf[c.UID]); n != 0 {
+	if n := len(f.h.keysOf.get(c.UID, &one)); n != 0 {
 		t.Fatalf("%d next-key secrets left", n)
 	}
 }

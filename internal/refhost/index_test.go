@@ -1,0 +1,41 @@
+package refhost
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// The index against a map of sorted sets, over random adds and removes.
+func TestIndexMatchesSortedSets(t *testing.T) {
+	x := newIndex()
+	model := map[string][]string{}
+	rng := uint64(7)
+	next := func(n uint64) uint64 { rng = rng*6364136223846793005 + 1442695040888963407; return (rng >> 33) % n }
+	keys := []string{"k1", "k2", "k3"}
+	for step := 0; step < 20000; step++ {
+		k, name := keys[next(3)], fmt.Sprintf("n%d", next(4))
+		if next(2) == 0 {
+			x.add(k, name)
+			if i, found := slices.BinarySearch(model[k], name); !found {
+				model[k] = slices.Insert(model[k], i, name)
+			}
+		} else {
+			x.remove(k, name)
+			if i, found := slices.BinarySearch(model[k], name); found {
+				model[k] = slices.Delete(model[k], i, i+1)
+			}
+		}
+		for _, k := range keys {
+			var one [1]string
+			if got, want := x.get(k, &one), model[k]; !slices.Equal(got, want) {
+				t.Fatalf("step %d: %s = %v, want %v", step, k, got, want)
+			}
+			_, inOne := x.one[k]
+			_, inMany := x.many[k]
+			if inOne && inMany || inMany && len(x.many[k]) < 2 {
+				t.Fatalf("step %d: %s held wrongly: one %v many %v", step, k, x.one[k], x.many[k])
+			}
+		}
+	}
+}
