@@ -19,4 +19,12 @@
 // Requests are answered by an Issuer: a local CA (for tests and the
 // simulation, able to misbehave on purpose) or ACME (the order and
 // challenge machines through internal/acmeflow and acmeclient).
+//
+// What it holds per certificate is kept small, since a host holds a whole
+// fleet: secrets and requests are stored packed (their small maps as
+// sorted pairs, unpacked on each read), parsed secrets and compiled specs
+// live in one small LRU cache (only certificates being worked on need
+// them), indexes hold a single name as a string, and expectations are
+// dropped once their writes show. In the fleet simulation that is about
+// 3.8 KB per certificate, PEM included.
 package refhost
