@@ -153,19 +153,7 @@ func (c *Client) Directory(ctx context.Context) (Directory, error) {
 	if _, err := c.acme.Discover(ctx); err != nil {
 		return Directory{}, classify("directory", err, nil, c.now())
 	}
-	var raw struct {
-		NewNonce    string `json:"newNonce"`
-		NewAccount  string `json:"newAccount"`
-		NewOrder    string `json:"newOrder"`
-		RevokeCert  string `json:"revokeCert"`
-		KeyChange   string `json:"keyChange"`
-		RenewalInfo string `json:"renewalInfo"`
-		Meta        struct {
-			Terms    string            `json:"termsOfService"`
-			EAB      bool              `json:"externalAccountRequired"`
-			Profiles map[string]string `json:"profiles"`
-		} `json:"meta"`
-	}
+	var raw directoryJSON
 	if err := json.Unmarshal(c.transport.directoryBody(), &raw); err != nil {
 		return Directory{}, &Error{Op: "directory", Kind: ErrServer, Err: err}
 	}

@@ -246,17 +246,26 @@ func (t *Transport) setDirectoryURL(u string) {
 	t.dirURL = u
 }
 
+// directoryJSON is the directory object (RFC 8555 §7.1.1), with the ARI
+// renewalInfo endpoint (RFC 9773).
+type directoryJSON struct {
+	NewNonce    string `json:"newNonce"`
+	NewAccount  string `json:"newAccount"`
+	NewOrder    string `json:"newOrder"`
+	RevokeCert  string `json:"revokeCert"`
+	KeyChange   string `json:"keyChange"`
+	RenewalInfo string `json:"renewalInfo"`
+	Meta        struct {
+		Terms    string            `json:"termsOfService"`
+		EAB      bool              `json:"externalAccountRequired"`
+		Profiles map[string]string `json:"profiles"`
+	} `json:"meta"`
+}
+
 // learnDirectory records the directory's endpoints, so that requests to
 // them are counted by kind whoever sends them.
 func (t *Transport) learnDirectory(body []byte) {
-	var d struct {
-		NewNonce    string `json:"newNonce"`
-		NewAccount  string `json:"newAccount"`
-		NewOrder    string `json:"newOrder"`
-		RevokeCert  string `json:"revokeCert"`
-		KeyChange   string `json:"keyChange"`
-		RenewalInfo string `json:"renewalInfo"`
-	}
+	var d directoryJSON
 	if json.Unmarshal(body, &d) != nil {
 		return
 	}

@@ -17,17 +17,9 @@ func newCSR(t *testing.T) (*x509.CertificateRequest, *ecdsa.PrivateKey) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+	return csrFor(t, &x509.CertificateRequest{
 		Subject: pkix.Name{CommonName: "a.example"}, DNSNames: []string{"a.example", "b.example"},
-	}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	csr, err := x509.ParseCertificateRequest(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return csr, key
+	}, key), key
 }
 
 func TestSignChainsToRootAndCertifiesTheRequestKey(t *testing.T) {
