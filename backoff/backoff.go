@@ -238,7 +238,12 @@ func describeAttempts(n *int) string {
 	switch {
 	case n == nil:
 		return "(attempt count not recorded)"
-	case *n == 1:
+	case *n < 0:
+		// Delay gives the longest backoff for a count that cannot be true.
+		return fmt.Sprintf("an unknown number of times (the attempt count reads %d)", *n)
+	case *n <= 1:
+		// A failure is recorded, so it failed at least once, whatever the
+		// count says (0 means the count was not kept up).
 		return "once"
 	default:
 		return fmt.Sprintf("%d times in a row", *n)

@@ -325,3 +325,25 @@ func BenchmarkDecide(b *testing.B) {
 		_ = p.Decide(in, now)
 	}
 }
+
+// The message counts failures as they are: never "0 times in a row".
+func TestDecisionMessageCountsFailuresExactly(t *testing.T) {
+	tests := map[string]struct {
+		attempts *int
+		want     string
+	}{
+		"no count recorded":                {nil, "issuance failed (attempt count not recorded), last at"},
+		"a count of zero beside a failure": {ptr(0), "issuance failed once, last at"},
+		"one failure":                      {ptr(1), "issuance failed once, last at"},
+		"two failures":                     {ptr(2), "issuance failed 2 times in a row, last at"},
+		"a negative count":                 {ptr(-3), "issuance failed an unknown number of times (the attempt count reads -3), last at"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := Policy{}.Decide(Input{LastFailure: t0, FailedAttempts: tc.attempts}, t0.Add(time.Minute))
+			if !strings.HasPrefix(got.Message, tc.want) {
+				t.Fatalf("message %q does not start with %q", got.Message, tc.want)
+			}
+		})
+	}
+}

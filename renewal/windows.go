@@ -101,9 +101,9 @@ func compileWindow(i int, w Window) (compiled, []error) {
 		}
 	}
 	if w.TimeZone != "" {
-		loc, err := time.LoadLocation(w.TimeZone)
-		if err != nil || w.TimeZone == "Local" {
-			bad("timezone", "%q is not an IANA time zone", w.TimeZone)
+		loc, err := loadLocation(w.TimeZone)
+		if err != nil {
+			bad("timezone", "%v", err)
 		} else {
 			c.loc = loc
 		}

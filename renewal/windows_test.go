@@ -1,10 +1,15 @@
 package renewal
 
 import (
+	"archive/zip"
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func mustCompile(t testing.TB, ws ...Window) *Schedule {
@@ -251,4 +256,40 @@ func FuzzWindows(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Time zones resolve from the database embedded in the package, so every
+// machine gives the same answer: every zone it holds resolves, "Local" (the
+// machine's own zone) and directory names are refused, and a name resolves
+// to the same rules each time.
+func TestTimeZonesComeFromTheEmbeddedDatabase(t *testing.T) {
+	zr, err := zip.NewReader(bytes.NewReader(zoneinfo), int64(len(zoneinfo)))
+	require.NoError(t, err)
+	require.Greater(t, len(zr.File), 500, "the embedded database holds the IANA zones")
+	for _, f := range zr.File {
+		loc, err := loadLocation(f.Name)
+		require.NoError(t, err, f.Name)
+		again, err := loadLocation(f.Name)
+		require.NoError(t, err)
+		assert.Same(t, loc, again, "%s resolves to one location", f.Name)
+		assert.Equal(t, f.Name, loc.String())
+	}
+	for name, want := range map[string]string{
+		"Local":        `"Local" depends on the machine`,
+		"Europe":       `"Europe" is not in the IANA time zone database 2025c`,
+		"Mars/Olympus": `"Mars/Olympus" is not in the IANA time zone database`,
+		"../etc/hosts": `is not in the IANA time zone database`,
+	} {
+		_, err := Compile([]Window{{Start: "01:00", End: "02:00", TimeZone: name}})
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), "windows[0].timezone: ")
+		assert.Contains(t, err.Error(), want, name)
+	}
+	// Oslo's rules, from the embedded data: CET in winter, CEST in summer.
+	oslo, err := loadLocation("Europe/Oslo")
+	require.NoError(t, err)
+	_, winter := time.Date(2026, 1, 15, 12, 0, 0, 0, oslo).Zone()
+	_, summer := time.Date(2026, 7, 15, 12, 0, 0, 0, oslo).Zone()
+	assert.Equal(t, 3600, winter)
+	assert.Equal(t, 7200, summer)
 }
