@@ -87,3 +87,27 @@ func BenchmarkCompareCSR(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDataMismatches checks a secret that is in line: with the default
+// outputs, with the outputs compared byte for byte, and with PKCS#12 and
+// JKS keystores (each opened with its password).
+func BenchmarkDataMismatches(b *testing.B) {
+	f := newDriftFixture(b)
+	plain := f.out
+	plain.PKCS12, plain.JKS = nil, nil
+	plainData := f.write(plain)
+	defaults := f.write(OutputSpec{})
+	for name, c := range map[string]struct {
+		data map[string][]byte
+		out  OutputSpec
+	}{"defaults": {defaults, OutputSpec{}}, "pkcs8+combined+der": {plainData, plain}, "pkcs12+jks": {f.data, f.out}} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if m := DataMismatches(c.data, f.parsed, c.out); m != nil {
+					b.Fatal(m)
+				}
+			}
+		})
+	}
+}

@@ -73,31 +73,48 @@ func encodePEM(typ string, der []byte) []byte {
 	return out
 }
 
-func marshalPrivateKey(key crypto.Signer, enc Encoding) (der []byte, pemType string, err error) {
+// privateKeyPEMType is the PEM block type EncodePrivateKey writes for key
+// in enc: PKCS#1 means the key type's own form (RSA PRIVATE KEY, SEC1's EC
+// PRIVATE KEY); Ed25519 has none and is always PKCS#8 (PRIVATE KEY).
+func privateKeyPEMType(key crypto.Signer, enc Encoding) (string, error) {
 	if enc == "" {
 		enc = EncodingPKCS1
 	}
 	if enc != EncodingPKCS1 && enc != EncodingPKCS8 {
-		return nil, "", fmt.Errorf("keys: encoding: %q is not PKCS1 or PKCS8", enc)
+		return "", fmt.Errorf("keys: encoding: %q is not PKCS1 or PKCS8", enc)
 	}
-	switch k := key.(type) {
+	switch key.(type) {
 	case *rsa.PrivateKey:
 		if enc == EncodingPKCS1 {
-			return x509.MarshalPKCS1PrivateKey(k), "RSA PRIVATE KEY", nil
+			return "RSA PRIVATE KEY", nil
 		}
 	case *ecdsa.PrivateKey:
 		if enc == EncodingPKCS1 {
-			der, err := x509.MarshalECPrivateKey(k)
-			if err != nil {
-				return nil, "", fmt.Errorf("keys: encoding ECDSA key: %w", err)
-			}
-			return der, "EC PRIVATE KEY", nil
+			return "EC PRIVATE KEY", nil
 		}
 	case ed25519.PrivateKey:
 	case nil:
-		return nil, "", errors.New("keys: no private key to encode")
+		return "", errors.New("keys: no private key to encode")
 	default:
-		return nil, "", fmt.Errorf("keys: unsupported private key type %T", key)
+		return "", fmt.Errorf("keys: unsupported private key type %T", key)
+	}
+	return "PRIVATE KEY", nil
+}
+
+func marshalPrivateKey(key crypto.Signer, enc Encoding) (der []byte, pemType string, err error) {
+	pemType, err = privateKeyPEMType(key, enc)
+	if err != nil {
+		return nil, "", err
+	}
+	switch pemType {
+	case "RSA PRIVATE KEY":
+		return x509.MarshalPKCS1PrivateKey(key.(*rsa.PrivateKey)), pemType, nil
+	case "EC PRIVATE KEY":
+		der, err := x509.MarshalECPrivateKey(key.(*ecdsa.PrivateKey))
+		if err != nil {
+			return nil, "", fmt.Errorf("keys: encoding ECDSA key: %w", err)
+		}
+		return der, pemType, nil
 	}
 	der, err = x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {

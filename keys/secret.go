@@ -151,12 +151,7 @@ func SecretData(rand io.Reader, key crypto.Signer, chainPEM, caPEM []byte, out O
 		SecretCA:          bytes.Clone(caPEM),
 	}
 	if out.CombinedPEM {
-		combined := make([]byte, 0, len(keyPEM)+len(chainPEM)+1)
-		combined = append(combined, keyPEM...)
-		if len(combined) > 0 && combined[len(combined)-1] != '\n' {
-			combined = append(combined, '\n')
-		}
-		data[SecretCombinedPEM] = append(combined, chainPEM...)
+		data[SecretCombinedPEM] = combinedPEM(keyPEM, chainPEM)
 	}
 	if out.DER {
 		der, err := x509.MarshalPKCS8PrivateKey(key)
