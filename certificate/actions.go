@@ -48,18 +48,33 @@ type DeleteRequest struct {
 // data keys.SecretData(rand, key, Chain, CA, Output) gives, where key is
 // tls.key of the secret KeySecretName, and to merge Labels and Annotations
 // into the secret's metadata. The data replaces the secret's data whole.
+// The secret is owned by the certificate (OwnerUID).
+//
+// Two kinds of write share the action. After an issuance KeySecretName is
+// the next private key's secret and Chain and CA are the request's answer.
+// A repair of a secret that drifted (ReasonSecretRepair) rewrites the
+// secret from itself: KeySecretName is Name, and Chain and CA are the
+// secret's own tls.crt and ca.crt.
+//
+// ResourceVersion, when set, is the version of the secret the decision
+// read: the host writes only if the secret is still at that version (a
+// conflict ends the pass, and the next decision reads the newer secret), so
+// a decision made on a stale read never overwrites a newer secret. Empty
+// means the decision saw no secret: the host creates it, or updates
+// whatever is there.
 //
 // Ordering: before the UpdateStatus of the same result, which records the
 // new revision; a crash in between re-writes the same secret on the next
 // pass.
 type WriteSecret struct {
-	Name          string
-	OwnerUID      string
-	KeySecretName string
-	Chain, CA     []byte
-	Output        keys.OutputSpec
-	Labels        map[string]string
-	Annotations   map[string]string
+	Name            string
+	OwnerUID        string
+	KeySecretName   string
+	Chain, CA       []byte
+	Output          keys.OutputSpec
+	Labels          map[string]string
+	Annotations     map[string]string
+	ResourceVersion string
 }
 
 func (GenerateKey) isAction()   {}
@@ -77,4 +92,9 @@ func (a GenerateKey) String() string {
 func (a DeleteSecret) String() string  { return fmt.Sprintf("DeleteSecret{%s: %s}", a.Name, a.Reason) }
 func (a CreateRequest) String() string { return fmt.Sprintf("CreateRequest{%s}", a.Request.Name) }
 func (a DeleteRequest) String() string { return fmt.Sprintf("DeleteRequest{%s: %s}", a.Name, a.Reason) }
-func (a WriteSecret) String() string   { return fmt.Sprintf("WriteSecret{%s}", a.Name) }
+func (a WriteSecret) String() string {
+	if a.KeySecretName == a.Name {
+		return fmt.Sprintf("WriteSecret{%s, repair}", a.Name)
+	}
+	return fmt.Sprintf("WriteSecret{%s}", a.Name)
+}

@@ -1,12 +1,14 @@
-// Package certificate is the certificate controller of seed 000 as pure
-// decisions: each stage reads a [Snapshot] and `now` and returns a [Result]
-// — the actions to carry out, when to look again, and why. The stages talk
-// to each other only through the Certificate's [Status].
+// Package certificate is a certificate controller as pure decisions. The
+// controller is split into five stages that talk to each other only
+// through the Certificate's [Status]: each reads a [Snapshot] and `now` and
+// returns a [Result] — the actions to carry out, when to look again, and
+// why.
 //
 // The stages are [Trigger], [Keymanager], [Requestmanager], [Issuing] and
-// [Readiness]; [Reconcile] runs them in order on one snapshot, folding each
-// stage's status change in before the next, then prunes the revision
-// history, and returns one result with a single UpdateStatus last.
+// [Readiness]; [Reconcile] runs them in order on one snapshot, each with the
+// effects of the ones before it applied, and returns one result with a
+// single UpdateStatus last. Calling the stages one after another, with the
+// host carrying out each one's actions in between, gives exactly the same.
 //
 // The actions are a closed set: [UpdateStatus], [GenerateKey],
 // [DeleteSecret], [CreateRequest], [DeleteRequest] and [WriteSecret]. Each
@@ -43,24 +45,44 @@
 // writes nothing and looks again later, so two certificates never overwrite
 // one secret in turn.
 //
+// # Settled before acted on
+//
+// A request is used only while it still matches what the certificate asks
+// — everything it was made from, its key spec, and its CSR's key being the
+// next private key. One function answers that question for every stage: the
+// requestmanager replaces a request that does not match, and the issuing
+// stage leaves its answer alone, neither writing it nor counting it as a
+// failure.
+//
+// # The secret kept in line
+//
+// When the certificate in the secret is right but the secret around it is
+// not what the spec asks — secretTemplate labels and annotations,
+// certlife's annotations, tls.key's encoding, additional output formats,
+// keystores — the trigger and readiness say what drifted
+// (ReasonSecretDrifted) and the issuing stage rewrites the secret from the
+// key and chain it holds: one write, no new key, no new request.
+//
 // # The host loop
 //
 // A host, for each certificate key taken from its queue:
 //
 //  1. gathers a Snapshot in one place: the certificate, its target secret,
 //     its requests and next-private-key secrets, other certificates naming
-//     the same secret, the ARI window; nil for anything missing; optionally
-//     its caches: parses (Snapshot.Parsed, Snapshot.ParsedCSRs) keyed by
-//     resource version, and Compile(certificate) (Snapshot.Compiled) keyed
-//     by generation — with all three a healthy pass costs about a fifth of
-//     one x509.ParseCertificate;
+//     the same secret, the ARI window; nil for anything missing;
 //  2. calls the decision with now from its clock;
 //  3. carries out Result.Actions in order, stopping at the first error
 //     (a conflict on a stale write is an error: the next pass repairs it);
 //  4. requeues the key at Result.RequeueAt when it is set, and on any
-//     change to the resources in the snapshot;
-//  5. shows Result.Reason and Result.Message as the "why and when".
+//     change to the resources in the snapshot (its own writes included:
+//     watch events bring the next pass);
+//  5. shows Result.Stage, Reason and Message as the "why and when", and
+//     Result.IssuanceReason while a certificate is being issued.
 //
-// Decisions never read the clock, never draw randomness and never do I/O:
-// the same snapshot and time give the same result.
+// Decisions never read the clock, never draw randomness and never do I/O,
+// and keep nothing between calls: the same snapshot and time give the same
+// result, parsed from the snapshot's bytes each time. A healthy decision
+// costs microseconds (about five x509.ParseCertificate calls); a secret
+// with keystores costs milliseconds, since each keystore is opened with its
+// password to check it.
 package certificate

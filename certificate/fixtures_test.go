@@ -104,11 +104,14 @@ func (f *fixture) healthy(issuedAt time.Time) (*Snapshot, crypto.Signer) {
 	rev := 1
 	c.Status.Revision = &rev
 	c.Status.Conditions = []Condition{{Type: ConditionReady, Status: StatusTrue, Reason: "Ready", LastTransitionTime: issuedAt}}
+	leaf, err := firstCertificate(chain)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	labels, annotations := secretMetadata(c, leaf)
 	secret := &Secret{
-		ObjectMeta: ObjectMeta{Name: "web-tls", Namespace: "default", Annotations: map[string]string{
-			AnnotationCertificateName: "web", AnnotationIssuerName: "ca", AnnotationIssuerKind: "Issuer", AnnotationIssuerGroup: "cert-manager.io",
-		}},
-		Data: map[string][]byte{keys.SecretCertificate: chain, keys.SecretPrivateKey: keyPEM, keys.SecretCA: f.caPEM},
+		ObjectMeta: ObjectMeta{Name: "web-tls", Namespace: "default", ResourceVersion: "7", Labels: labels, Annotations: annotations},
+		Data:       map[string][]byte{keys.SecretCertificate: chain, keys.SecretPrivateKey: keyPEM, keys.SecretCA: f.caPEM},
 	}
 	req := f.request(c, 1, key)
 	req.Status.Certificate, req.Status.CA = chain, f.caPEM
@@ -119,8 +122,7 @@ func (f *fixture) healthy(issuedAt time.Time) (*Snapshot, crypto.Signer) {
 func (f *fixture) request(c *Certificate, revision int, key crypto.Signer) *CertificateRequest {
 	return &CertificateRequest{
 		ObjectMeta: ObjectMeta{Name: RequestName(c.Name, revision), Namespace: c.Namespace, OwnerUID: c.UID,
-			Annotations: map[string]string{AnnotationRevision: strconv.Itoa(revision), AnnotationCertificateName: c.Name,
-				AnnotationSpecFingerprint: specFingerprint(&c.Spec)}},
+			Annotations: map[string]string{AnnotationRevision: strconv.Itoa(revision), AnnotationCertificateName: c.Name}},
 		Spec: RequestSpec{Request: f.csr(key, c.Spec.Template()), IssuerRef: c.Spec.IssuerRef, Duration: c.Spec.Duration, IsCA: c.Spec.IsCA, Usages: c.Spec.Usages},
 	}
 }

@@ -1,8 +1,6 @@
 package certificate
 
 import (
-	"crypto"
-	"crypto/x509"
 	"strconv"
 	"testing"
 	"time"
@@ -14,9 +12,10 @@ import (
 // FuzzReconcile feeds Reconcile snapshots whose secret bytes, CSR bytes,
 // spec fields, statuses and times come from the fuzzer, around a valid
 // healthy certificate. Invariants: no panic; the same input gives the same
-// result; a secret is never written with a key that does not match its
-// certificate; at most one request is created, and only while Issuing is
-// True; no issuance starts before the backoff allows.
+// result; Reconcile gives what the stages run in turn give; a secret is
+// never written with a key that does not match its certificate; at most one
+// request is created, and only while Issuing is True; no issuance starts
+// before the backoff allows; deadlines arrive (checkLiveness).
 func FuzzReconcile(f *testing.F) {
 	fx := newFixture(f)
 	base, _ := fx.healthy(t0.Add(-10 * 24 * time.Hour))
@@ -72,32 +71,8 @@ func FuzzReconcile(f *testing.F) {
 		if diff := cmp.Diff(before.Certificate, s.Certificate); diff != "" {
 			t.Fatalf("Reconcile changed the snapshot it was given:\n%s", diff)
 		}
-		// The host's parse cache and the spec fingerprint are shortcuts:
-		// with them, without them, the answer is the same.
-		cached := *s
-		if cached.Secret != nil {
-			cached.Parsed, _ = keys.ParseSecretData(cached.Secret.Data)
-		}
-		if req, err := keys.ParseCSR(s.Requests[0].Spec.Request); err == nil {
-			cached.ParsedCSRs = map[string]*x509.CertificateRequest{s.Requests[0].Name: req}
-		}
-		for _, sec := range s.NextPrivateKeySecrets {
-			if k, err := keys.DecodePrivateKey(sec.Data[keys.SecretPrivateKey]); err == nil {
-				cached.ParsedKeys = map[string]crypto.Signer{sec.Name: k}
-			}
-		}
-		if diff := cmp.Diff(res, Reconcile(&cached, now, Config{})); diff != "" {
-			t.Fatalf("the host cache changes the result:\n%s", diff)
-		}
-		cached.Compiled = Compile(s.Certificate)
-		if diff := cmp.Diff(res, Reconcile(&cached, now, Config{})); diff != "" {
-			t.Fatalf("the compiled spec changes the result:\n%s", diff)
-		}
-		plain := cloneSnapshot(s)
-		delete(plain.Requests[0].Annotations, AnnotationSpecFingerprint)
-		if diff := cmp.Diff(res, Reconcile(plain, now, Config{})); diff != "" {
-			t.Fatalf("the spec fingerprint changes the result:\n%s", diff)
-		}
+		checkEqualsStages(t, s, now, Config{}, res)
+		checkLiveness(t, s, now, Config{})
 		final := c.Status
 		creates := 0
 		for _, a := range res.Actions {
@@ -124,7 +99,7 @@ func FuzzReconcile(f *testing.F) {
 		// issuance was already under way (a manual trigger).
 		if issuing(c) == nil && c.Status.LastFailureTime != nil && issuing(&Certificate{Status: final}) != nil {
 			b := Config{}.Backoff.Decide(backoffInput(c), now)
-			if b.Wait && !nextRequestMismatchesSpec(newView(s)) {
+			if b.Wait && !failedRequestMismatchesSpec(newPass(s)) {
 				t.Fatalf("issuance started at %v before the backoff allows (%v)", now, b.NextAttempt)
 			}
 		}

@@ -1,13 +1,11 @@
 package certificate
 
 import (
+	"strings"
 	"time"
 
 	"github.com/certlife/certlife/renewal"
 )
-
-// ReasonReady is the Ready condition's reason when every check passes.
-const ReasonReady = "Ready"
 
 // renewalConditionTypes are the condition types the renewal package owns
 // on a certificate; readiness sets the ones a decision lists and removes the
@@ -17,50 +15,64 @@ var renewalConditionTypes = []string{
 	renewal.ConditionRenewalConfigInvalid, renewal.ConditionRenewalWindowsIgnored,
 }
 
-// Readiness is the readiness stage: it sets the Ready condition (False with
-// the first failing trigger check's reason, or Expired; True otherwise), the
-// validity and renewal time in status, and the renewal conditions and status
-// of seed 004. It returns an UpdateStatus only when the status changes, so
-// a healthy certificate causes no writes, and asks to look again at
-// notAfter, when Ready must turn into Expired.
+// Readiness is the readiness stage: it sets the Ready condition — False
+// with InvalidSpec and the field errors for an invalid spec, with the
+// first failing trigger check's reason, with Expired, or with SecretDrifted
+// and what drifted; True otherwise — the validity and renewal time in
+// status, and the renewal conditions and status. It returns an
+// UpdateStatus only when the status changes, so a healthy certificate
+// causes no writes, and asks to look again at notAfter, when Ready must
+// turn into Expired.
 func Readiness(s *Snapshot, now time.Time, cfg Config) Result {
-	if s == nil || s.Certificate == nil {
-		return Result{Reason: ReasonNoCertificate, Message: "the snapshot holds no certificate"}
+	if res, ok := checkInput(s, now, StageReadiness); !ok {
+		return res
 	}
-	c := s.Certificate
-	if o := owner(s); o != c {
+	p := newPass(s)
+	return finish(p, readiness(p, now, cfg))
+}
+
+func readiness(p *pass, now time.Time, cfg Config) Result {
+	c := p.cert
+	res := Result{Stage: StageReadiness}
+	notReady := func(reason, msg string) Result {
 		st := cloneStatus(c.Status)
-		msg := "secret " + c.Spec.SecretName + " belongs to certificate " + o.Name + "; give this certificate its own secretName"
-		st.Conditions = setCondition(st.Conditions, Condition{Type: ConditionReady, Status: StatusFalse, Reason: ReasonSecretInUse, Message: msg}, now, c.Generation)
-		res := Result{Reason: ReasonSecretInUse, Message: msg}
+		st.Conditions = setCondition(st.Conditions, Condition{Type: ConditionReady, Status: StatusFalse, Reason: reason, Message: msg}, now, c.Generation)
+		res.Reason, res.Message = reason, msg
 		if !statusEqual(st, c.Status) {
 			res.Actions = []Action{UpdateStatus{Status: st}}
 		}
 		return res
 	}
-	v := newView(s)
-	if until, msg, hold := secretNotCaughtUp(v, now, cfg); hold {
+	if p.specErr != nil {
+		return notReady(ReasonInvalidSpec, "the spec is invalid: "+p.specErr.Error())
+	}
+	if o := owner(p); o != c {
+		return notReady(ReasonSecretInUse, "secret "+c.Spec.SecretName+" belongs to certificate "+o.Name+"; give this certificate its own secretName")
+	}
+	if until, msg, hold := secretNotCaughtUp(p, now, cfg); hold {
 		// Judge the secret once the cache shows it; until then leave the
 		// status as it is.
-		return Result{Reason: ReasonSecretNotCaughtUp, Message: msg, RequeueAt: until}
+		res.Reason, res.Message, res.RequeueAt = ReasonSecretNotCaughtUp, msg, until
+		return res
 	}
-	reason, message := runChain(v, now, cfg)
-	var res Result
+	reason, message := runChain(p)
 	var (
 		leaf        = false
 		nb, na, rt  time.Time
 		rs          renewal.Status
-		renewalOK   bool
 		renewalCond []renewal.Condition
 	)
-	if p := v.secret(); p != nil && p.Leaf != nil {
+	if l := p.leaf(); l != nil {
 		leaf = true
-		nb, na = p.Leaf.NotBefore, p.Leaf.NotAfter
-		if d, _, ok := decideRenewal(v, now, cfg); ok {
-			renewalOK, rt, rs, renewalCond = true, d.RenewalTime, d.Status, d.Conditions
-		}
-		if reason == "" && !now.Before(na) {
+		nb, na = l.NotBefore, l.NotAfter
+		d, _ := renewalDecision(p, now, cfg)
+		res.Renewal = &d
+		rt, rs, renewalCond = d.RenewalTime, d.Status, d.Conditions
+		switch {
+		case reason == "" && !now.Before(na):
 			reason, message = ReasonExpired, "the certificate expired at "+stamp(na)
+		case reason == "" && len(p.drift) > 0:
+			reason, message = ReasonSecretDrifted, "secret "+p.secret.Name+" drifted: "+strings.Join(p.drift, "; ")
 		}
 		if now.Before(na) {
 			res.RequeueAt = na
@@ -72,33 +84,11 @@ func Readiness(s *Snapshot, now time.Time, cfg Config) Result {
 	}
 	res.Reason, res.Message = ready.Reason, ready.Message
 
-	// The common case, a healthy certificate seen again, changes nothing:
-	// find that out without building a new status.
-	old := &c.Status
-	same := conditionHolds(old.Conditions, ready, c.Generation)
-	if leaf {
-		same = same && timePtrIs(old.NotBefore, nb) && timePtrIs(old.NotAfter, na)
-		if renewalOK {
-			same = same && timePtrIs(old.RenewalTime, rt) && renewalStatusEqual(old.Renewal, &rs) &&
-				renewalConditionsHold(old.Conditions, renewalCond, c.Generation)
-		}
-	} else {
-		same = same && old.NotBefore == nil && old.NotAfter == nil && old.RenewalTime == nil
-	}
-	if same {
-		return res
-	}
-
 	st := cloneStatus(c.Status)
 	if leaf {
-		// Fresh copies, so the locals above stay off the heap.
-		nb, na := nb, na
 		st.NotBefore, st.NotAfter = &nb, &na
-		if renewalOK {
-			rt, rs := rt, rs
-			st.RenewalTime, st.Renewal = &rt, &rs
-			st.Conditions = setRenewalConditions(st.Conditions, renewalCond, now, c.Generation)
-		}
+		st.RenewalTime, st.Renewal = &rt, &rs
+		st.Conditions = setRenewalConditions(st.Conditions, renewalCond, now, c.Generation)
 	} else {
 		st.NotBefore, st.NotAfter, st.RenewalTime = nil, nil, nil
 	}
@@ -108,42 +98,6 @@ func Readiness(s *Snapshot, now time.Time, cfg Config) Result {
 	}
 	return res
 }
-
-// conditionHolds reports whether setting c on conds would change nothing.
-func conditionHolds(conds []Condition, c Condition, gen int64) bool {
-	for i := range conds {
-		if o := &conds[i]; o.Type == c.Type {
-			return o.Status == c.Status && o.Reason == c.Reason && o.Message == c.Message && o.ObservedGeneration == gen
-		}
-	}
-	return false
-}
-
-// renewalConditionsHold reports whether setRenewalConditions would change
-// nothing: every wanted condition holds and no other renewal condition is
-// set.
-func renewalConditionsHold(conds []Condition, want []renewal.Condition, gen int64) bool {
-	for _, w := range want {
-		if !conditionHolds(conds, Condition{Type: w.Type, Status: w.Status, Reason: w.Reason, Message: w.Message}, gen) {
-			return false
-		}
-	}
-	for i := range conds {
-		if !isRenewalCondition(conds[i].Type) {
-			continue
-		}
-		listed := false
-		for _, w := range want {
-			listed = listed || w.Type == conds[i].Type
-		}
-		if !listed {
-			return false
-		}
-	}
-	return true
-}
-
-func timePtrIs(p *time.Time, t time.Time) bool { return p != nil && p.Equal(t) }
 
 // setRenewalConditions sets the renewal conditions a decision lists and
 // removes the other renewal condition types.
@@ -172,8 +126,7 @@ func isRenewalCondition(t string) bool {
 	return false
 }
 
-// statusEqual compares two statuses field by field (reflect.DeepEqual was a
-// fifth of a cached Reconcile).
+// statusEqual compares two statuses field by field.
 func statusEqual(a, b Status) bool {
 	if len(a.Conditions) != len(b.Conditions) ||
 		!intPtrEqual(a.Revision, b.Revision) || a.NextPrivateKeySecretName != b.NextPrivateKeySecretName ||

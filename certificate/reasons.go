@@ -1,8 +1,13 @@
 package certificate
 
-// Reasons a trigger check gives for issuing, in the order the chain
-// evaluates them. Each is a stable string for a condition reason or a metric
-// label; the message that goes with it says what was found.
+// Every reason a decision gives, in one place. Each is a stable string for a
+// condition's reason, an event, a log field or a metric label; the message
+// that goes with it says what was found, and when something happens next.
+
+// Why a certificate is (re)issued: the trigger's checks, in the order the
+// chain runs them, then renewal. The reason is recorded on the Issuing
+// condition and in Result.IssuanceReason for as long as the issuance runs,
+// and is Ready's reason while the secret shows the problem.
 const (
 	// ReasonDoesNotExist: the target secret does not exist.
 	ReasonDoesNotExist = "DoesNotExist"
@@ -15,8 +20,7 @@ const (
 	// issuer than spec.issuerRef.
 	ReasonIncorrectIssuer = "IncorrectIssuer"
 	// ReasonSecretOwnedByOther: the secret's certificate-name annotation
-	// names another certificate. The trigger does not issue over it; see
-	// ReasonSecretInUse.
+	// names another certificate, which no longer claims the secret.
 	ReasonSecretOwnedByOther = "SecretOwnedByOtherCertificate"
 	// ReasonKeyMismatchesSpec: the key in the secret does not meet
 	// spec.privateKey.
@@ -25,38 +29,130 @@ const (
 	// the request that issued the current revision.
 	ReasonKeyMismatchesRequest = "SecretKeyMismatchesRequest"
 	// ReasonRequestChanged: the request of the current revision no longer
-	// matches the spec (names, subject, usages, isCA, issuer, duration).
+	// matches the spec (names, subject, usages, isCA, issuer, duration, key
+	// spec).
 	ReasonRequestChanged = "RequestChanged"
 	// ReasonCertificateChanged: with no request of the current revision,
 	// the issued certificate's names no longer match the spec.
 	ReasonCertificateChanged = "CertificateChanged"
-	// ReasonRenewing: the renewal package says renewal is due.
+	// ReasonRenewing: renewal is due (renewal time, ARI window, renewal
+	// windows and their fail-safe).
 	ReasonRenewing = "Renewing"
-	// ReasonExpired: the certificate's notAfter has passed (readiness).
-	ReasonExpired = "Expired"
+	// ReasonManualTrigger: Issuing was set to True by hand; the trigger,
+	// backoff included, stands aside.
+	ReasonManualTrigger = "ManualTrigger"
 )
 
-// Reasons of a stage's result when it does not issue.
+// What the trigger and readiness say when nothing is issued.
 const (
-	// ReasonUpToDate: every check passed; the result says when to look
-	// again.
+	// ReasonUpToDate: every check passed and renewal is not due; the
+	// message says when renewal is due.
 	ReasonUpToDate = "UpToDate"
+	// ReasonReady: Ready's reason when every check passes.
+	ReasonReady = "Ready"
+	// ReasonExpired: the certificate's notAfter has passed (readiness).
+	ReasonExpired = "Expired"
 	// ReasonIssuingInProgress: Issuing is True; the trigger waits.
 	ReasonIssuingInProgress = "IssuingInProgress"
-	// ReasonBackoff: issuance is needed but a recent failure holds it back.
+	// ReasonBackoff: issuance is needed but a recent failure holds it back;
+	// the message says until when.
 	ReasonBackoff = "Backoff"
-	// ReasonNoCertificate: the snapshot holds no certificate.
-	ReasonNoCertificate = "NoCertificate"
-	// ReasonInvalidSpec: the spec is invalid; nothing is issued until it is
-	// corrected.
-	ReasonInvalidSpec = "InvalidSpec"
-	// ReasonSecretInUse: another certificate owns the target secret.
+	// ReasonSecretInUse: another certificate owns the target secret; this
+	// one writes nothing to it.
 	ReasonSecretInUse = "SecretInUse"
-	// ReasonManualTrigger: Issuing was set by hand (a manual trigger).
-	ReasonManualTrigger = "ManualTrigger"
 	// ReasonSecretNotCaughtUp: the status records an issuance whose
-	// certificate the secret does not show yet; within Config.CacheGrace of
-	// the request that is a read cache behind its writes, and the trigger
-	// waits instead of issuing again.
+	// certificate the secret does not show yet. Within Config.CacheGrace of
+	// the request that is a read cache behind its writes, and the stages
+	// wait instead of issuing again.
 	ReasonSecretNotCaughtUp = "SecretNotCaughtUp"
+	// ReasonSecretDrifted: the certificate in the secret is right, but the
+	// secret is not what the spec asks around it (secretTemplate labels
+	// and annotations, certlife's annotations, tls.key's encoding,
+	// additional output formats, keystores). The issuing stage rewrites it
+	// from the key and chain it holds: no new key, no new request.
+	ReasonSecretDrifted = "SecretDrifted"
+	// ReasonInvalidSpec: the spec is invalid; nothing is issued until it is
+	// corrected. The message holds every field error.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonNoCertificate: the snapshot holds no certificate
+	// (Result.Err says so too).
+	ReasonNoCertificate = "NoCertificate"
+	// ReasonInvalidInput: the snapshot or the time cannot be decided on —
+	// a certificate without a name or UID, a zero now. Result.Err names the
+	// field; there are no actions.
+	ReasonInvalidInput = "InvalidInput"
+)
+
+// The keymanager's reasons.
+const (
+	// ReasonNotIssuing: not issuing; stages that only act during an
+	// issuance stand aside (the keymanager deletes next private keys).
+	ReasonNotIssuing = "NotIssuing"
+	// ReasonWaitingForKey: the next private key is being created or is not
+	// readable yet.
+	ReasonWaitingForKey = "WaitingForKey"
+	// ReasonKeyReady: the next private key exists and meets the spec.
+	ReasonKeyReady = "KeyReady"
+)
+
+// The requestmanager's reasons.
+const (
+	// ReasonRequestCreated: the request for the next revision is created.
+	ReasonRequestCreated = "RequestCreated"
+	// ReasonRequestPending: the request for the next revision exists and
+	// the issuer has not answered it (or an outdated one is being
+	// replaced).
+	ReasonRequestPending = "RequestPending"
+	// ReasonRevisionHistory: requests of revisions beyond
+	// spec.revisionHistoryLimit are deleted.
+	ReasonRevisionHistory = "RevisionHistory"
+)
+
+// The issuing stage's reasons.
+const (
+	// ReasonIssued: the issued certificate is written into the secret and
+	// the new revision recorded.
+	ReasonIssued = "Issued"
+	// ReasonRequestOutdated: the request of the next revision was answered,
+	// but it no longer matches the spec or its CSR is not for the next
+	// private key. The answer is not used — neither written nor counted as
+	// a failure — and the requestmanager replaces the request.
+	ReasonRequestOutdated = "RequestOutdated"
+	// ReasonRevisionAdopted: the secret holds the certificate of a request
+	// whose revision the status does not record (a host stopped between
+	// writing the secret and writing the status); the revision is recorded.
+	ReasonRevisionAdopted = "RevisionAdopted"
+	// ReasonSecretRepair: the secret drifted (see ReasonSecretDrifted) and
+	// is rewritten from the key and chain it holds.
+	ReasonSecretRepair = "SecretRepair"
+	// ReasonRotationBlocked: rotation policy Never, but the key in the
+	// secret cannot be reused.
+	ReasonRotationBlocked = "RotationNeverKeyMismatch"
+)
+
+// Why an issuance failed: the Issuing=False condition's reason and the
+// issuing stage's, recorded with lastFailureTime so the backoff applies.
+// The first three are the issuer's own answer on the request; the others
+// are a certificate the issuer returned that cannot be used.
+const (
+	// ReasonDenied: the request was denied (its Denied condition).
+	ReasonDenied = "Denied"
+	// ReasonInvalidRequest: the issuer found the request invalid (its
+	// InvalidRequest condition).
+	ReasonInvalidRequest = "InvalidRequest"
+	// ReasonIssuanceFailed: the issuer failed the request (Ready=False,
+	// reason Failed).
+	ReasonIssuanceFailed = "Failed"
+	// ReasonIssuedUndecodable: the issuer returned a chain, or a CA, that
+	// cannot be decoded.
+	ReasonIssuedUndecodable = "IssuedUndecodable"
+	// ReasonIssuedWrongKey: the issuer returned a certificate for another
+	// key than the request's.
+	ReasonIssuedWrongKey = "IssuedWrongKey"
+	// ReasonIssuedExpired: the issuer returned a certificate that has
+	// already expired.
+	ReasonIssuedExpired = "IssuedExpired"
+	// ReasonIssuedOtherNames: the issuer returned a certificate for other
+	// names than the spec's.
+	ReasonIssuedOtherNames = "IssuedOtherNames"
 )

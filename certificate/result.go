@@ -83,6 +83,21 @@ func (a UpdateStatus) String() string {
 	return s + "}"
 }
 
+// Stage names a stage of the certificate controller.
+type Stage string
+
+// The stages, in the order Reconcile runs them.
+const (
+	StageTrigger        Stage = "trigger"
+	StageKeymanager     Stage = "keymanager"
+	StageRequestmanager Stage = "requestmanager"
+	StageIssuing        Stage = "issuing"
+	StageReadiness      Stage = "readiness"
+)
+
+// Stages lists the stages in the order Reconcile runs them.
+var Stages = []Stage{StageTrigger, StageKeymanager, StageRequestmanager, StageIssuing, StageReadiness}
+
 // Result is a decision: the actions to carry out in order, when to look
 // again, and why.
 type Result struct {
@@ -91,10 +106,37 @@ type Result struct {
 	// RequeueAt is when to run the decision again even if nothing changes;
 	// zero means only on a change.
 	RequeueAt time.Time
+	// Stage is the stage that Reason and Message come from: for a stage
+	// called alone, that stage; for Reconcile, the last of keymanager,
+	// requestmanager and issuing that acted, else the trigger.
+	Stage Stage
 	// Reason is a constant from reasons.go; Message says why and when.
 	Reason, Message string
-	// Renewal is the renewal decision the trigger consulted, when it did.
+	// IssuanceReason and IssuanceMessage say why the certificate is being
+	// (re)issued — the Issuing condition's reason and message once the
+	// decision's status is written (the trigger's check, such as
+	// DoesNotExist, Renewing or RequestChanged, or ManualTrigger) — and are
+	// empty when it is not issuing.
+	IssuanceReason, IssuanceMessage string
+	// Steps is, for Reconcile, what each stage said in the order they ran;
+	// nil for a stage called alone.
+	Steps []Step
+	// Renewal is the renewal decision the last stage that consulted it
+	// used, when one did.
 	Renewal *renewal.Decision
+	// Err is set when the snapshot or the time cannot be decided on (see
+	// ErrInvalidInput); the result then has no actions and no requeue.
+	Err error
+}
+
+// Step is what one stage said during Reconcile.
+type Step struct {
+	Stage           Stage
+	Reason, Message string
+	// Acted is true when the stage asked for any action, a status change
+	// included.
+	Acted     bool
+	RequeueAt time.Time
 }
 
 // setCondition returns conds with c set: the transition time is kept when

@@ -15,14 +15,19 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden scenario files under testdata/scenarios")
 
 // describe renders one Reconcile pass deterministically: time since t0,
-// certificate, reason, actions, and the message.
+// certificate, the stage and reason of the headline, actions, the message,
+// and why the certificate is being issued while it is.
 func describe(now time.Time, c *Certificate, res Result) string {
 	acts := make([]string, len(res.Actions))
 	for i, a := range res.Actions {
 		acts[i] = a.String()
 	}
-	line := fmt.Sprintf("%-10s %-5s %-22s %s", "+"+now.Sub(t0).String(), c.Name, res.Reason, strings.Join(acts, " "))
-	return strings.TrimRight(line, " ") + "\n" + strings.Repeat(" ", 11) + "why: " + res.Message + "\n"
+	line := fmt.Sprintf("%-10s %-5s %-14s %-22s %s", "+"+now.Sub(t0).String(), c.Name, res.Stage, res.Reason, strings.Join(acts, " "))
+	out := strings.TrimRight(line, " ") + "\n" + strings.Repeat(" ", 11) + "why: " + res.Message + "\n"
+	if res.IssuanceReason != "" {
+		out += strings.Repeat(" ", 11) + "issuing: " + res.IssuanceReason + "\n"
+	}
+	return out
 }
 
 // scenarioHost wraps the test host with a trace in describe's form.

@@ -1,9 +1,11 @@
 package certificate
 
 import (
-	"bytes"
 	"crypto"
 	"crypto/x509"
+	"errors"
+	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -12,10 +14,12 @@ import (
 )
 
 // Snapshot is everything a decision reads about one certificate, gathered
-// by the host in one place. Nil means missing. The decision never changes
-// it.
+// by the host in one place. Nil means missing. A decision never changes it
+// and keeps nothing of it: every call parses what it needs from the bytes
+// given.
 type Snapshot struct {
-	// Certificate is the resource being reconciled.
+	// Certificate is the resource being reconciled. It must have a name
+	// and a UID (every object a decision creates is owned by it).
 	Certificate *Certificate
 	// Secret is spec.secretName; nil when it does not exist.
 	Secret *Secret
@@ -29,123 +33,115 @@ type Snapshot struct {
 	OtherOwners []*Certificate
 	// ARI is the CA's suggested renewal window for the current certificate.
 	ARI *renewal.ARIWindow
-
-	// Parsed is an optional host cache: the parse of Secret.Data, valid
-	// only for this Secret (the host keys it by resource version or
-	// keys.DataHash). Nil means parse here.
-	Parsed *keys.ParsedSecret
-	// ParsedCSRs is an optional host cache of parsed requests by request
-	// name, valid for the Requests passed.
-	ParsedCSRs map[string]*x509.CertificateRequest
-	// ParsedKeys is an optional host cache of decoded next private keys by
-	// secret name, valid for the NextPrivateKeySecrets passed.
-	ParsedKeys map[string]crypto.Signer
-	// Compiled is an optional host cache: Compile(Certificate), kept while
-	// the certificate's generation is unchanged. Ignored when its
-	// generation is not the certificate's.
-	Compiled *Compiled
-
-	// memo lets Reconcile's stages share the check chain's outcome and the
-	// renewal decision: both depend only on the snapshot's resources and
-	// now, which no stage before readiness changes unless it writes the
-	// secret (and then readiness does not run).
-	memo *memo
 }
 
-type memo struct {
-	chainDone       bool
-	reason, message string
-	renewalDone     bool
-	renewal         renewal.Decision
-	csrs            map[string]*x509.CertificateRequest
-	// The requests' revisions, read once (the first len(revBuf)).
-	revsDone bool
-	revBuf   [4]int
-	// secretNotCaughtUp's answer for the certificate (status) it was
-	// computed on, shared by trigger and readiness.
-	caughtUpFor   *Certificate
-	caughtUpHold  bool
-	caughtUpUntil time.Time
-	caughtUpMsg   string
-	// The next private key, decoded once per Reconcile.
-	keyName   string
-	keySecret *Secret
-	key       crypto.Signer
-	keyErr    error
-	// view is shared by the stages while the certificate pointer is the
-	// same (Reconcile makes a new one for every status change).
-	view view
+// ErrInvalidInput is wrapped by the error of a result whose snapshot or
+// time cannot be decided on.
+var ErrInvalidInput = errors.New("certificate: invalid input")
+
+// InputError names what is wrong with a decision's input, at a path such
+// as "certificate.metadata.uid".
+type InputError struct {
+	Path    string
+	Message string
 }
 
-// view is a snapshot with every input parsed at most once per decision.
-type view struct {
-	s    *Snapshot
-	cert *Certificate
+func (e *InputError) Error() string { return "certificate: " + e.Path + ": " + e.Message }
 
-	parsed     *keys.ParsedSecret
-	parsedDone bool
+// Unwrap lets errors.Is(err, ErrInvalidInput) match.
+func (e *InputError) Unwrap() error { return ErrInvalidInput }
 
-	current     *CertificateRequest // revision == status.revision
-	currentCSR  *x509.CertificateRequest
-	currentErr  error
-	currentDone bool
-	// currentFound: v.current is set (the CSR may not be parsed yet).
-	currentFound bool
-}
-
-// newView returns the snapshot's view: inside Reconcile the one in the
-// memo, kept while the certificate (and so its status) is the same, and
-// carrying the secret's parse across status changes.
-func newView(s *Snapshot) *view {
-	m := s.memo
-	if m == nil {
-		return &view{s: s, cert: s.Certificate}
-	}
-	if m.view.s != s || m.view.cert != s.Certificate {
-		parsed, done := m.view.parsed, m.view.parsedDone && m.view.s == s
-		m.view = view{s: s, cert: s.Certificate}
-		if done {
-			m.view.parsed, m.view.parsedDone = parsed, true
-		}
-	}
-	return &m.view
-}
-
-// secret returns the parsed secret, parsing it on first use.
-func (v *view) secret() *keys.ParsedSecret {
-	if v.parsedDone {
-		return v.parsed
-	}
-	v.parsedDone = true
+// checkInput returns the result for input no stage can decide on, or ok.
+func checkInput(s *Snapshot, now time.Time, stage Stage) (Result, bool) {
+	var err *InputError
+	reason := ReasonInvalidInput
 	switch {
-	case v.s.Secret == nil:
-	case v.s.Parsed != nil:
-		v.parsed = v.s.Parsed
+	case s == nil || s.Certificate == nil:
+		reason, err = ReasonNoCertificate, &InputError{Path: "certificate", Message: "the snapshot holds no certificate"}
+	case s.Certificate.Name == "":
+		err = &InputError{Path: "certificate.metadata.name", Message: "is empty: requests and keys are named after it"}
+	case s.Certificate.UID == "":
+		err = &InputError{Path: "certificate.metadata.uid", Message: "is empty: everything a decision creates is owned by it"}
+	case now.IsZero():
+		err = &InputError{Path: "now", Message: "is the zero time: pass the host clock's time"}
 	default:
-		v.parsed, _ = keys.ParseSecretData(v.s.Secret.Data)
+		return Result{}, true
 	}
-	return v.parsed
+	return Result{Stage: stage, Reason: reason, Message: err.Error(), Err: err}, false
 }
 
-// revisionIn is revisionOf for the i-th request of the snapshot, read once
-// per Reconcile (every stage asks).
-func (s *Snapshot) revisionIn(i int) (int, bool) {
-	m := s.memo
-	if m == nil || i >= len(m.revBuf) {
-		return revisionOf(s.Requests[i])
+// pass is one decision's reading of a snapshot: every input parsed once,
+// at the top of the decision, into plain values. A stage called alone
+// reads its own pass; Reconcile reads one for all five stages and applies
+// each stage's effects to it before the next (a new status, a secret
+// written, requests and keys deleted), recomputing what they change.
+type pass struct {
+	cert   *Certificate
+	others []*Certificate
+	ari    *renewal.ARIWindow
+
+	// secret is the target secret, nil when missing; parsed is its data's
+	// parse (nil when secret is nil).
+	secret *Secret
+	parsed *keys.ParsedSecret
+	// drift lists how the secret differs from what the spec asks around
+	// its certificate (secretDrift); nil when it does not, or when there
+	// is no usable key pair or valid spec to judge it by.
+	drift []string
+
+	requests []request
+	nextKeys []nextKey
+
+	// specErr is Validate(spec); schedule is the spec's renewal windows
+	// compiled (nil for none, or when they are invalid).
+	specErr  error
+	schedule *renewal.Schedule
+}
+
+// request is a CertificateRequest with what the stages read of it parsed.
+type request struct {
+	*CertificateRequest
+	// revision is the revision annotation; 0 when missing or invalid.
+	revision int
+	csr      *x509.CertificateRequest
+	csrErr   error
+}
+
+// nextKey is a next-private-key secret and its decoded key.
+type nextKey struct {
+	secret *Secret
+	key    crypto.Signer
+	err    error
+}
+
+func newPass(s *Snapshot) *pass {
+	c := s.Certificate
+	p := &pass{cert: c, others: s.OtherOwners, ari: s.ARI, secret: s.Secret}
+	p.specErr = Validate(&c.Spec)
+	if r := c.Spec.Renewal; r != nil && len(r.Windows) > 0 {
+		p.schedule, _ = renewal.Compile(r.Windows)
 	}
-	if !m.revsDone {
-		m.revsDone = true
-		for j := 0; j < len(s.Requests) && j < len(m.revBuf); j++ {
-			n, ok := revisionOf(s.Requests[j])
-			if !ok {
-				n = -1
-			}
-			m.revBuf[j] = n
+	if s.Secret != nil {
+		p.parsed, _ = keys.ParseSecretData(s.Secret.Data)
+	}
+	p.drift = secretDrift(p)
+	for _, r := range s.Requests {
+		if r == nil {
+			continue
 		}
+		rq := request{CertificateRequest: r}
+		rq.revision, _ = revisionOf(r)
+		rq.csr, rq.csrErr = keys.DecodeCSR(r.Spec.Request)
+		p.requests = append(p.requests, rq)
 	}
-	n := m.revBuf[i]
-	return n, n > 0
+	for _, sec := range s.NextPrivateKeySecrets {
+		if sec == nil {
+			continue
+		}
+		k, err := keys.DecodePrivateKey(sec.Data[keys.SecretPrivateKey])
+		p.nextKeys = append(p.nextKeys, nextKey{secret: sec, key: k, err: err})
+	}
+	return p
 }
 
 // revisionOf reads a request's revision annotation; ok is false when it is
@@ -162,71 +158,120 @@ func revisionOf(r *CertificateRequest) (int, bool) {
 }
 
 // requestFor returns the request of the given revision, or nil.
-func (v *view) requestFor(revision int) *CertificateRequest {
-	for i, r := range v.s.Requests {
-		if n, ok := v.s.revisionIn(i); ok && n == revision {
-			return r
+func (p *pass) requestFor(revision int) *request {
+	for i := range p.requests {
+		if p.requests[i].revision == revision {
+			return &p.requests[i]
 		}
 	}
 	return nil
 }
 
-// csrOf parses a request's CSR, from the host cache when it has it.
-func (v *view) csrOf(r *CertificateRequest) (*x509.CertificateRequest, error) {
-	if c, ok := v.s.ParsedCSRs[r.Name]; ok && c != nil {
-		return c, nil
+// current returns the request that issued status.revision, or nil.
+func (p *pass) current() *request {
+	if rev := p.cert.Status.Revision; rev != nil && *rev > 0 {
+		return p.requestFor(*rev)
 	}
-	m := v.s.memo
-	if m != nil {
-		if c, ok := m.csrs[r.Name]; ok {
-			return c, nil
-		}
-	}
-	c, err := keys.DecodeCSR(r.Spec.Request)
-	if err == nil && m != nil {
-		if m.csrs == nil {
-			m.csrs = map[string]*x509.CertificateRequest{}
-		}
-		m.csrs[r.Name] = c
-	}
-	return c, err
+	return nil
 }
 
-// csrKeyMatchesLeaf reports whether a request's CSR carries the same
-// SubjectPublicKeyInfo bytes as the leaf, reading only the CSR's outer
-// structure (no full parse). ok is false when it cannot tell, and the
-// caller compares parsed keys instead.
-func csrKeyMatchesLeaf(r *CertificateRequest, leaf *x509.Certificate) (match, ok bool) {
-	spki, ok := keys.CSRPublicKeyInfo(r.Spec.Request)
-	if !ok || leaf == nil {
-		return false, false
+// nextKey returns the next-private-key secret of that name, or nil.
+func (p *pass) nextKey(name string) *nextKey {
+	if name == "" {
+		return nil
 	}
-	if bytes.Equal(spki, leaf.RawSubjectPublicKeyInfo) {
-		return true, true
-	}
-	return false, false // different bytes may still encode one key: parse
-}
-
-// currentRequestOnly finds the request that issued status.revision
-// (v.current, nil when there is none) without parsing its CSR.
-func (v *view) currentRequestOnly() {
-	if !v.currentFound {
-		v.currentFound = true
-		if rev := v.cert.Status.Revision; rev != nil {
-			v.current = v.requestFor(*rev)
+	for i := range p.nextKeys {
+		if p.nextKeys[i].secret.Name == name {
+			return &p.nextKeys[i]
 		}
 	}
+	return nil
 }
 
-// currentRequest returns the request that issued status.revision and its
-// parsed CSR (nil, nil when there is none).
-func (v *view) currentRequest() (*CertificateRequest, *x509.CertificateRequest, error) {
-	v.currentRequestOnly()
-	if !v.currentDone {
-		v.currentDone = true
-		if v.current != nil {
-			v.currentCSR, v.currentErr = v.csrOf(v.current)
+// leaf returns the secret's certificate, nil when there is none.
+func (p *pass) leaf() *x509.Certificate {
+	if p.parsed == nil {
+		return nil
+	}
+	return p.parsed.Leaf
+}
+
+// apply folds one action's effect into the pass, as the host's next read
+// would show it. GenerateKey and CreateRequest are not folded in: what
+// they make depends on the host's randomness, and the stages after them
+// wait for it on the next pass.
+func (p *pass) apply(a Action) {
+	switch a := a.(type) {
+	case UpdateStatus:
+		c := *p.cert
+		c.Status = a.Status
+		p.cert = &c
+	case DeleteRequest:
+		p.requests = deleteFunc(p.requests, func(r request) bool { return r.Name == a.Name })
+	case DeleteSecret:
+		p.nextKeys = deleteFunc(p.nextKeys, func(k nextKey) bool { return k.secret.Name == a.Name })
+	case WriteSecret:
+		p.applyWrite(a)
+	}
+}
+
+// deleteFunc is slices.DeleteFunc on a copy: the pass's slices may share
+// their arrays with an earlier pass.
+func deleteFunc[T any](s []T, del func(T) bool) []T {
+	out := make([]T, 0, len(s))
+	for _, v := range s {
+		if !del(v) {
+			out = append(out, v)
 		}
 	}
-	return v.current, v.currentCSR, v.currentErr
+	return out
+}
+
+// applyWrite makes the pass's secret the one a WriteSecret leaves: the
+// chain, the CA and the key (its tls.key in the asked encoding), the
+// labels and annotations merged. What keys.SecretData adds beside them
+// (combined PEM, DER, keystores) is what the spec asks by construction, so
+// the written secret has no drift.
+func (p *pass) applyWrite(w WriteSecret) {
+	var key crypto.Signer
+	if w.KeySecretName == w.Name && p.parsed != nil {
+		key = p.parsed.Key
+	} else if k := p.nextKey(w.KeySecretName); k != nil {
+		key = k.key
+	}
+	sec := &Secret{ObjectMeta: ObjectMeta{Name: w.Name, Namespace: p.cert.Namespace, OwnerUID: w.OwnerUID}}
+	if p.secret != nil {
+		sec.ObjectMeta = p.secret.ObjectMeta
+		sec.Labels, sec.Annotations = maps.Clone(sec.Labels), maps.Clone(sec.Annotations)
+	}
+	sec.Labels = merge(sec.Labels, w.Labels)
+	sec.Annotations = merge(sec.Annotations, w.Annotations)
+	sec.Data = map[string][]byte{keys.SecretCertificate: w.Chain, keys.SecretCA: w.CA}
+	if key != nil {
+		if pemKey, err := keys.EncodePrivateKey(key, w.Output.KeyEncoding); err == nil {
+			sec.Data[keys.SecretPrivateKey] = pemKey
+		}
+	}
+	p.secret = sec
+	p.parsed, _ = keys.ParseSecretDataKnownKey(sec.Data, key)
+	p.drift = nil
+}
+
+func merge(dst, src map[string]string) map[string]string {
+	if len(src) == 0 {
+		return dst
+	}
+	if dst == nil {
+		dst = make(map[string]string, len(src))
+	}
+	maps.Copy(dst, src)
+	return dst
+}
+
+// describeKey names a next private key for messages.
+func describeKey(name string) string {
+	if name == "" {
+		return "the next private key (none named in status)"
+	}
+	return fmt.Sprintf("the next private key %s", name)
 }

@@ -2,8 +2,9 @@ package certificate
 
 import (
 	"bytes"
-	"crypto/x509"
+	"crypto"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,15 +17,15 @@ import (
 
 // check is one named trigger check. It returns a reason and a message when
 // the certificate must be issued, and "" when it passes. Every check is safe
-// on a nil secret and a nil parse: it then passes, and an earlier check in
-// the chain is the one that reports the problem — so the chain can be
-// reordered without a panic.
+// on a missing secret, an undecodable one and a missing request: it then
+// passes, and an earlier check in the chain is the one that reports the
+// problem — so the chain can be reordered without a panic.
 type check struct {
 	name string
-	fn   func(v *view, now time.Time, cfg Config) (reason, message string)
+	fn   func(p *pass) (reason, message string)
 }
 
-// Checks is the trigger chain in order; the first violation wins.
+// checks is the trigger chain in order; the first violation wins.
 var checks = []check{
 	{"SecretDoesNotExist", secretDoesNotExist},
 	{"SecretMissingData", secretMissingData},
@@ -36,161 +37,162 @@ var checks = []check{
 	{"RequestOrCertificateChanged", requestOrCertificateChanged},
 }
 
-func secretDoesNotExist(v *view, _ time.Time, _ Config) (string, string) {
-	if v.s.Secret == nil {
-		return ReasonDoesNotExist, "secret " + v.cert.Spec.SecretName + " does not exist"
+func secretDoesNotExist(p *pass) (string, string) {
+	if p.secret == nil {
+		return ReasonDoesNotExist, "secret " + p.cert.Spec.SecretName + " does not exist"
 	}
 	return "", ""
 }
 
-func secretMissingData(v *view, _ time.Time, _ Config) (string, string) {
-	if v.s.Secret == nil {
+func secretMissingData(p *pass) (string, string) {
+	if p.secret == nil {
 		return "", ""
 	}
 	var missing []string
 	for _, k := range []string{keys.SecretCertificate, keys.SecretPrivateKey} {
-		if len(v.s.Secret.Data[k]) == 0 {
+		if len(p.secret.Data[k]) == 0 {
 			missing = append(missing, k)
 		}
 	}
 	if len(missing) > 0 {
-		return ReasonMissingData, "secret " + v.s.Secret.Name + " lacks " + strings.Join(missing, " and ")
+		return ReasonMissingData, "secret " + p.secret.Name + " lacks " + strings.Join(missing, " and ")
 	}
 	return "", ""
 }
 
-func secretInvalidKeyPair(v *view, _ time.Time, _ Config) (string, string) {
-	p := v.secret()
-	if p == nil {
+func secretInvalidKeyPair(p *pass) (string, string) {
+	if p.parsed == nil {
 		return "", ""
 	}
 	switch {
-	case p.CertErr != nil:
-		return ReasonInvalidKeyPair, "the certificate in the secret cannot be decoded: " + p.CertErr.Error()
-	case p.KeyErr != nil:
-		return ReasonInvalidKeyPair, "the private key in the secret cannot be decoded: " + p.KeyErr.Error()
-	case !p.KeyMatches:
-		return ReasonInvalidKeyPair, "the private key in the secret is not the certificate's key"
+	case p.parsed.CertErr != nil:
+		return ReasonInvalidKeyPair, "the certificate in secret " + p.secret.Name + " cannot be decoded: " + p.parsed.CertErr.Error()
+	case p.parsed.KeyErr != nil:
+		return ReasonInvalidKeyPair, "the private key in secret " + p.secret.Name + " cannot be decoded: " + p.parsed.KeyErr.Error()
+	case !p.parsed.KeyMatches:
+		return ReasonInvalidKeyPair, "the private key in secret " + p.secret.Name + " is not the key of the certificate beside it"
 	}
 	return "", ""
 }
 
-func secretIssuerMismatch(v *view, _ time.Time, _ Config) (string, string) {
-	if v.s.Secret == nil {
+// secretIssuerMismatch: an issuer annotation that names another issuer
+// means the spec moved to a new issuer. A secret with no issuer name
+// annotation carries no evidence either way (written by hand, or before
+// annotations): the issuing stage adds the annotations instead.
+func secretIssuerMismatch(p *pass) (string, string) {
+	if p.secret == nil {
 		return "", ""
 	}
-	a := v.s.Secret.Annotations
-	name, kind, group := a[AnnotationIssuerName], a[AnnotationIssuerKind], a[AnnotationIssuerGroup]
-	if name == "" && kind == "" && group == "" {
-		return "", "" // a secret written by hand or before annotations: no evidence either way
+	a := p.secret.Annotations
+	if a[AnnotationIssuerName] == "" {
+		return "", ""
 	}
-	want := v.cert.Spec.IssuerRef.WithDefaults()
-	have := IssuerRef{Name: name, Kind: kind, Group: group}.WithDefaults()
+	want := p.cert.Spec.IssuerRef.WithDefaults()
+	have := IssuerRef{Name: a[AnnotationIssuerName], Kind: a[AnnotationIssuerKind], Group: a[AnnotationIssuerGroup]}.WithDefaults()
 	if want != have {
-		return ReasonIncorrectIssuer, fmt.Sprintf("the secret was issued by %s %s/%s, the spec names %s %s/%s",
-			have.Kind, have.Group, have.Name, want.Kind, want.Group, want.Name)
+		return ReasonIncorrectIssuer, fmt.Sprintf("secret %s was issued by %s, the spec names %s", p.secret.Name, describeRef(have), describeRef(want))
 	}
 	return "", ""
 }
 
-func secretCertificateNameMismatch(v *view, _ time.Time, _ Config) (string, string) {
-	if v.s.Secret == nil {
+func describeRef(r IssuerRef) string { return r.Kind + " " + r.Group + "/" + r.Name }
+
+func secretCertificateNameMismatch(p *pass) (string, string) {
+	if p.secret == nil {
 		return "", ""
 	}
-	if owner := v.s.Secret.Annotations[AnnotationCertificateName]; owner != "" && owner != v.cert.Name {
-		return ReasonSecretOwnedByOther, "the secret was issued for certificate " + owner + ", which no longer claims it"
+	if owner := p.secret.Annotations[AnnotationCertificateName]; owner != "" && owner != p.cert.Name {
+		return ReasonSecretOwnedByOther, "secret " + p.secret.Name + " was issued for certificate " + owner + ", which no longer claims it"
 	}
 	return "", ""
 }
 
-func secretKeyMismatchesSpec(v *view, _ time.Time, _ Config) (string, string) {
-	p := v.secret()
-	if p == nil || p.Key == nil {
+func secretKeyMismatchesSpec(p *pass) (string, string) {
+	if p.parsed == nil || p.parsed.Key == nil {
 		return "", ""
 	}
-	if m := keys.SpecMismatches(p.Key.Public(), v.cert.Spec.KeySpec()); m != nil {
-		return ReasonKeyMismatchesSpec, "the private key does not meet spec.privateKey: " + strings.Join(m, "; ")
+	if m := keys.SpecMismatches(p.parsed.Key.Public(), p.cert.Spec.KeySpec()); m != nil {
+		return ReasonKeyMismatchesSpec, "the private key in secret " + p.secret.Name + " does not meet spec.privateKey: " + strings.Join(m, "; ")
 	}
 	return "", ""
 }
 
-func secretKeyMismatchesRequest(v *view, _ time.Time, _ Config) (string, string) {
-	p := v.secret()
-	if p == nil || p.Key == nil {
-		return "", ""
-	}
-	v.currentRequestOnly()
-	req := v.current
-	if req == nil {
-		return "", ""
-	}
-	if c, cached := v.s.ParsedCSRs[req.Name]; p.KeyMatches && p.Leaf != nil {
-		// Same key bytes as the leaf, which is the secret's key: equal.
-		// Different bytes may still encode one key, so that case parses.
-		if cached && c != nil && bytes.Equal(c.RawSubjectPublicKeyInfo, p.Leaf.RawSubjectPublicKeyInfo) {
-			return "", ""
-		}
-		if match, ok := csrKeyMatchesLeaf(req, p.Leaf); !cached && ok && match {
-			return "", ""
-		}
-	}
-	_, csr, err := v.currentRequest()
-	if err != nil {
+func secretKeyMismatchesRequest(p *pass) (string, string) {
+	req := p.current()
+	if p.parsed == nil || p.parsed.Key == nil || req == nil || req.csr == nil {
 		return "", "" // an unreadable request is the request check's business
 	}
-	if !keys.PublicKeysEqual(csr.PublicKey, p.Key.Public()) {
-		return ReasonKeyMismatchesRequest, "the private key in the secret is not the key of request " + req.Name
+	if !keys.PublicKeysEqual(req.csr.PublicKey, p.parsed.Key.Public()) {
+		return ReasonKeyMismatchesRequest, "the private key in secret " + p.secret.Name + " is not the key of request " + req.Name + ", which issued revision " + strconv.Itoa(req.revision)
 	}
 	return "", ""
 }
 
-func requestOrCertificateChanged(v *view, _ time.Time, _ Config) (string, string) {
-	v.currentRequestOnly()
-	spec := &v.cert.Spec
-	if req := v.current; req != nil {
-		// Without a parsed CSR at hand, the fingerprint (one hash of the
-		// spec) is far cheaper than parsing the CSR; with one, comparing it
-		// is cheaper still.
-		fp := req.Annotations[AnnotationSpecFingerprint]
-		if k := v.s.compiled(); k != nil {
-			if fp == k.fingerprint {
-				return "", "" // made from this very spec: nothing to compare
-			}
-		} else if _, cached := v.s.ParsedCSRs[req.Name]; !cached && fingerprintMatches(fp, spec) {
-			return "", ""
-		}
-		_, csr, err := v.currentRequest()
-		if err != nil {
-			return ReasonRequestChanged, "request " + req.Name + " cannot be read: " + err.Error()
-		}
-		if d := requestDifferences(req, csr, spec); len(d) > 0 {
-			return ReasonRequestChanged, "request " + req.Name + " differs from the spec: " + strings.Join(d, "; ")
+func requestOrCertificateChanged(p *pass) (string, string) {
+	spec := &p.cert.Spec
+	if req := p.current(); req != nil {
+		if why := requestMismatch(req, spec, nil, ""); why != "" {
+			return ReasonRequestChanged, "request " + req.Name + " of revision " + strconv.Itoa(req.revision) + ": " + why
 		}
 		return "", ""
 	}
-	p := v.secret()
-	if p == nil || p.Leaf == nil {
+	leaf := p.leaf()
+	if leaf == nil {
 		return "", ""
 	}
-	if d := keys.CompareCertificateNames(p.Leaf, spec.Template()); d != nil {
-		return ReasonCertificateChanged, "the issued certificate differs from the spec: " + joinDiffs(d)
+	if d := keys.CompareCertificateNames(leaf, spec.Template()); d != nil {
+		return ReasonCertificateChanged, "the certificate in secret " + p.secret.Name + " differs from the spec: " + joinDiffs(d)
 	}
 	return "", ""
 }
 
-// requestDifferences lists how a request differs from the spec.
-func requestDifferences(req *CertificateRequest, csr *x509.CertificateRequest, spec *Spec) []string {
-	var out []string
-	for _, d := range keys.CompareCSR(csr, spec.Template()) {
-		out = append(out, d.String())
+// requestMismatch is the one answer to "does this request still match
+// what the certificate asks": what it was made from (names, subject,
+// usages, isCA in its CSR and in its spec; issuer reference; duration),
+// whether its CSR's key meets spec.privateKey, and — when key is set —
+// whether its CSR is for that key (named keyName in the message). It
+// returns why not, or "" when it matches. A CSR that cannot be read never
+// matches.
+func requestMismatch(r *request, spec *Spec, key crypto.PublicKey, keyName string) string {
+	if r.csrErr != nil {
+		return "its CSR cannot be read: " + r.csrErr.Error()
 	}
-	if want, have := spec.IssuerRef.WithDefaults(), req.Spec.IssuerRef.WithDefaults(); want != have {
-		out = append(out, fmt.Sprintf("issuerRef: want %s %s/%s, have %s %s/%s", want.Kind, want.Group, want.Name, have.Kind, have.Group, have.Name))
+	var d []string
+	for _, x := range keys.CompareCSR(r.csr, spec.Template()) {
+		d = append(d, x.String())
 	}
-	if want, have := durationOf(spec.Duration), durationOf(req.Spec.Duration); want != have {
-		out = append(out, fmt.Sprintf("duration: want %v, have %v", want, have))
+	if want, have := spec.IssuerRef.WithDefaults(), r.Spec.IssuerRef.WithDefaults(); want != have {
+		d = append(d, "issuerRef: want "+describeRef(want)+", have "+describeRef(have))
 	}
-	return out
+	if want, have := durationOf(spec.Duration), durationOf(r.Spec.Duration); want != have {
+		d = append(d, fmt.Sprintf("duration: want %v, have %v", describeDuration(want), describeDuration(have)))
+	}
+	if spec.IsCA != r.Spec.IsCA {
+		d = append(d, fmt.Sprintf("spec.isCA: want %v, have %v", spec.IsCA, r.Spec.IsCA))
+	}
+	if want, have := usageSet(spec.Usages), usageSet(r.Spec.Usages); !slices.Equal(want, have) {
+		d = append(d, fmt.Sprintf("spec.usages: want %v, have %v", want, have))
+	}
+	if m := keys.SpecMismatches(r.csr.PublicKey, spec.KeySpec()); m != nil {
+		d = append(d, "its key does not meet spec.privateKey: "+strings.Join(m, "; "))
+	}
+	if len(d) > 0 {
+		return "it differs from the spec: " + strings.Join(d, "; ")
+	}
+	if key != nil && !keys.PublicKeysEqual(r.csr.PublicKey, key) {
+		return "its CSR is not for " + describeKey(keyName)
+	}
+	return ""
+}
+
+// usageSet is a usage list as a sorted set, the defaults for none.
+func usageSet(us []keys.Usage) []keys.Usage {
+	if len(us) == 0 {
+		us = keys.DefaultUsages
+	}
+	out := slices.Clone(us)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func durationOf(d *Duration) time.Duration {
@@ -198,6 +200,13 @@ func durationOf(d *Duration) time.Duration {
 		return 0
 	}
 	return d.Duration
+}
+
+func describeDuration(d time.Duration) string {
+	if d == 0 {
+		return "the issuer's default"
+	}
+	return d.String()
 }
 
 func joinDiffs(ds []keys.Difference) string {
@@ -208,40 +217,23 @@ func joinDiffs(ds []keys.Difference) string {
 	return strings.Join(parts, "; ")
 }
 
-// renewalInput builds the renewal package's input from the certificate and
-// its parsed leaf.
-func renewalInput(v *view) (renewal.Input, bool) {
-	p := v.secret()
-	if p == nil || p.Leaf == nil {
-		return renewal.Input{}, false
+// runChain runs the check chain; the first violation wins.
+func runChain(p *pass) (reason, message string) {
+	for _, ch := range checks {
+		if reason, message = ch.fn(p); reason != "" {
+			return reason, message
+		}
 	}
-	spec := &v.cert.Spec
-	in := renewal.Input{
-		NotBefore: p.Leaf.NotBefore, NotAfter: p.Leaf.NotAfter,
-		ARI: v.s.ARI, JitterKey: v.cert.UID,
-	}
-	if spec.RenewBefore != nil {
-		in.RenewBefore = spec.RenewBefore.Duration
-	}
-	if spec.RenewBeforePercentage != nil {
-		in.RenewBeforePercentage = *spec.RenewBeforePercentage
-	}
-	if spec.Renewal != nil {
-		in.Spec = *spec.Renewal
-	}
-	return in, true
+	return "", ""
 }
 
 // owner returns the certificate that owns the target secret among this one
 // and the others that name it: the one the secret's annotation names, else
 // the oldest (then the first by name).
-func owner(s *Snapshot) *Certificate {
-	c := s.Certificate
-	if len(s.OtherOwners) == 0 {
-		return c
-	}
+func owner(p *pass) *Certificate {
+	c := p.cert
 	claimants := []*Certificate{c}
-	for _, o := range s.OtherOwners {
+	for _, o := range p.others {
 		if o != nil && o.Name != c.Name && o.Spec.SecretName == c.Spec.SecretName {
 			claimants = append(claimants, o)
 		}
@@ -249,8 +241,8 @@ func owner(s *Snapshot) *Certificate {
 	if len(claimants) == 1 {
 		return c
 	}
-	if s.Secret != nil {
-		if name := s.Secret.Annotations[AnnotationCertificateName]; name != "" {
+	if p.secret != nil {
+		if name := p.secret.Annotations[AnnotationCertificateName]; name != "" {
 			for _, o := range claimants {
 				if o.Name == name {
 					return o
@@ -268,27 +260,37 @@ func owner(s *Snapshot) *Certificate {
 	return claimants[0]
 }
 
-// nextRequestMismatchesSpec reports whether the request of the failed
-// issuance (revision + 1) no longer matches the spec: the user changed the
-// spec after the failure, so backoff must not hold the fix back.
-func nextRequestMismatchesSpec(v *view) bool {
-	next := 1
-	if r := v.cert.Status.Revision; r != nil {
-		next = *r + 1
+// renewalDecision asks the renewal package about the secret's certificate;
+// ok is false when there is no certificate to time renewal from.
+func renewalDecision(p *pass, now time.Time, cfg Config) (d renewal.Decision, ok bool) {
+	leaf := p.leaf()
+	if leaf == nil {
+		return renewal.Decision{}, false
 	}
-	req := v.requestFor(next)
-	if req == nil {
-		return false
+	spec := &p.cert.Spec
+	in := renewal.Input{NotBefore: leaf.NotBefore, NotAfter: leaf.NotAfter, ARI: p.ari, JitterKey: p.cert.UID, Schedule: p.schedule}
+	if spec.RenewBefore != nil {
+		in.RenewBefore = spec.RenewBefore.Duration
 	}
-	csr, err := v.csrOf(req)
-	if err != nil {
-		return true
+	if spec.RenewBeforePercentage != nil {
+		in.RenewBeforePercentage = *spec.RenewBeforePercentage
 	}
-	return len(requestDifferences(req, csr, &v.cert.Spec)) > 0
+	if spec.Renewal != nil {
+		in.Spec = *spec.Renewal
+	}
+	return renewal.Decide(in, now, cfg.Renewal), true
 }
 
-// Trigger is the trigger stage (seed 000): it decides whether the
-// certificate must be issued, and sets Issuing=True when it must.
+// failedRequestMismatchesSpec reports whether the request of the failed
+// issuance (revision + 1) no longer matches the spec: the user changed the
+// spec after the failure, so backoff must not hold the fix back.
+func failedRequestMismatchesSpec(p *pass) bool {
+	req := p.requestFor(nextRevision(p.cert))
+	return req != nil && requestMismatch(req, &p.cert.Spec, nil, "") != ""
+}
+
+// Trigger is the trigger stage: it decides whether the certificate must be
+// issued, and sets Issuing=True when it must.
 //
 // It does nothing while Issuing is True — that is also how a manual trigger
 // works: a host (or a user) sets Issuing=True itself, and the trigger,
@@ -296,44 +298,52 @@ func nextRequestMismatchesSpec(v *view) bool {
 // named checks in order, then asks the renewal package whether renewal is
 // due. Before setting Issuing after a failure it applies the backoff, unless
 // the failed request no longer matches the spec (the user fixed the spec).
-// The result always says when to look again.
+// When nothing is to be issued but the secret drifted around its
+// certificate, it says so (ReasonSecretDrifted); the issuing stage repairs
+// it. The result always says when to look again.
 func Trigger(s *Snapshot, now time.Time, cfg Config) Result {
-	if s == nil || s.Certificate == nil {
-		return Result{Reason: ReasonNoCertificate, Message: "the snapshot holds no certificate"}
+	if res, ok := checkInput(s, now, StageTrigger); !ok {
+		return res
 	}
-	c := s.Certificate
-	if cond := c.Status.Condition(ConditionIssuing); cond != nil && cond.Status == StatusTrue {
-		return Result{Reason: ReasonIssuingInProgress, Message: "issuance in progress since " + stamp(cond.LastTransitionTime) + " (" + cond.Reason + ")"}
-	}
-	if err := s.validate(); err != nil {
-		return Result{Reason: ReasonInvalidSpec, Message: "nothing is issued until the spec is corrected: " + err.Error()}
-	}
-	if o := owner(s); o != c {
-		return Result{
-			Reason:    ReasonSecretInUse,
-			Message:   fmt.Sprintf("secret %s belongs to certificate %s; this certificate does not write it", c.Spec.SecretName, o.Name),
-			RequeueAt: now.Add(cfg.secretInUseRecheck()),
-		}
-	}
+	p := newPass(s)
+	return finish(p, trigger(p, now, cfg))
+}
 
-	v := newView(s)
-	if until, msg, hold := secretNotCaughtUp(v, now, cfg); hold {
-		return Result{Reason: ReasonSecretNotCaughtUp, Message: msg, RequeueAt: until}
+func trigger(p *pass, now time.Time, cfg Config) Result {
+	res := Result{Stage: StageTrigger}
+	c := p.cert
+	if cond := issuing(c); cond != nil {
+		res.Reason, res.Message = ReasonIssuingInProgress, "issuance in progress since "+stamp(cond.LastTransitionTime)+" ("+cond.Reason+")"
+		return res
 	}
-	reason, message := runChain(v, now, cfg)
-	var res Result
+	if p.specErr != nil {
+		res.Reason, res.Message = ReasonInvalidSpec, "nothing is issued until the spec is corrected: "+p.specErr.Error()
+		return res
+	}
+	if o := owner(p); o != c {
+		res.Reason, res.RequeueAt = ReasonSecretInUse, now.Add(cfg.secretInUseRecheck())
+		res.Message = fmt.Sprintf("secret %s belongs to certificate %s; this certificate does not write it (looking again at %s)", c.Spec.SecretName, o.Name, stamp(res.RequeueAt))
+		return res
+	}
+	if until, msg, hold := secretNotCaughtUp(p, now, cfg); hold {
+		res.Reason, res.Message, res.RequeueAt = ReasonSecretNotCaughtUp, msg, until
+		return res
+	}
+	reason, message := runChain(p)
 	if reason == "" {
-		d, na, ok := decideRenewal(v, now, cfg)
-		if !ok { // unreachable after the checks above, but never panic
-			return Result{Reason: ReasonUpToDate, Message: "no certificate to time renewal from"}
-		}
-		res.Renewal = d
+		d, _ := renewalDecision(p, now, cfg) // the chain passed: there is a leaf
+		res.Renewal = &d
 		if !d.Renew {
 			res.Reason, res.Message, res.RequeueAt = ReasonUpToDate, d.Message, d.NextCheck
 			// Readiness flips to Expired at notAfter even when nothing
 			// renews (Disabled): look again then.
-			if now.Before(na) && (res.RequeueAt.IsZero() || na.Before(res.RequeueAt)) {
+			if na := p.leaf().NotAfter; now.Before(na) && (res.RequeueAt.IsZero() || na.Before(res.RequeueAt)) {
 				res.RequeueAt = na
+			}
+			if len(p.drift) > 0 {
+				res.Reason = ReasonSecretDrifted
+				res.Message = "secret " + p.secret.Name + " drifted: " + strings.Join(p.drift, "; ") +
+					"; the issuing stage rewrites it from the key and certificate it holds. " + d.Message
 			}
 			return res
 		}
@@ -342,11 +352,11 @@ func Trigger(s *Snapshot, now time.Time, cfg Config) Result {
 
 	if c.Status.LastFailureTime != nil || c.Status.RetryAfter != nil {
 		in := backoffInput(c)
-		if p := v.secret(); p != nil && p.Leaf != nil {
-			in.NotAfter = p.Leaf.NotAfter
+		if leaf := p.leaf(); leaf != nil {
+			in.NotAfter = leaf.NotAfter
 		}
 		if b := cfg.Backoff.Decide(in, now); b.Wait {
-			if !nextRequestMismatchesSpec(v) {
+			if !failedRequestMismatchesSpec(p) {
 				res.Reason, res.RequeueAt = ReasonBackoff, b.NextAttempt
 				res.Message = fmt.Sprintf("issuance needed (%s: %s) but held back: %s", reason, message, b.Message)
 				return res
@@ -376,23 +386,6 @@ func backoffInput(c *Certificate) backoff.Input {
 	return in
 }
 
-// runChain runs the check chain, or returns the outcome Reconcile already
-// computed for this snapshot.
-func runChain(v *view, now time.Time, cfg Config) (reason, message string) {
-	if m := v.s.memo; m != nil && m.chainDone {
-		return m.reason, m.message
-	}
-	for _, ch := range checks {
-		if reason, message = ch.fn(v, now, cfg); reason != "" {
-			break
-		}
-	}
-	if m := v.s.memo; m != nil {
-		m.chainDone, m.reason, m.message = true, reason, message
-	}
-	return reason, message
-}
-
 // secretNotCaughtUp reports a secret that does not show the certificate
 // of the latest issuance yet: the request of status.revision is issued,
 // recent (created within the cache grace), and the secret is missing or
@@ -401,14 +394,10 @@ func runChain(v *view, now time.Time, cfg Config) (reason, message string) {
 // new revision in status and the old secret; issuing again then would be
 // a re-issue loop. It returns when the grace ends: after that, the usual
 // checks decide.
-func secretNotCaughtUp(v *view, now time.Time, cfg Config) (until time.Time, msg string, hold bool) {
+func secretNotCaughtUp(p *pass, now time.Time, cfg Config) (until time.Time, msg string, hold bool) {
 	grace := cfg.cacheGrace()
-	if grace <= 0 {
-		return time.Time{}, "", false
-	}
-	v.currentRequestOnly()
-	req := v.current
-	if req == nil || req.CreationTimestamp.IsZero() {
+	req := p.current()
+	if grace <= 0 || req == nil || req.CreationTimestamp.IsZero() {
 		return time.Time{}, "", false
 	}
 	until = req.CreationTimestamp.Add(grace)
@@ -418,23 +407,11 @@ func secretNotCaughtUp(v *view, now time.Time, cfg Config) (until time.Time, msg
 	if ready := req.Condition(RequestConditionReady); ready == nil || ready.Status != StatusTrue {
 		return time.Time{}, "", false
 	}
-	if m := v.s.memo; m != nil && m.caughtUpFor == v.cert {
-		return m.caughtUpUntil, m.caughtUpMsg, m.caughtUpHold
-	}
-	until, msg, hold = secretNotCaughtUpSlow(v, req, until)
-	if m := v.s.memo; m != nil {
-		m.caughtUpFor, m.caughtUpUntil, m.caughtUpMsg, m.caughtUpHold = v.cert, until, msg, hold
-	}
-	return until, msg, hold
-}
-
-func secretNotCaughtUpSlow(v *view, req *CertificateRequest, until time.Time) (time.Time, string, bool) {
-	var msg string
-	if v.s.Secret != nil && bytes.Equal(v.s.Secret.Data[keys.SecretCertificate], req.Status.Certificate) {
+	if p.secret != nil && bytes.Equal(p.secret.Data[keys.SecretCertificate], req.Status.Certificate) {
 		return time.Time{}, "", false // caught up: the request's very chain
 	}
-	p := v.secret()
-	if v.s.Secret != nil && (p == nil || p.Leaf == nil) {
+	leaf := p.leaf()
+	if p.secret != nil && leaf == nil {
 		return time.Time{}, "", false // garbage, not an older certificate
 	}
 	issued, err := firstCertificate(req.Status.Certificate)
@@ -442,36 +419,13 @@ func secretNotCaughtUpSlow(v *view, req *CertificateRequest, until time.Time) (t
 		return time.Time{}, "", false
 	}
 	switch {
-	case v.s.Secret == nil:
-		msg = "secret " + v.cert.Spec.SecretName + " is not visible yet"
-	case p.Leaf.NotAfter.Before(issued.NotAfter):
-		msg = "secret " + v.s.Secret.Name + " still shows the certificate that expires at " + stamp(p.Leaf.NotAfter)
+	case p.secret == nil:
+		msg = "secret " + p.cert.Spec.SecretName + " is not visible yet"
+	case leaf.NotAfter.Before(issued.NotAfter):
+		msg = "secret " + p.secret.Name + " still shows the certificate that expires at " + stamp(leaf.NotAfter)
 	default:
 		return time.Time{}, "", false
 	}
-	return until, msg + ", not yet revision " + strconv.Itoa(*v.cert.Status.Revision) + "'s from request " + req.Name +
+	return until, msg + ", not yet revision " + strconv.Itoa(req.revision) + "'s from request " + req.Name +
 		": a read cache behind the write, taken as such until " + stamp(until), true
-}
-
-// decideRenewal asks the renewal package, once per Reconcile, and returns
-// the decision (the memo's inside Reconcile, so a pass copies it nowhere)
-// and the certificate's notAfter. ok is false when there is no leaf to time
-// renewal from.
-func decideRenewal(v *view, now time.Time, cfg Config) (d *renewal.Decision, notAfter time.Time, ok bool) {
-	p := v.secret()
-	if p == nil || p.Leaf == nil {
-		return nil, time.Time{}, false
-	}
-	m := v.s.memo
-	if m != nil && m.renewalDone {
-		return &m.renewal, p.Leaf.NotAfter, true
-	}
-	in, _ := renewalInput(v)
-	if m == nil {
-		d := renewal.Decide(in, now, cfg.Renewal)
-		return &d, p.Leaf.NotAfter, true
-	}
-	m.renewal = renewal.Decide(in, now, cfg.Renewal)
-	m.renewalDone = true
-	return &m.renewal, p.Leaf.NotAfter, true
 }

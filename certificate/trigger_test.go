@@ -45,11 +45,11 @@ func TestTrigger(t *testing.T) {
 				other, _ := keys.EncodePrivateKey(f.key(keys.KeySpec{Algorithm: keys.AlgorithmECDSA}), keys.EncodingPKCS1)
 				s.Secret.Data[keys.SecretPrivateKey] = other
 			}, now: t0,
-			want: want{reason: ReasonInvalidKeyPair, issuing: true, msg: "not the certificate's key"},
+			want: want{reason: ReasonInvalidKeyPair, issuing: true, msg: "is not the key of the certificate beside it"},
 		},
 		"an issuer annotation naming another issuer triggers issuance": {
 			mutate: func(s *Snapshot) { s.Secret.Annotations[AnnotationIssuerName] = "old-ca" }, now: t0,
-			want: want{reason: ReasonIncorrectIssuer, issuing: true, msg: "issued by Issuer cert-manager.io/old-ca"},
+			want: want{reason: ReasonIncorrectIssuer, issuing: true, msg: "issued by Issuer certlife.dev/old-ca"},
 		},
 		"a certificate-name annotation of a certificate that no longer claims the secret triggers issuance": {
 			mutate: func(s *Snapshot) { s.Secret.Annotations[AnnotationCertificateName] = "gone" }, now: t0,
@@ -222,7 +222,7 @@ func TestTriggerChecksAreNilSafeInAnyOrder(t *testing.T) {
 						t.Fatalf("snapshot %d: check %s panicked: %v", i, ch.name, r)
 					}
 				}()
-				ch.fn(newView(s), t0, Config{})
+				ch.fn(newPass(s))
 			}()
 		}
 	}

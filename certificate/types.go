@@ -22,13 +22,15 @@ const (
 	AnnotationIssuerName  = "certlife.dev/issuer-name"
 	AnnotationIssuerKind  = "certlife.dev/issuer-kind"
 	AnnotationIssuerGroup = "certlife.dev/issuer-group"
-	// AnnotationSpecFingerprint on a CertificateRequest: a hash of what it
-	// was made from (names, subject, usages, isCA, issuerRef, duration), so
-	// the trigger can tell "still what the spec asks" without parsing the
-	// CSR. A mismatch or a missing annotation falls back to comparing the
-	// CSR itself, so a stale or foreign value never causes a wrong answer,
-	// only a slower one.
-	AnnotationSpecFingerprint = "certlife.dev/spec-fingerprint"
+	// Certificate details on a Secret, read from the certificate it holds,
+	// so `kubectl get secret -o yaml` shows what is in it: the common name,
+	// and the DNS names, IP addresses, URIs and email addresses, each list
+	// comma-separated ("" for none).
+	AnnotationCommonName = "certlife.dev/common-name"
+	AnnotationAltNames   = "certlife.dev/alt-names"
+	AnnotationIPSANs     = "certlife.dev/ip-sans"
+	AnnotationURISANs    = "certlife.dev/uri-sans"
+	AnnotationEmailSANs  = "certlife.dev/email-sans"
 	// LabelNextPrivateKey marks a Secret that holds the next private key of
 	// a certificate during issuance; its value is "true".
 	LabelNextPrivateKey = "certlife.dev/next-private-key"
@@ -37,7 +39,7 @@ const (
 // Defaults of IssuerRef.
 const (
 	DefaultIssuerKind  = "Issuer"
-	DefaultIssuerGroup = "cert-manager.io"
+	DefaultIssuerGroup = "certlife.dev"
 )
 
 // Duration is a time.Duration that reads and writes JSON as a Go duration
@@ -308,11 +310,4 @@ func (r *CertificateRequest) Condition(t string) *Condition {
 		}
 	}
 	return nil
-}
-
-// RequestName is the deterministic name of a certificate's request for a
-// revision: "<certificate>-<revision>". A second create of the same name,
-// from a stale cache, conflicts instead of making a second request.
-func RequestName(certificate string, revision int) string {
-	return fmt.Sprintf("%s-%d", certificate, revision)
 }

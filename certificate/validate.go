@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/mail"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/certlife/certlife/keys"
@@ -28,6 +30,58 @@ func (e *FieldError) Unwrap() error { return ErrInvalidSpec }
 // MinDuration is the shortest certificate duration a spec may ask.
 const MinDuration = time.Hour
 
+// MinRenewBefore is the shortest renewBefore a spec may ask: less would
+// leave no time for an issuance to finish before expiry.
+const MinRenewBefore = 5 * time.Minute
+
+// dnsNameProblem says what makes name an invalid DNS name for a
+// certificate, "" when it is valid: labels of letters, digits and hyphens
+// (neither first nor last), 1 to 63 characters each, at most 253 in all, no
+// trailing dot; a wildcard only as the whole leftmost label of a name with
+// more labels after it; internationalised names in their ASCII (xn--)
+// form.
+func dnsNameProblem(name string) string {
+	switch {
+	case name == "":
+		return "it is empty"
+	case len(name) > 253:
+		return fmt.Sprintf("it is %d characters long, over 253", len(name))
+	case strings.HasSuffix(name, "."):
+		return "it ends with a dot"
+	}
+	labels := strings.Split(name, ".")
+	for i, l := range labels {
+		switch {
+		case l == "":
+			return "it has an empty label"
+		case l == "*" && i == 0:
+			if len(labels) < 2 {
+				return "a wildcard needs a domain after it"
+			}
+			continue
+		case strings.Contains(l, "*"):
+			return "a wildcard may only be the whole leftmost label"
+		case len(l) > 63:
+			return fmt.Sprintf("label %q is %d characters long, over 63", l, len(l))
+		case l[0] == '-' || l[len(l)-1] == '-':
+			return fmt.Sprintf("label %q starts or ends with a hyphen", l)
+		}
+		for _, r := range l {
+			switch {
+			case r == ' ':
+				return "it contains a space"
+			case r > 0x7f:
+				return "it has non-ASCII characters: use the ASCII (xn--) form of an internationalised name"
+			case r == '_':
+				return fmt.Sprintf("label %q has an underscore, which publicly trusted certificates may not carry", l)
+			case !(r == '-' || '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z'):
+				return fmt.Sprintf("label %q has the character %q", l, r)
+			}
+		}
+	}
+	return ""
+}
+
 // Validate returns every problem of the spec, each a *FieldError with its
 // path, joined; nil when the spec is valid. It never panics.
 func Validate(s *Spec) error {
@@ -47,6 +101,16 @@ func Validate(s *Spec) error {
 	if len(s.CommonName) > 64 {
 		add("spec.commonName", "%q is longer than 64 bytes (X.509 ub-common-name)", s.CommonName)
 	}
+	for i, n := range s.DNSNames {
+		if why := dnsNameProblem(n); why != "" {
+			add(fmt.Sprintf("spec.dnsNames[%d]", i), "%q is not a valid DNS name: %s", n, why)
+		}
+	}
+	for i, e := range s.EmailAddresses {
+		if a, err := mail.ParseAddress(e); err != nil || a.Name != "" || a.Address != e {
+			add(fmt.Sprintf("spec.emailAddresses[%d]", i), "%q is not an email address (local-part@domain, nothing around it)", e)
+		}
+	}
 	for i, ip := range s.IPAddresses {
 		if net.ParseIP(ip) == nil {
 			add(fmt.Sprintf("spec.ipAddresses[%d]", i), "%q is not an IP address", ip)
@@ -54,7 +118,7 @@ func Validate(s *Spec) error {
 	}
 	for i, u := range s.URIs {
 		if p, err := url.Parse(u); err != nil || p.Scheme == "" {
-			add(fmt.Sprintf("spec.uris[%d]", i), "%q is not an absolute URI", u)
+			add(fmt.Sprintf("spec.uris[%d]", i), "%q is not an absolute URI (scheme:rest, such as spiffe://cluster.local/ns/app)", u)
 		}
 	}
 	duration := DefaultDuration
@@ -65,8 +129,8 @@ func Validate(s *Spec) error {
 		}
 	}
 	if s.RenewBefore != nil {
-		if s.RenewBefore.Duration <= 0 {
-			add("spec.renewBefore", "%v must be positive", s.RenewBefore.Duration)
+		if s.RenewBefore.Duration < MinRenewBefore {
+			add("spec.renewBefore", "%v is under the minimum of %v", s.RenewBefore.Duration, MinRenewBefore)
 		} else if s.RenewBefore.Duration >= duration {
 			add("spec.renewBefore", "%v is not less than the duration %v", s.RenewBefore.Duration, duration)
 		}

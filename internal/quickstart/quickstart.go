@@ -158,16 +158,6 @@ func (r *run) stamp(t time.Time) string {
 	return fmt.Sprintf("day %3d %s", days, t.UTC().Format("15:04:05"))
 }
 
-// stages names the stage behind a result's reason.
-var stages = map[string]string{
-	certificate.ReasonDoesNotExist: "trigger", certificate.ReasonRenewing: "trigger", certificate.ReasonBackoff: "trigger",
-	certificate.ReasonUpToDate: "trigger", certificate.ReasonIssuingInProgress: "trigger", certificate.ReasonManualTrigger: "trigger",
-	certificate.ReasonWaitingForKey: "keymanager", certificate.ReasonKeyReady: "keymanager", certificate.ReasonNotIssuing: "keymanager",
-	certificate.ReasonRequestCreated: "requestmanager", certificate.ReasonRequestPending: "requestmanager",
-	certificate.ReasonIssued: "issuing", certificate.ReasonIssuanceFailed: "issuing", certificate.ReasonRevisionAdopted: "issuing",
-	certificate.ReasonReady: "readiness", certificate.ReasonExpired: "readiness",
-}
-
 func (r *run) observe(e refhost.Event) {
 	if e.Request != nil {
 		cond := e.Request.Condition(certificate.RequestConditionReady)
@@ -194,23 +184,15 @@ func (r *run) observe(e refhost.Event) {
 			r.res.Requests++
 		}
 	}
-	stage, reason := stages[res.Reason], res.Reason
-	if stage == "" {
-		stage = "renewal"
-	}
+	stage, reason := string(res.Stage), res.Reason
 	if d := res.Renewal; d != nil && d.Reason == renewal.ReasonDeferred && res.Reason == certificate.ReasonUpToDate {
 		reason = d.Reason // the renewal policy's decision is the news
 	}
-	// A pass that set Issuing was the trigger's decision, whatever stage
-	// acted last: show its reason.
-	wasIssuing := e.Certificate.Status.Condition(certificate.ConditionIssuing)
-	for _, a := range e.Done {
-		if u, ok := a.(certificate.UpdateStatus); ok {
-			if c := u.Status.Condition(certificate.ConditionIssuing); c != nil && c.Status == certificate.StatusTrue &&
-				(wasIssuing == nil || wasIssuing.Status != certificate.StatusTrue) {
-				stage, reason = "trigger", c.Reason
-			}
-		}
+	// A pass that started an issuance was the trigger's decision, whatever
+	// stage acted last: show why it issues.
+	if was := e.Certificate.Status.Condition(certificate.ConditionIssuing); res.IssuanceReason != "" &&
+		(was == nil || was.Status != certificate.StatusTrue) {
+		stage, reason = string(certificate.StageTrigger), res.IssuanceReason
 	}
 	var acts []string
 	for _, a := range e.Done {
@@ -220,10 +202,9 @@ func (r *run) observe(e refhost.Event) {
 	switch {
 	case len(acts) == 0 || res.Reason == certificate.ReasonBackoff:
 		line += "  — " + res.Message
-	case res.Reason == certificate.ReasonIssuanceFailed:
-		if i := strings.LastIndex(res.Message, " ("); i > 0 {
-			line += "  — " + strings.Trim(res.Message[i+1:], "()") // "failure N in a row"
-		}
+	case strings.Contains(res.Message, " (issuance has failed "):
+		i := strings.LastIndex(res.Message, " (issuance has failed ")
+		line += "  — " + strings.Trim(res.Message[i+1:], "()") // "issuance has failed N times in a row"
 	}
 	fmt.Fprintln(r.w, strings.TrimRight(line, " "))
 }

@@ -265,21 +265,13 @@ func (h *Host) gather(c *certificate.Certificate) (*certificate.Snapshot, uint64
 	}
 	var one [1]string
 	for _, n := range h.requestsOf.get(c.UID, &one) {
-		// No parsed-CSR cache: the requests carry the spec's fingerprint,
-		// so a pass compares a hash and key bytes instead of parsing them.
 		if r, _, ok := h.Requests.Peek(n); ok {
 			s.Requests = append(s.Requests, r)
 		}
 	}
 	for _, n := range h.keysOf.get(c.UID, &one) {
-		if sec, v, ok := h.Secrets.Peek(n); ok {
+		if sec, _, ok := h.Secrets.Peek(n); ok {
 			s.NextPrivateKeySecrets = append(s.NextPrivateKeySecrets, sec)
-			if k := h.cache.key(n, v, sec.Data[keys.SecretPrivateKey]); k != nil {
-				if s.ParsedKeys == nil {
-					s.ParsedKeys = map[string]crypto.Signer{}
-				}
-				s.ParsedKeys[n] = k
-			}
 		}
 	}
 	for _, n := range h.claimants.get(c.Spec.SecretName, &one) {
@@ -290,14 +282,8 @@ func (h *Host) gather(c *certificate.Certificate) (*certificate.Snapshot, uint64
 			s.OtherOwners = append(s.OtherOwners, o)
 		}
 	}
-	if s.Secret != nil {
-		s.Parsed = h.cache.secret(s.Secret.Name, secretVer, s.Secret.Data)
-	}
-	s.Compiled = h.compiled(c)
 	if h.opts.ARI != nil && s.Secret != nil {
-		if p := s.Parsed; p != nil && p.Leaf != nil {
-			s.ARI = h.opts.ARI(c.Name, p.Leaf)
-		} else if p, _ := keys.ParseSecretData(s.Secret.Data); p != nil && p.Leaf != nil {
+		if p := h.cache.secret(s.Secret.Name, secretVer, s.Secret.Data); p != nil && p.Leaf != nil {
 			s.ARI = h.opts.ARI(c.Name, p.Leaf)
 		}
 	}
@@ -677,22 +663,6 @@ func (l *lru) key(name string, ver uint64, pemBytes []byte) crypto.Signer {
 	}
 	l.put(k, key)
 	return key
-}
-
-// compiled returns the certificate's compiled spec, kept per certificate
-// for its latest generation (a few hundred bytes each, so every
-// certificate keeps one).
-func (h *Host) compiled(c *certificate.Certificate) *certificate.Compiled {
-	if h.cache.size <= 0 || c.Generation == 0 {
-		return nil // Reconcile ignores a compiled spec without a generation
-	}
-	key := lruKey{'c', c.Name, uint64(c.Generation)}
-	if v, ok := h.cache.get(key); ok {
-		return v.(*certificate.Compiled)
-	}
-	k := certificate.Compile(c)
-	h.cache.put(key, k)
-	return k
 }
 
 // SetObserver replaces Options.Observe.

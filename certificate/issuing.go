@@ -1,0 +1,296 @@
+package certificate
+
+import (
+	"bytes"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/certlife/certlife/keys"
+)
+
+// Issuing is the issuing stage. While Issuing is True it acts on the
+// issuer's answer to the request of the next revision — but only once that
+// request is settled: its CSR must be for the next private key and the
+// request must still match the spec (everything it was made from, the key
+// spec included). A request that is not is left alone, neither written nor
+// counted as a failure (ReasonRequestOutdated); the requestmanager replaces
+// it. So a spec change that races an issuance is never lost, a spec fix
+// that races a CA failure is never held back by backoff, and a next-key
+// secret replaced by hand never counts as a CA failure.
+//
+// A settled request that failed — denied, invalid, failed, or "issued" a
+// chain that is undecodable, for another key, already expired, or for other
+// names — is recorded as a failure (lastFailureTime,
+// failedIssuanceAttempts+1, the CA's Retry-After, Issuing=False with the
+// request's own reason) so the backoff applies: never a silent retry loop.
+// A settled request that succeeded is written into the secret; the new
+// revision is recorded, the failure fields cleared and Issuing removed, and
+// the result asks to look again at once so the next pass cleans up.
+//
+// When not issuing it repairs: it records a revision an interrupted pass
+// wrote into the secret but not into status (ReasonRevisionAdopted), and
+// rewrites a secret that drifted around a certificate that is otherwise in
+// line (ReasonSecretDrifted) from the key and chain it holds — one write,
+// no new key, no new request, no backoff.
+func Issuing(s *Snapshot, now time.Time, cfg Config) Result {
+	if res, ok := checkInput(s, now, StageIssuing); !ok {
+		return res
+	}
+	p := newPass(s)
+	return finish(p, issuingStage(p, now, cfg))
+}
+
+func issuingStage(p *pass, now time.Time, cfg Config) Result {
+	c := p.cert
+	res := Result{Stage: StageIssuing}
+	cond := issuing(c)
+	if cond == nil {
+		if r, ok := adoptRevision(p); ok {
+			return r
+		}
+		if r, ok := repairSecret(p, now, cfg); ok {
+			return r
+		}
+		res.Reason, res.Message = ReasonNotIssuing, "not issuing"
+		return res
+	}
+	if p.specErr != nil {
+		res.Reason, res.Message = ReasonInvalidSpec, "nothing is written until the spec is corrected"
+		return res
+	}
+	next := nextRevision(c)
+	req := p.requestFor(next)
+	if req == nil {
+		res.Reason, res.Message = ReasonRequestPending, "no request for revision "+strconv.Itoa(next)+" yet"
+		return res
+	}
+	if spentBefore(req.CertificateRequest, cond) || failedBefore(req.CertificateRequest, cond) {
+		// Answered for an earlier attempt: the requestmanager replaces it;
+		// judging it again would count its failure twice.
+		res.Reason, res.Message = ReasonRequestPending, "request "+req.Name+" was answered before this issuance began; it is being replaced"
+		return res
+	}
+	failed, failReason, failMsg := requestFailed(req.CertificateRequest)
+	ready := req.Condition(RequestConditionReady)
+	if !failed && (ready == nil || ready.Status != StatusTrue) {
+		res.Reason, res.Message = ReasonRequestPending, "request "+req.Name+" is waiting for the issuer"
+		if ready != nil && ready.Message != "" {
+			res.Message += ": " + ready.Message
+		}
+		return res
+	}
+
+	// Settle before acting on the answer.
+	keyName := c.Status.NextPrivateKeySecretName
+	k := p.nextKey(keyName)
+	if k == nil || k.err != nil {
+		res.Reason = ReasonWaitingForKey
+		res.Message = "request " + req.Name + " is answered, but " + describeKey(keyName) + " is not readable yet; the answer is used once it is"
+		return res
+	}
+	if why := requestMismatch(req, &c.Spec, k.key.Public(), keyName); why != "" {
+		res.Reason = ReasonRequestOutdated
+		res.Message = "request " + req.Name + " is answered, but " + why + "; the answer is not used and the request is replaced"
+		return res
+	}
+
+	if failed {
+		at := now
+		if req.Status.FailureTime != nil {
+			at = *req.Status.FailureTime
+		}
+		return recordFailure(c, req.CertificateRequest, failReason, failMsg, at, now)
+	}
+	leaf, reason, bad := checkIssued(req.CertificateRequest, k, keyName, &c.Spec, now)
+	if bad != "" {
+		// The request is spent. It stays until the next attempt (after the
+		// backoff), whose requestmanager replaces it: deleting it now
+		// would let a pass that reads the request's deletion but not yet
+		// this status start that attempt at once. A request without a
+		// creation time cannot be told from the next attempt's, so it is
+		// deleted now.
+		r := recordFailure(c, req.CertificateRequest, reason, "request "+req.Name+" was issued "+bad, now, now)
+		if req.CreationTimestamp.IsZero() {
+			r.Actions = append([]Action{DeleteRequest{Name: req.Name, Reason: "its certificate was rejected: " + bad}}, r.Actions...)
+		}
+		return r
+	}
+
+	labels, annotations := secretMetadata(c, leaf)
+	write := WriteSecret{
+		Name: c.Spec.SecretName, OwnerUID: c.UID, KeySecretName: keyName,
+		Chain: req.Status.Certificate, CA: req.Status.CA, Output: outputSpec(&c.Spec),
+		Labels: labels, Annotations: annotations,
+	}
+	if p.secret != nil {
+		write.ResourceVersion = p.secret.ResourceVersion
+	}
+	st := cloneStatus(c.Status)
+	st.Revision = &next
+	st.LastFailureTime, st.FailedIssuanceAttempts, st.RetryAfter = nil, nil, nil
+	st.Conditions = removeCondition(st.Conditions, ConditionIssuing)
+	res.Actions = []Action{write, UpdateStatus{Status: st}}
+	res.Reason = ReasonIssued
+	res.Message = fmt.Sprintf("issued revision %d from request %s, valid until %s", next, req.Name, stamp(leaf.NotAfter))
+	res.RequeueAt = now // the next pass deletes the next private key and old requests
+	return res
+}
+
+// checkIssued reads an issued request's chain and CA, and says what is
+// wrong with them, with the failure reason: undecodable, a leaf for
+// another key than the next private key (which the CSR was checked to
+// hold), expired, or for other names than the spec's.
+func checkIssued(req *CertificateRequest, k *nextKey, keyName string, spec *Spec, now time.Time) (leaf *x509.Certificate, reason, bad string) {
+	chain, err := parseChain(req.Status.Certificate)
+	if err == nil && len(chain) == 0 {
+		err = errors.New("no certificate")
+	}
+	if err != nil {
+		return nil, ReasonIssuedUndecodable, "an undecodable chain: " + err.Error()
+	}
+	if len(bytes.TrimSpace(req.Status.CA)) > 0 {
+		if _, err := parseChain(req.Status.CA); err != nil {
+			return nil, ReasonIssuedUndecodable, "an undecodable CA: " + err.Error()
+		}
+	}
+	leaf = chain[0]
+	switch {
+	case !keys.PublicKeysEqual(leaf.PublicKey, k.key.Public()):
+		return nil, ReasonIssuedWrongKey, "a certificate for another key than " + describeKey(keyName) + ", which its CSR holds"
+	case !now.Before(leaf.NotAfter):
+		return nil, ReasonIssuedExpired, "a certificate that expired at " + stamp(leaf.NotAfter)
+	}
+	if d := keys.CompareCertificateNames(leaf, spec.Template()); d != nil {
+		return nil, ReasonIssuedOtherNames, "a certificate for other names: " + joinDiffs(d)
+	}
+	return leaf, "", ""
+}
+
+// parseChain parses every CERTIFICATE block of a PEM bundle.
+func parseChain(pemBytes []byte) ([]*x509.Certificate, error) {
+	var out []*x509.Certificate
+	rest := pemBytes
+	for i := 0; ; i++ {
+		block, r := keys.DecodePEM(rest)
+		if block == nil {
+			break
+		}
+		rest = r
+		if block.Type != "CERTIFICATE" {
+			return nil, fmt.Errorf("PEM block %d is %q, not CERTIFICATE", i, block.Type)
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("certificate %d: %w", i, err)
+		}
+		out = append(out, c)
+	}
+	if len(out) == 0 && len(bytes.TrimSpace(pemBytes)) > 0 {
+		return nil, errors.New("no PEM block found")
+	}
+	return out, nil
+}
+
+func firstCertificate(chain []byte) (*x509.Certificate, error) {
+	block, _ := keys.DecodePEM(chain)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, errors.New("no CERTIFICATE PEM block")
+	}
+	return x509.ParseCertificate(block.Bytes)
+}
+
+func removeCondition(conds []Condition, t string) []Condition {
+	out := make([]Condition, 0, len(conds))
+	for _, c := range conds {
+		if c.Type != t {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// adoptRevision repairs a status that missed the end of an issuance: when
+// the secret already holds the certificate of a Ready request with a
+// revision above status.revision, that revision is recorded and the failure
+// fields cleared, as the issuance would have done. Without it the next
+// issuance would reuse the revision.
+func adoptRevision(p *pass) (Result, bool) {
+	c := p.cert
+	leaf := p.leaf()
+	if leaf == nil {
+		return Result{}, false
+	}
+	cur := 0
+	if c.Status.Revision != nil {
+		cur = *c.Status.Revision
+	}
+	var from *request
+	for i := range p.requests {
+		r := &p.requests[i]
+		if r.revision <= cur || (from != nil && r.revision <= from.revision) {
+			continue
+		}
+		if ready := r.Condition(RequestConditionReady); ready == nil || ready.Status != StatusTrue {
+			continue
+		}
+		if issued, err := firstCertificate(r.Status.Certificate); err == nil && bytes.Equal(issued.Raw, leaf.Raw) {
+			from = r
+		}
+	}
+	if from == nil {
+		return Result{}, false
+	}
+	st := cloneStatus(c.Status)
+	rev := from.revision
+	st.Revision = &rev
+	st.LastFailureTime, st.FailedIssuanceAttempts, st.RetryAfter = nil, nil, nil
+	return Result{Stage: StageIssuing, Actions: []Action{UpdateStatus{Status: st}}, Reason: ReasonRevisionAdopted,
+		Message: fmt.Sprintf("secret %s holds the certificate of request %s: recording revision %d, which an interrupted pass did not", p.secret.Name, from.Name, rev)}, true
+}
+
+// repairSecret rewrites a secret that drifted around a certificate that is
+// otherwise in line: valid spec, this certificate's secret, caught up, and
+// every trigger check passing (else the trigger re-issues, and the new
+// secret is written whole anyway).
+func repairSecret(p *pass, now time.Time, cfg Config) (Result, bool) {
+	if len(p.drift) == 0 || owner(p) != p.cert {
+		return Result{}, false
+	}
+	if _, _, hold := secretNotCaughtUp(p, now, cfg); hold {
+		return Result{}, false
+	}
+	if reason, _ := runChain(p); reason != "" {
+		return Result{}, false
+	}
+	c := p.cert
+	labels, annotations := secretMetadata(c, p.parsed.Leaf)
+	write := WriteSecret{
+		Name: p.secret.Name, OwnerUID: c.UID, KeySecretName: p.secret.Name,
+		Chain: p.secret.Data[keys.SecretCertificate], CA: p.secret.Data[keys.SecretCA], Output: outputSpec(&c.Spec),
+		Labels: labels, Annotations: annotations, ResourceVersion: p.secret.ResourceVersion,
+	}
+	return Result{Stage: StageIssuing, Actions: []Action{write}, Reason: ReasonSecretRepair,
+		Message: "secret " + p.secret.Name + " drifted: " + strings.Join(p.drift, "; ") + "; rewriting it from the key and certificate it holds"}, true
+}
+
+func recordFailure(c *Certificate, req *CertificateRequest, reason, msg string, at, now time.Time) Result {
+	st := cloneStatus(c.Status)
+	st.LastFailureTime = &at
+	n := 1
+	if c.Status.FailedIssuanceAttempts != nil && *c.Status.FailedIssuanceAttempts > 0 {
+		n = *c.Status.FailedIssuanceAttempts + 1
+	}
+	st.FailedIssuanceAttempts = &n
+	st.RetryAfter = req.Status.RetryAfter
+	st.Conditions = setCondition(st.Conditions, Condition{Type: ConditionIssuing, Status: StatusFalse, Reason: reason, Message: msg}, now, c.Generation)
+	times := "once"
+	if n > 1 {
+		times = strconv.Itoa(n) + " times in a row"
+	}
+	return Result{Stage: StageIssuing, Actions: []Action{UpdateStatus{Status: st}}, Reason: reason,
+		Message: fmt.Sprintf("%s (issuance has failed %s)", msg, times)}
+}

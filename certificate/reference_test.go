@@ -1,0 +1,176 @@
+package certificate
+
+import (
+	"crypto"
+	"crypto/rand"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/certlife/certlife/keys"
+	"github.com/google/go-cmp/cmp"
+)
+
+// stagesInTurn is the plain reference for Reconcile: each stage called
+// alone, through its public function, on the snapshot a host would read
+// after carrying out the actions of the stages before it — statuses
+// written, secrets written with keys.SecretData, requests and keys
+// deleted. Creations (keys, requests) need the host's randomness and are
+// left for the next pass, as Reconcile documents.
+func stagesInTurn(t testing.TB, s *Snapshot, now time.Time, cfg Config) Result {
+	stage := map[Stage]func(*Snapshot, time.Time, Config) Result{
+		StageTrigger: Trigger, StageKeymanager: Keymanager, StageRequestmanager: Requestmanager,
+		StageIssuing: Issuing, StageReadiness: Readiness,
+	}
+	cur := shallowSnapshot(s)
+	var out Result
+	head := 0
+	for i, st := range Stages {
+		r := stage[st](cur, now, cfg)
+		if r.Stage != st {
+			t.Fatalf("stage %s says it is %s", st, r.Stage)
+		}
+		out.Steps = append(out.Steps, Step{Stage: st, Reason: r.Reason, Message: r.Message, Acted: len(r.Actions) > 0, RequeueAt: r.RequeueAt})
+		for _, a := range r.Actions {
+			applyReference(t, cur, a)
+			if _, ok := a.(UpdateStatus); !ok {
+				out.Actions = append(out.Actions, a)
+			}
+		}
+		out.RequeueAt = earliest(out.RequeueAt, r.RequeueAt)
+		if r.Renewal != nil {
+			out.Renewal = r.Renewal
+		}
+		if st != StageTrigger && st != StageReadiness && len(r.Actions) > 0 {
+			head = i
+		}
+	}
+	out.Stage, out.Reason, out.Message = out.Steps[head].Stage, out.Steps[head].Reason, out.Steps[head].Message
+	if !statusEqual(cur.Certificate.Status, s.Certificate.Status) {
+		out.Actions = append(out.Actions, UpdateStatus{Status: cur.Certificate.Status})
+	}
+	out.IssuanceReason, out.IssuanceMessage = issuance(cur.Certificate.Status)
+	return out
+}
+
+// shallowSnapshot copies the snapshot's lists, so applyReference can change
+// them without touching the caller's.
+func shallowSnapshot(s *Snapshot) *Snapshot {
+	c := *s
+	c.Requests = slices.Clone(s.Requests)
+	c.NextPrivateKeySecrets = slices.Clone(s.NextPrivateKeySecrets)
+	return &c
+}
+
+// applyReference carries out an action the way a host does.
+func applyReference(t testing.TB, s *Snapshot, a Action) {
+	switch a := a.(type) {
+	case UpdateStatus:
+		c := *s.Certificate
+		c.Status = a.Status
+		s.Certificate = &c
+	case DeleteRequest:
+		s.Requests = slices.DeleteFunc(s.Requests, func(r *CertificateRequest) bool { return r != nil && r.Name == a.Name })
+	case DeleteSecret:
+		s.NextPrivateKeySecrets = slices.DeleteFunc(s.NextPrivateKeySecrets, func(k *Secret) bool { return k != nil && k.Name == a.Name })
+	case WriteSecret:
+		key := writeKey(t, s, a)
+		data, err := keys.SecretData(rand.Reader, key, a.Chain, a.CA, a.Output)
+		if err != nil {
+			t.Fatalf("%v cannot be carried out: %v", a, err)
+		}
+		sec := &Secret{ObjectMeta: ObjectMeta{Name: a.Name, Namespace: s.Certificate.Namespace, OwnerUID: a.OwnerUID}}
+		if s.Secret != nil {
+			if a.ResourceVersion != s.Secret.ResourceVersion {
+				t.Fatalf("%v: resource version %q, the secret read is at %q", a, a.ResourceVersion, s.Secret.ResourceVersion)
+			}
+			sec.ObjectMeta = s.Secret.ObjectMeta
+			sec.Labels, sec.Annotations = maps.Clone(sec.Labels), maps.Clone(sec.Annotations)
+		}
+		sec.Labels = merge(sec.Labels, a.Labels)
+		sec.Annotations = merge(sec.Annotations, a.Annotations)
+		sec.Data = data
+		s.Secret = sec
+	case GenerateKey, CreateRequest:
+	default:
+		t.Fatalf("unknown action %T", a)
+	}
+}
+
+// writeKey is the key a WriteSecret writes: tls.key of the secret it
+// names, a next private key after an issuance or the secret itself for a
+// repair.
+func writeKey(t testing.TB, s *Snapshot, a WriteSecret) crypto.Signer {
+	src := findSecret(s.NextPrivateKeySecrets, a.KeySecretName)
+	if a.KeySecretName == a.Name {
+		src = s.Secret
+	}
+	if src == nil {
+		t.Fatalf("%v names key secret %s, which the snapshot does not hold", a, a.KeySecretName)
+	}
+	key, err := keys.DecodePrivateKey(src.Data[keys.SecretPrivateKey])
+	if err != nil {
+		t.Fatalf("%v: the key in %s cannot be decoded: %v", a, a.KeySecretName, err)
+	}
+	return key
+}
+
+func findSecret(list []*Secret, name string) *Secret {
+	for _, s := range list {
+		if s != nil && s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// checkEqualsStages fails when Reconcile's result is not the reference's.
+func checkEqualsStages(t testing.TB, s *Snapshot, now time.Time, cfg Config, got Result) {
+	t.Helper()
+	want := stagesInTurn(t, s, now, cfg)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("Reconcile differs from the stages run in turn (-stages +Reconcile):\n%s", diff)
+	}
+}
+
+// checkLiveness: a deadline arrives. Called again at its own RequeueAt
+// with nothing changed, a decision either acts or moves on to a later
+// time; and a decision that waits names a time fixed by what it read, not
+// one that moves with the clock (asked a second later, it must not answer
+// a second later).
+func checkLiveness(t testing.TB, s *Snapshot, now time.Time, cfg Config) {
+	t.Helper()
+	r1 := Reconcile(s, now, cfg)
+	noSlide(t, s, now, cfg, r1)
+	at := r1.RequeueAt
+	if at.IsZero() {
+		return
+	}
+	if at.Before(now) {
+		t.Fatalf("at %v the decision asks to look again in the past, at %v (%s: %s)", now, at, r1.Reason, r1.Message)
+	}
+	if at.Equal(now) && len(r1.Actions) == 0 {
+		t.Fatalf("at %v the decision does nothing and asks to look again at once (%s: %s)", now, r1.Reason, r1.Message)
+	}
+	r2 := Reconcile(s, at, cfg)
+	if len(r2.Actions) == 0 && !r2.RequeueAt.IsZero() && !r2.RequeueAt.After(at) {
+		t.Fatalf("at its deadline %v the decision neither acts nor moves on (%s: %s; again at %v)", at, r2.Reason, r2.Message, r2.RequeueAt)
+	}
+	noSlide(t, s, at, cfg, r2)
+}
+
+// noSlide fails when r, a decision at now that waits, names a deadline
+// that moves with the clock.
+func noSlide(t testing.TB, s *Snapshot, now time.Time, cfg Config, r Result) {
+	t.Helper()
+	const step = time.Second
+	if len(r.Actions) > 0 || r.RequeueAt.IsZero() || r.RequeueAt.Sub(now) <= step {
+		return
+	}
+	later := Reconcile(s, now.Add(step), cfg)
+	if len(later.Actions) == 0 && later.RequeueAt.Equal(r.RequeueAt.Add(step)) && later.Reason == r.Reason {
+		t.Fatalf("the deadline slides with the clock: at %v it waits until %v, a second later until %v (%s: %s)",
+			now, r.RequeueAt, later.RequeueAt, r.Reason, r.Message)
+	}
+}

@@ -1,0 +1,175 @@
+package certificate
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// spentBefore reports a request that was answered (issued or failed)
+// before the current Issuing transition: it belongs to an earlier attempt.
+// A request without a creation time never counts as spent.
+func spentBefore(r *CertificateRequest, issuingCond *Condition) bool {
+	if r.CreationTimestamp.IsZero() || !r.CreationTimestamp.Before(issuingCond.LastTransitionTime) {
+		return false
+	}
+	if ready := r.Condition(RequestConditionReady); ready != nil && (ready.Status == StatusTrue || ready.Reason == RequestReasonFailed) {
+		return true
+	}
+	failed, _, _ := requestFailed(r)
+	return failed
+}
+
+// requestFailed reports a request the issuer answered with a failure, the
+// reason for the certificate's Issuing condition, and a message naming the
+// request.
+func requestFailed(r *CertificateRequest) (failed bool, reason, message string) {
+	if c := r.Condition(RequestConditionDenied); c != nil && c.Status == StatusTrue {
+		return true, ReasonDenied, "request " + r.Name + " was denied: " + c.Message
+	}
+	if c := r.Condition(RequestConditionInvalidRequest); c != nil && c.Status == StatusTrue {
+		return true, ReasonInvalidRequest, "request " + r.Name + " is invalid: " + c.Message
+	}
+	if c := r.Condition(RequestConditionReady); c != nil && c.Status == StatusFalse && c.Reason == RequestReasonFailed {
+		return true, ReasonIssuanceFailed, "request " + r.Name + " failed: " + c.Message
+	}
+	return false, "", ""
+}
+
+// failedBefore reports a failed request whose failure predates the current
+// Issuing transition: it was counted already, by an earlier attempt.
+func failedBefore(r *CertificateRequest, issuingCond *Condition) bool {
+	failed, _, _ := requestFailed(r)
+	return failed && r.Status.FailureTime != nil && r.Status.FailureTime.Before(issuingCond.LastTransitionTime)
+}
+
+// deletedRequestRecheck is how soon the requestmanager looks again after
+// deleting an outdated request.
+const deletedRequestRecheck = 5 * time.Second
+
+// Requestmanager is the requestmanager stage. While Issuing is True and
+// the next private key exists, it keeps exactly one request, for revision
+// status.revision+1, named RequestName(certificate, revision): it deletes
+// requests with a missing or bad revision, and requests of the next
+// revision that no longer match the spec, are not for the next private
+// key, or were answered before the current issuance began; it creates the
+// request when none is left. A request deleted in this pass is re-created
+// on a later pass, never in the same one, so a create never meets the
+// deletion of its own name.
+//
+// When not issuing and Ready, it keeps the revision history: requests of
+// issued revisions beyond spec.revisionHistoryLimit, oldest first, are
+// deleted.
+func Requestmanager(s *Snapshot, now time.Time, cfg Config) Result {
+	if res, ok := checkInput(s, now, StageRequestmanager); !ok {
+		return res
+	}
+	p := newPass(s)
+	return finish(p, requestmanager(p, now))
+}
+
+func requestmanager(p *pass, now time.Time) Result {
+	res := Result{Stage: StageRequestmanager}
+	c := p.cert
+	cond := issuing(c)
+	if cond == nil {
+		res.Actions = revisionHistory(p)
+		res.Reason, res.Message = ReasonNotIssuing, "not issuing"
+		if len(res.Actions) > 0 {
+			res.Reason, res.Message = ReasonRevisionHistory, "deleting requests beyond the revision history limit"
+		}
+		return res
+	}
+	if p.specErr != nil {
+		res.Reason, res.Message = ReasonInvalidSpec, "no request is made until the spec is corrected"
+		return res
+	}
+	keyName := c.Status.NextPrivateKeySecretName
+	k := p.nextKey(keyName)
+	if k == nil || k.err != nil {
+		res.Reason, res.Message = ReasonWaitingForKey, "waiting for "+describeKey(keyName)
+		return res
+	}
+	next := nextRevision(c)
+	var current *request
+	deletedNext := false
+	for i := range p.requests {
+		r := &p.requests[i]
+		if r.revision == 0 {
+			res.Actions = append(res.Actions, DeleteRequest{Name: r.Name, Reason: "missing or invalid " + AnnotationRevision + " annotation"})
+			continue
+		}
+		if r.revision != next {
+			continue // earlier revisions are the revision history's
+		}
+		why := ""
+		switch {
+		case spentBefore(r.CertificateRequest, cond):
+			why = "it was answered before this issuance began"
+		case failedBefore(r.CertificateRequest, cond):
+			why = "its failure predates the current issuance"
+		default:
+			why = requestMismatch(r, &c.Spec, k.key.Public(), keyName)
+		}
+		if why != "" {
+			res.Actions = append(res.Actions, DeleteRequest{Name: r.Name, Reason: why})
+			deletedNext = true
+			continue
+		}
+		current = r
+	}
+	switch {
+	case current != nil:
+		res.Reason, res.Message = ReasonRequestPending, "request "+current.Name+" for revision "+strconv.Itoa(next)+" is current"
+		return res
+	case deletedNext:
+		// The deletion's watch event brings the next pass; the requeue is a
+		// backstop, late enough not to spin while a read cache still shows
+		// the deleted request.
+		res.Reason, res.RequeueAt = ReasonRequestPending, now.Add(deletedRequestRecheck)
+		res.Message = "an outdated request for revision " + strconv.Itoa(next) + " is deleted; its replacement is created on the next pass"
+		return res
+	}
+	name := RequestName(c.Name, next)
+	req := CertificateRequest{
+		ObjectMeta: ObjectMeta{Name: name, Namespace: c.Namespace, OwnerUID: c.UID, Annotations: map[string]string{
+			AnnotationRevision: strconv.Itoa(next), AnnotationCertificateName: c.Name,
+		}},
+		Spec: RequestSpec{IssuerRef: c.Spec.IssuerRef, Duration: c.Spec.Duration, IsCA: c.Spec.IsCA, Usages: c.Spec.Usages},
+	}
+	res.Actions = append(res.Actions, CreateRequest{Request: req, KeySecretName: keyName, Template: c.Spec.Template()})
+	res.Reason, res.Message = ReasonRequestCreated, "creating request "+name+" for revision "+strconv.Itoa(next)+" with "+describeKey(keyName)
+	return res
+}
+
+// revisionHistory deletes the oldest requests beyond
+// spec.revisionHistoryLimit, only while the certificate is Ready and not
+// issuing, and only requests of revisions already issued.
+func revisionHistory(p *pass) []Action {
+	c := p.cert
+	ready := c.Status.Condition(ConditionReady)
+	if ready == nil || ready.Status != StatusTrue || issuing(c) != nil || c.Status.Revision == nil {
+		return nil
+	}
+	limit := DefaultRevisionHistoryLimit
+	if l := c.Spec.RevisionHistoryLimit; l != nil && *l > 0 {
+		limit = int(*l)
+	}
+	var olds []*request
+	for i := range p.requests {
+		if r := &p.requests[i]; r.revision > 0 && r.revision <= *c.Status.Revision {
+			olds = append(olds, r)
+		}
+	}
+	if len(olds) <= limit {
+		return nil
+	}
+	slices.SortFunc(olds, func(a, b *request) int { return cmp.Or(cmp.Compare(b.revision, a.revision), strings.Compare(a.Name, b.Name)) })
+	var acts []Action
+	for _, o := range olds[limit:] {
+		acts = append(acts, DeleteRequest{Name: o.Name, Reason: "revision " + strconv.Itoa(o.revision) + " is beyond the revision history limit of " + strconv.Itoa(limit)})
+	}
+	return acts
+}
