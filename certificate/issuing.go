@@ -266,6 +266,16 @@ func repairSecret(p *pass, now time.Time, cfg Config) (Result, bool) {
 	if reason, _ := runChain(p); reason != "" {
 		return Result{}, false
 	}
+	// Rewriting needs the whole chain and the CA to decode, as they will
+	// for keys.SecretData; a secret whose tls.crt or ca.crt holds garbage
+	// beside a good leaf is left as it is, and readiness keeps saying it
+	// drifted.
+	if _, err := parseChain(p.secret.Data[keys.SecretCertificate]); err != nil {
+		return Result{}, false
+	}
+	if _, err := parseChain(p.secret.Data[keys.SecretCA]); err != nil {
+		return Result{}, false
+	}
 	c := p.cert
 	labels, annotations := secretMetadata(c, p.parsed.Leaf)
 	write := WriteSecret{

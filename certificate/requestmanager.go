@@ -166,7 +166,9 @@ func revisionHistory(p *pass) []Action {
 	if len(olds) <= limit {
 		return nil
 	}
-	slices.SortFunc(olds, func(a, b *request) int { return cmp.Or(cmp.Compare(b.revision, a.revision), strings.Compare(a.Name, b.Name)) })
+	slices.SortFunc(olds, func(a, b *request) int {
+		return cmp.Or(cmp.Compare(b.revision, a.revision), strings.Compare(a.Name, b.Name))
+	})
 	var acts []Action
 	for _, o := range olds[limit:] {
 		acts = append(acts, DeleteRequest{Name: o.Name, Reason: "revision " + strconv.Itoa(o.revision) + " is beyond the revision history limit of " + strconv.Itoa(limit)})

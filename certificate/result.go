@@ -16,8 +16,9 @@ type Config struct {
 	// Renewal options: short-lived timing, jitter, fail-safe margin,
 	// strict windows.
 	Renewal renewal.Options
-	// SecretInUseRecheck is how soon a certificate that lost a shared
-	// secret to another looks again. Zero means 1h.
+	// SecretInUseRecheck is how often a certificate that lost a shared
+	// secret to another looks again, on fixed ticks from its creation time.
+	// Zero means 1h.
 	SecretInUseRecheck time.Duration
 	// CacheGrace is how long after a request was created a secret that
 	// does not yet hold its certificate — missing, or holding an older

@@ -87,6 +87,24 @@ var scenarios = map[string]func(h *scenarioHost){
 		h.cert.Spec.DNSNames = append(h.cert.Spec.DNSNames, "api.web.example")
 		h.settle()
 	},
+	"spec-change-after-the-ca-answered": func(h *scenarioHost) {
+		h.note("issuance starts and the CA answers")
+		h.pass()
+		h.pass()
+		h.sign()
+		h.note("before the host's next pass, the user changes the usages: the answer is not written")
+		h.cert.Spec.Usages = []keys.Usage{keys.UsageDigitalSignature, keys.UsageClientAuth}
+		h.settle()
+	},
+	"secret-drifted": func(h *scenarioHost) {
+		h.settle()
+		h.now = h.now.Add(time.Hour)
+		h.note("someone strips the secret's annotations, and the spec asks for a combined PEM")
+		h.secrets[h.cert.Spec.SecretName].Annotations = nil
+		h.cert.Spec.AdditionalOutputFormats = []OutputFormat{OutputCombinedPEM}
+		h.cert.Generation++
+		h.settle()
+	},
 	"failure-backoff-success": func(h *scenarioHost) {
 		h.fail = true
 		h.note("the CA fails")
@@ -197,6 +215,12 @@ func checkEnding(t *testing.T, name string, h *scenarioHost) {
 	p, err := keys.ParseSecretData(h.secrets[c.Spec.SecretName].Data)
 	if err != nil || !p.KeyMatches || keys.CompareCertificateNames(p.Leaf, c.Spec.Template()) != nil {
 		t.Fatalf("%s: the secret does not hold a matching certificate for the spec", name)
+	}
+	if cur := newPass(h.snapshot()).current(); cur == nil || requestMismatch(cur, &c.Spec, nil, "") != "" {
+		t.Fatalf("%s: the current revision's request does not match the spec", name)
+	}
+	if d := newPass(h.snapshot()).drift; d != nil {
+		t.Fatalf("%s: the secret drifted: %v", name, d)
 	}
 	if owner := h.secrets[c.Spec.SecretName].Annotations[AnnotationCertificateName]; owner != c.Name {
 		t.Fatalf("%s: the secret belongs to %q", name, owner)

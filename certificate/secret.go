@@ -2,8 +2,8 @@ package certificate
 
 import (
 	"crypto/x509"
-	"net"
 	"maps"
+	"net"
 	"net/url"
 	"slices"
 	"strings"

@@ -321,7 +321,7 @@ func trigger(p *pass, now time.Time, cfg Config) Result {
 		return res
 	}
 	if o := owner(p); o != c {
-		res.Reason, res.RequeueAt = ReasonSecretInUse, now.Add(cfg.secretInUseRecheck())
+		res.Reason, res.RequeueAt = ReasonSecretInUse, nextTick(c.CreationTimestamp, cfg.secretInUseRecheck(), now)
 		res.Message = fmt.Sprintf("secret %s belongs to certificate %s; this certificate does not write it (looking again at %s)", c.Spec.SecretName, o.Name, stamp(res.RequeueAt))
 		return res
 	}
@@ -370,6 +370,19 @@ func trigger(p *pass, now time.Time, cfg Config) Result {
 	res.Actions = []Action{UpdateStatus{Status: st}}
 	res.Reason, res.Message = reason, message
 	return res
+}
+
+// nextTick is the first time after now in the series anchor + k·period
+// (the Unix epoch when anchor is zero): a periodic recheck on fixed ticks,
+// the same whenever it is asked, rather than one that moves with the clock.
+func nextTick(anchor time.Time, period time.Duration, now time.Time) time.Time {
+	if anchor.IsZero() {
+		anchor = time.Unix(0, 0)
+	}
+	if now.Before(anchor) {
+		return anchor
+	}
+	return anchor.Add((now.Sub(anchor)/period + 1) * period)
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -71,6 +71,10 @@ func TestTrigger(t *testing.T) {
 			}, now: t0,
 			want: want{reason: ReasonRequestChanged, issuing: true, msg: "dnsNames: want [api.web.example web.example www.web.example]"},
 		},
+		"a current request whose CSR cannot be read triggers issuance": {
+			mutate: func(s *Snapshot) { s.Requests[0].Spec.Request = []byte("not a CSR") }, now: t0,
+			want: want{reason: ReasonRequestChanged, issuing: true, msg: "request web-1 of revision 1: its CSR cannot be read"},
+		},
 		"a new issuer in the spec is caught by the secret's annotations first": {
 			mutate: func(s *Snapshot) { s.Certificate.Spec.IssuerRef.Name = "new-ca" }, now: t0,
 			want: want{reason: ReasonIncorrectIssuer, issuing: true},

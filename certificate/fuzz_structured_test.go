@@ -1,0 +1,457 @@
+package certificate
+
+import (
+	"crypto"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/certlife/certlife/keys"
+	"github.com/certlife/certlife/renewal"
+	"github.com/google/go-cmp/cmp"
+)
+
+// fuzzPool is the material structured snapshots are built from, made once:
+// keys, CSRs for several specs and keys, and chains for several keys, names
+// and validities.
+type fuzzPool struct {
+	fx     *fixture
+	keys   []crypto.Signer // P-256, P-256, P-384
+	keyPEM [][]byte
+	specs  []Spec
+	csrs   map[[2]int][]byte // (template, key) → CSR
+	chains map[[3]int][]byte // (key, names, validity) → chain
+}
+
+// Validity periods of the pool's chains: issued 10 days before t0 for 90
+// days; expired before t0; issued 70 days before t0, due for renewal.
+var poolValidity = [][2]time.Duration{
+	{-10 * 24 * time.Hour, 80 * 24 * time.Hour},
+	{-100 * 24 * time.Hour, -10 * 24 * time.Hour},
+	{-70 * 24 * time.Hour, 20 * 24 * time.Hour},
+}
+
+func newFuzzPool(tb testing.TB) *fuzzPool {
+	fx := newFixture(tb)
+	p := &fuzzPool{fx: fx, csrs: map[[2]int][]byte{}, chains: map[[3]int][]byte{}}
+	for _, spec := range []keys.KeySpec{{Algorithm: keys.AlgorithmECDSA}, {Algorithm: keys.AlgorithmECDSA}, {Algorithm: keys.AlgorithmECDSA, Size: 384}} {
+		k := fx.key(spec)
+		pemKey, err := keys.EncodePrivateKey(k, keys.EncodingPKCS1)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		p.keys, p.keyPEM = append(p.keys, k), append(p.keyPEM, pemKey)
+	}
+	base := testCertificate().Spec
+	withAPI := base
+	withAPI.DNSNames = []string{"web.example", "www.web.example", "api.web.example"}
+	clientAuth := base
+	clientAuth.Usages = []keys.Usage{keys.UsageDigitalSignature, keys.UsageClientAuth}
+	p384 := base
+	p384.PrivateKey = &keys.KeySpec{Algorithm: keys.AlgorithmECDSA, Size: 384}
+	outputs := base
+	outputs.AdditionalOutputFormats = []OutputFormat{OutputCombinedPEM}
+	outputs.SecretTemplate = &SecretTemplate{Labels: map[string]string{"team": "web"}}
+	jks := base
+	jks.Keystores = &Keystores{JKS: &keys.JKSSpec{Password: "changeit"}}
+	invalid := base
+	invalid.DNSNames = []string{"web example"}
+	p.specs = []Spec{base, withAPI, clientAuth, p384, outputs, jks, invalid}
+	templates := []keys.RequestTemplate{base.Template(), withAPI.Template(), clientAuth.Template()}
+	for ti, tmpl := range templates {
+		for ki, k := range p.keys {
+			p.csrs[[2]int{ti, ki}] = fx.csr(k, tmpl)
+		}
+	}
+	for ki, k := range p.keys {
+		for ni, tmpl := range templates[:2] {
+			for vi, v := range poolValidity {
+				p.chains[[3]int{ki, ni, vi}] = fx.sign(k.Public(), tmpl, t0.Add(v[0]), t0.Add(v[1]))
+			}
+		}
+	}
+	return p
+}
+
+// fuzzReader draws choices from the fuzzer's bytes; 0 once they run out.
+type fuzzReader struct{ b []byte }
+
+func (r *fuzzReader) pick(n int) int {
+	if len(r.b) == 0 || n <= 1 {
+		return 0
+	}
+	v := int(r.b[0]) % n
+	r.b = r.b[1:]
+	return v
+}
+
+func (r *fuzzReader) flag() bool { return r.pick(2) == 1 }
+
+// snapshot builds a snapshot, a time and a config from the reader.
+func (p *fuzzPool) snapshot(r *fuzzReader) (*Snapshot, time.Time, Config) {
+	c := testCertificate()
+	c.Spec = p.specs[r.pick(len(p.specs))]
+	switch r.pick(6) {
+	case 1:
+		c.Spec.Renewal = &renewal.Spec{Policy: renewal.PolicyDisabled}
+	case 2:
+		c.Spec.Renewal = &renewal.Spec{Policy: renewal.PolicyScheduled, Windows: []renewal.Window{{DaysOfWeek: []string{"Tue"}, Start: "09:00", End: "11:00", TimeZone: "Europe/Oslo"}}}
+	case 3:
+		c.Spec.RenewBefore = &Duration{40 * 24 * time.Hour}
+	case 4:
+		c.Spec.RenewBeforePercentage = ptr(int32(50))
+	case 5:
+		c.Spec.Renewal = &renewal.Spec{Policy: renewal.PolicyScheduled, Windows: []renewal.Window{{Start: "99:00", End: "01:00"}}}
+	}
+	offsets := []time.Duration{-2 * time.Hour, -time.Minute, -10 * time.Second, 0}
+	st := &c.Status
+	switch r.pick(3) {
+	case 1:
+		st.Revision = ptr(1)
+	case 2:
+		st.Revision = ptr(2)
+	}
+	switch r.pick(3) {
+	case 1:
+		st.Conditions = append(st.Conditions, Condition{Type: ConditionReady, Status: StatusTrue, Reason: ReasonReady, LastTransitionTime: t0.Add(-48 * time.Hour), ObservedGeneration: 1})
+	case 2:
+		st.Conditions = append(st.Conditions, Condition{Type: ConditionReady, Status: StatusFalse, Reason: ReasonDoesNotExist, LastTransitionTime: t0.Add(-48 * time.Hour), ObservedGeneration: 1})
+	}
+	switch r.pick(4) {
+	case 1, 2:
+		st.Conditions = append(st.Conditions, Condition{Type: ConditionIssuing, Status: StatusTrue, Reason: ReasonRenewing, LastTransitionTime: t0.Add(offsets[r.pick(3)]), ObservedGeneration: 1})
+	case 3:
+		st.Conditions = append(st.Conditions, Condition{Type: ConditionIssuing, Status: StatusFalse, Reason: ReasonIssuanceFailed, LastTransitionTime: t0.Add(-time.Hour), ObservedGeneration: 1})
+	}
+	keySpec := c.Spec.KeySpec()
+	nextName := nextKeySecretName(c, nextRevision(c), keySpec)
+	switch r.pick(3) {
+	case 1:
+		st.NextPrivateKeySecretName = nextName
+	case 2:
+		st.NextPrivateKeySecretName = "web-stale-key"
+	}
+	if r.flag() {
+		st.LastFailureTime = ptr(t0.Add([]time.Duration{-30 * time.Minute, -3 * time.Hour, -40 * time.Hour}[r.pick(3)]))
+		st.FailedIssuanceAttempts = []*int{nil, ptr(0), ptr(1), ptr(3)}[r.pick(4)]
+	}
+	if r.pick(4) == 0 {
+		st.RetryAfter = ptr(t0.Add([]time.Duration{-time.Hour, 2 * time.Hour}[r.pick(2)]))
+	}
+
+	s := &Snapshot{Certificate: c}
+	switch r.pick(5) {
+	case 0:
+	case 1:
+		s.Secret = &Secret{ObjectMeta: ObjectMeta{Name: c.Spec.SecretName, ResourceVersion: "3"},
+			Data: map[string][]byte{keys.SecretCertificate: []byte("garbage"), keys.SecretPrivateKey: p.keyPEM[0]}}
+	default:
+		ki := r.pick(len(p.keys))
+		chain := p.chains[[3]int{r.pick(len(p.keys)), r.pick(2), r.pick(len(poolValidity))}]
+		if r.pick(3) > 0 { // mostly a key pair that matches
+			chain = p.chains[[3]int{ki, r.pick(2), r.pick(len(poolValidity))}]
+		}
+		data := map[string][]byte{keys.SecretCertificate: chain, keys.SecretPrivateKey: p.keyPEM[ki], keys.SecretCA: p.fx.caPEM}
+		leaf, _ := firstCertificate(chain)
+		labels, annotations := secretMetadata(c, leaf)
+		if out := outputSpec(&c.Spec); out.CombinedPEM && r.flag() {
+			data[keys.SecretCombinedPEM] = combined(p.keyPEM[ki], chain)
+		}
+		switch r.pick(5) {
+		case 1: // drifted metadata
+			delete(annotations, AnnotationAltNames)
+			labels = nil
+		case 2: // another issuer
+			annotations[AnnotationIssuerName] = "old-ca"
+		case 3: // no certlife annotations
+			annotations = nil
+		}
+		if r.pick(4) == 0 {
+			data[keys.SecretKeyDER] = []byte{1}
+		}
+		s.Secret = &Secret{ObjectMeta: ObjectMeta{Name: c.Spec.SecretName, Namespace: c.Namespace, ResourceVersion: "3", Labels: labels, Annotations: annotations}, Data: data}
+	}
+
+	for i, n := 0, r.pick(4); i < n; i++ {
+		rev := r.pick(4) // 0: a bad annotation
+		name := RequestName(c.Name, rev)
+		for _, o := range s.Requests {
+			if o.Name == name {
+				name = fmt.Sprintf("%s-x%d", name, i)
+			}
+		}
+		ti, ki := r.pick(3), r.pick(len(p.keys))
+		req := &CertificateRequest{
+			ObjectMeta: ObjectMeta{Name: name, Namespace: c.Namespace, OwnerUID: c.UID,
+				Annotations: map[string]string{AnnotationRevision: fmt.Sprint(rev), AnnotationCertificateName: c.Name}},
+			Spec: RequestSpec{Request: p.csrs[[2]int{ti, ki}], IssuerRef: c.Spec.IssuerRef, Usages: p.specs[ti].Usages},
+		}
+		if r.pick(6) == 0 {
+			req.Spec.Request = []byte("garbage")
+		}
+		req.CreationTimestamp = []time.Time{{}, t0.Add(-2 * time.Hour), t0.Add(-30 * time.Second)}[r.pick(3)]
+		switch r.pick(6) {
+		case 1, 2:
+			req.Status.Conditions = []Condition{{Type: RequestConditionReady, Status: StatusTrue, Reason: RequestReasonIssued}}
+			ck := ki
+			if r.pick(4) == 0 {
+				ck = r.pick(len(p.keys))
+			}
+			req.Status.Certificate = p.chains[[3]int{ck, r.pick(2), r.pick(len(poolValidity))}]
+			req.Status.CA = p.fx.caPEM
+		case 3:
+			req.Status.Conditions = []Condition{{Type: RequestConditionReady, Status: StatusFalse, Reason: RequestReasonFailed, Message: "CA down"}}
+			req.Status.FailureTime = ptr(t0.Add(offsets[r.pick(len(offsets))]))
+			if r.flag() {
+				req.Status.RetryAfter = ptr(t0.Add(3 * time.Hour))
+			}
+		case 4:
+			req.Status.Conditions = []Condition{{Type: RequestConditionDenied, Status: StatusTrue, Message: "no"}}
+			req.Status.FailureTime = ptr(t0.Add(-10 * time.Second))
+		case 5:
+			req.Status.Conditions = []Condition{{Type: RequestConditionReady, Status: StatusTrue}}
+			req.Status.Certificate = []byte("garbage")
+		}
+		s.Requests = append(s.Requests, req)
+	}
+	for i, n := 0, r.pick(3); i < n; i++ {
+		name := []string{nextName, "web-stale-key", nextKeySecretName(c, nextRevision(c)+1, keySpec)}[r.pick(3)]
+		if findSecret(s.NextPrivateKeySecrets, name) != nil {
+			continue
+		}
+		data := []byte("garbage")
+		if r.pick(5) > 0 {
+			data = p.keyPEM[r.pick(len(p.keys))]
+		}
+		s.NextPrivateKeySecrets = append(s.NextPrivateKeySecrets, &Secret{
+			ObjectMeta: ObjectMeta{Name: name, OwnerUID: c.UID, Labels: map[string]string{LabelNextPrivateKey: "true"}},
+			Data:       map[string][]byte{keys.SecretPrivateKey: data}})
+	}
+	if r.flag() {
+		p.coherent(r, s)
+	}
+	switch r.pick(4) {
+	case 1, 2:
+		o := testCertificate()
+		o.Name, o.UID = "other", "uid-other"
+		o.CreationTimestamp = []time.Time{t0.AddDate(-2, 0, 0), t0}[r.pick(2)]
+		s.OtherOwners = []*Certificate{o}
+	}
+	switch r.pick(4) {
+	case 1:
+		s.ARI = &renewal.ARIWindow{Start: t0.Add(-time.Hour), End: t0.Add(time.Hour)}
+	case 2:
+		s.ARI = &renewal.ARIWindow{Start: t0.Add(20 * 24 * time.Hour), End: t0.Add(21 * 24 * time.Hour)}
+	}
+	now := t0.Add([]time.Duration{0, time.Minute, 30 * 24 * time.Hour, 60 * 24 * time.Hour, 95 * 24 * time.Hour}[r.pick(5)])
+	var cfg Config
+	if r.pick(3) == 0 {
+		cfg.CacheGrace = -1
+	}
+	return s, now, cfg
+}
+
+// coherent makes part of the snapshot consistent, so that the paths which
+// need many things to agree are reached: a healthy secret with the current
+// revision's request, and an issuance in progress whose request, CSR, next
+// key and answer belong together. The reader then perturbs one part.
+func (p *fuzzPool) coherent(r *fuzzReader, s *Snapshot) {
+	c := s.Certificate
+	ti := 0 // the template of the spec, when the pool has its CSRs
+	switch {
+	case len(c.Spec.DNSNames) == 3:
+		ti = 1
+	case len(c.Spec.Usages) > 0:
+		ti = 2
+	}
+	ki := r.pick(2) // a P-256 key
+	if c.Spec.KeySpec().Size == 384 {
+		ki = 2
+	}
+	names := min(ti, 1)
+	if r.flag() { // a healthy revision 1
+		c.Status.Revision = ptr(1)
+		chain := p.chains[[3]int{ki, names, 0}]
+		leaf, _ := firstCertificate(chain)
+		labels, annotations := secretMetadata(c, leaf)
+		data := map[string][]byte{keys.SecretCertificate: chain, keys.SecretPrivateKey: p.keyPEM[ki], keys.SecretCA: p.fx.caPEM}
+		if outputSpec(&c.Spec).CombinedPEM {
+			data[keys.SecretCombinedPEM] = combined(p.keyPEM[ki], chain)
+		}
+		s.Secret = &Secret{ObjectMeta: ObjectMeta{Name: c.Spec.SecretName, Namespace: c.Namespace, ResourceVersion: "5", Labels: labels, Annotations: annotations}, Data: data}
+		req := &CertificateRequest{
+			ObjectMeta: ObjectMeta{Name: RequestName(c.Name, 1), Namespace: c.Namespace, OwnerUID: c.UID, CreationTimestamp: t0.Add(-11 * 24 * time.Hour),
+				Annotations: map[string]string{AnnotationRevision: "1", AnnotationCertificateName: c.Name}},
+			Spec:   RequestSpec{Request: p.csrs[[2]int{ti, ki}], IssuerRef: c.Spec.IssuerRef, Usages: c.Spec.Usages},
+			Status: RequestStatus{Certificate: chain, CA: p.fx.caPEM, Conditions: []Condition{{Type: RequestConditionReady, Status: StatusTrue, Reason: RequestReasonIssued}}},
+		}
+		s.Requests = append([]*CertificateRequest{req}, s.Requests...)
+	}
+	if r.flag() { // an issuance in progress, answered or not
+		c.Status.Conditions = setCondition(removeCondition(c.Status.Conditions, ConditionIssuing),
+			Condition{Type: ConditionIssuing, Status: StatusTrue, Reason: ReasonRenewing}, t0.Add(-time.Minute), c.Generation)
+		next := nextRevision(c)
+		nk := r.pick(len(p.keys))
+		if c.Spec.KeySpec().Size == 384 {
+			nk = 2
+		} else if nk == 2 {
+			nk = 1
+		}
+		name := nextKeySecretName(c, next, c.Spec.KeySpec())
+		c.Status.NextPrivateKeySecretName = name
+		if findSecret(s.NextPrivateKeySecrets, name) == nil {
+			s.NextPrivateKeySecrets = append(s.NextPrivateKeySecrets, &Secret{
+				ObjectMeta: ObjectMeta{Name: name, OwnerUID: c.UID, Labels: map[string]string{LabelNextPrivateKey: "true"}},
+				Data:       map[string][]byte{keys.SecretPrivateKey: p.keyPEM[nk]}})
+		}
+		reqName := RequestName(c.Name, next)
+		for i, o := range s.Requests {
+			if o.Name == reqName {
+				s.Requests = append(s.Requests[:i:i], s.Requests[i+1:]...)
+				break
+			}
+		}
+		req := &CertificateRequest{
+			ObjectMeta: ObjectMeta{Name: reqName, Namespace: c.Namespace, OwnerUID: c.UID, CreationTimestamp: t0.Add(-30 * time.Second),
+				Annotations: map[string]string{AnnotationRevision: fmt.Sprint(next), AnnotationCertificateName: c.Name}},
+			Spec: RequestSpec{Request: p.csrs[[2]int{ti, nk}], IssuerRef: c.Spec.IssuerRef, Usages: c.Spec.Usages},
+		}
+		switch r.pick(4) {
+		case 1, 2:
+			req.Status.Conditions = []Condition{{Type: RequestConditionReady, Status: StatusTrue, Reason: RequestReasonIssued}}
+			req.Status.Certificate = p.chains[[3]int{nk, names, 0}]
+			req.Status.CA = p.fx.caPEM
+		case 3:
+			req.Status.Conditions = []Condition{{Type: RequestConditionReady, Status: StatusFalse, Reason: RequestReasonFailed, Message: "CA down"}}
+			req.Status.FailureTime = ptr(t0.Add(-10 * time.Second))
+		}
+		s.Requests = append(s.Requests, req)
+	}
+	// Perturb one part, or none.
+	switch r.pick(6) {
+	case 1:
+		c.Spec = p.specs[r.pick(len(p.specs))]
+	case 2:
+		c.Spec.Usages = []keys.Usage{keys.UsageDigitalSignature, keys.UsageClientAuth}
+	case 3:
+		if len(s.NextPrivateKeySecrets) > 0 {
+			s.NextPrivateKeySecrets[0].Data = map[string][]byte{keys.SecretPrivateKey: p.keyPEM[r.pick(len(p.keys))]}
+		}
+	}
+}
+
+func combined(keyPEM, chain []byte) []byte {
+	out := append([]byte{}, keyPEM...)
+	return append(out, chain...)
+}
+
+// FuzzReconcileStructured builds snapshots from structured choices —
+// every renewal policy, ARI windows, other certificates claiming the
+// secret, 0–3 requests in every state, next-key secrets that match or not,
+// secrets that drifted — and checks that Reconcile gives exactly what the
+// stages run in turn give, and the invariants every decision keeps.
+func FuzzReconcileStructured(f *testing.F) {
+	pool := newFuzzPool(f)
+	f.Add([]byte{})
+	f.Add([]byte{0, 0, 1, 1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1, 2, 1, 0, 1})
+	f.Add([]byte{1, 2, 2, 1, 1, 1, 1, 1, 3, 3, 2, 1, 1, 1, 2, 1, 2, 1, 1, 1, 2, 0, 2, 2, 1, 1, 3, 0, 1})
+	f.Add([]byte{4, 0, 1, 1, 2, 1, 0, 0, 3, 0, 0, 0, 1, 1, 1, 2, 1, 2, 0, 0, 1, 1, 1, 1})
+	f.Add([]byte{5, 2, 2, 1, 1, 2, 1, 1, 0, 3, 0, 0, 0, 1, 0, 1, 2, 2, 1, 2, 0, 3, 2})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, now, cfg := pool.snapshot(&fuzzReader{b: data})
+		checkDecision(t, s, now, cfg)
+	})
+}
+
+// checkDecision checks everything a Reconcile decision promises.
+func checkDecision(t *testing.T, s *Snapshot, now time.Time, cfg Config) {
+	before, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := Reconcile(s, now, cfg)
+	if after, _ := json.Marshal(s); string(after) != string(before) {
+		t.Fatal("Reconcile changed the snapshot it was given")
+	}
+	if diff := cmp.Diff(res, Reconcile(s, now, cfg)); diff != "" {
+		t.Fatalf("same input, different results:\n%s", diff)
+	}
+	checkEqualsStages(t, s, now, cfg, res)
+	checkLiveness(t, s, now, cfg)
+
+	c := s.Certificate
+	final := c.Status
+	creates := 0
+	for _, a := range res.Actions {
+		switch a := a.(type) {
+		case UpdateStatus:
+			final = a.Status
+		case GenerateKey:
+			if a.OwnerUID == "" {
+				t.Fatalf("%v has no owner", a)
+			}
+		case CreateRequest:
+			creates++
+			if a.Request.OwnerUID == "" {
+				t.Fatalf("%v has no owner", a)
+			}
+		case WriteSecret:
+			if a.OwnerUID == "" {
+				t.Fatalf("%v has no owner", a)
+			}
+			if a.KeySecretName == a.Name {
+				continue // a repair, from the secret's own key and chain
+			}
+			// An issuance writes only a settled answer: the request's
+			// chain, for the next key, from a request that matches.
+			var from *request
+			p := newPass(s)
+			for i := range p.requests {
+				if string(p.requests[i].Status.Certificate) == string(a.Chain) && p.requests[i].revision == nextRevision(c) {
+					from = &p.requests[i]
+				}
+			}
+			k := p.nextKey(a.KeySecretName)
+			if from == nil || k == nil || k.err != nil {
+				t.Fatalf("%v writes a chain that is not the next revision's answer", a)
+			}
+			if why := requestMismatch(from, &c.Spec, k.key.Public(), a.KeySecretName); why != "" {
+				t.Fatalf("%v writes the answer to a request that is not settled: %s", a, why)
+			}
+		}
+	}
+	if creates > 1 {
+		t.Fatalf("%d requests created in one pass", creates)
+	}
+	if creates == 1 && issuing(&Certificate{Status: final}) == nil {
+		t.Fatal("a request was created while not issuing")
+	}
+	// A failure is counted only from a settled answer.
+	if final.LastFailureTime != nil && !timePtrEqual(final.LastFailureTime, c.Status.LastFailureTime) {
+		p := newPass(s)
+		req := p.requestFor(nextRevision(c))
+		k := p.nextKey(final.NextPrivateKeySecretName) // the key the pass settled on (it may adopt one)
+		if req == nil || k == nil || k.err != nil || requestMismatch(req, &c.Spec, k.key.Public(), "") != "" {
+			t.Fatalf("a failure was recorded at %v from a request that is not settled", *final.LastFailureTime)
+		}
+	}
+	// No issuance starts before the backoff allows, unless the failed
+	// request no longer matches the spec.
+	if issuing(c) == nil && issuing(&Certificate{Status: final}) != nil && (c.Status.LastFailureTime != nil || c.Status.RetryAfter != nil) {
+		in := backoffInput(c)
+		if p := newPass(s); p.leaf() != nil {
+			in.NotAfter = p.leaf().NotAfter
+		}
+		if b := cfg.Backoff.Decide(in, now); b.Wait && !failedRequestMismatchesSpec(newPass(s)) {
+			t.Fatalf("issuance started at %v before the backoff allows (%v)", now, b.NextAttempt)
+		}
+	}
+	// What the host stored is never lost: a write only replaces a secret
+	// the decision read, at the version it read.
+	for _, a := range res.Actions {
+		if w, ok := a.(WriteSecret); ok && s.Secret != nil && w.ResourceVersion != s.Secret.ResourceVersion {
+			t.Fatalf("%v does not carry the version of the secret read (%s)", w, s.Secret.ResourceVersion)
+		}
+	}
+}

@@ -1,0 +1,249 @@
+package certificate
+
+import (
+	"crypto"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certlife/certlife/keys"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// renewing is a healthy certificate at revision 1 in the middle of its
+// renewal: Issuing=True since a minute ago, the next private key made, and
+// request web-2 for it created and answered with a certificate.
+type renewing struct {
+	s       *Snapshot
+	nextKey crypto.Signer
+	req     *CertificateRequest
+}
+
+func (f *fixture) renewing() renewing {
+	s, _ := f.healthy(t0.Add(-60 * 24 * time.Hour))
+	c := s.Certificate
+	c.Status.Conditions = setCondition(c.Status.Conditions,
+		Condition{Type: ConditionIssuing, Status: StatusTrue, Reason: ReasonRenewing, Message: "renewal due"}, t0.Add(-time.Minute), c.Generation)
+	key := f.key(c.Spec.KeySpec())
+	name := nextKeySecretName(c, 2, c.Spec.KeySpec())
+	keyPEM, _ := keys.EncodePrivateKey(key, keys.EncodingPKCS8)
+	c.Status.NextPrivateKeySecretName = name
+	s.NextPrivateKeySecrets = []*Secret{{ObjectMeta: ObjectMeta{Name: name, OwnerUID: c.UID, Labels: map[string]string{LabelNextPrivateKey: "true"}},
+		Data: map[string][]byte{keys.SecretPrivateKey: keyPEM}}}
+	req := f.request(c, 2, key)
+	req.CreationTimestamp = t0.Add(-30 * time.Second)
+	req.Status.Certificate = f.sign(key.Public(), c.Spec.Template(), t0.Add(-time.Minute), t0.Add(90*24*time.Hour))
+	req.Status.CA = f.caPEM
+	req.Status.Conditions = []Condition{{Type: RequestConditionReady, Status: StatusTrue, Reason: RequestReasonIssued}}
+	s.Requests = append(s.Requests, req)
+	return renewing{s: s, nextKey: key, req: req}
+}
+
+func failRequest(r *CertificateRequest, cond Condition) {
+	r.Status.Certificate, r.Status.CA = nil, nil
+	r.Status.FailureTime = ptr(t0.Add(-10 * time.Second))
+	r.Status.Conditions = []Condition{cond}
+}
+
+func writes(res Result) []WriteSecret {
+	var out []WriteSecret
+	for _, a := range res.Actions {
+		if w, ok := a.(WriteSecret); ok {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func finalStatus(s *Snapshot, res Result) Status {
+	st := s.Certificate.Status
+	for _, a := range res.Actions {
+		if u, ok := a.(UpdateStatus); ok {
+			st = u.Status
+		}
+	}
+	return st
+}
+
+// Settle before acting: an answer to a request that no longer matches what
+// the certificate asks is neither written nor counted as a failure; the
+// requestmanager replaces the request.
+func TestIssuingSettlesBeforeActing(t *testing.T) {
+	f := newFixture(t)
+	tests := map[string]struct {
+		mutate func(t *testing.T, r renewing)
+		// deleted: the request the pass deletes ("" for none).
+		deleted string
+		msg     string
+	}{
+		"a usages change made after the CA answered is not lost": {
+			mutate: func(_ *testing.T, r renewing) {
+				r.s.Certificate.Spec.Usages = []keys.Usage{keys.UsageDigitalSignature, keys.UsageClientAuth}
+			},
+			deleted: "web-2", msg: "usages",
+		},
+		"a key spec change made after the CA answered is not lost": {
+			mutate: func(_ *testing.T, r renewing) {
+				r.s.Certificate.Spec.PrivateKey = &keys.KeySpec{Algorithm: keys.AlgorithmECDSA, Size: 384}
+			},
+			msg: "its key does not meet spec.privateKey: size: spec wants 384, key is 256",
+		},
+		"a duration change made after the CA answered is not lost": {
+			mutate: func(_ *testing.T, r renewing) {
+				r.s.Certificate.Spec.Duration = &Duration{48 * time.Hour}
+			},
+			deleted: "web-2", msg: "duration: want 48h0m0s, have the issuer's default",
+		},
+		"an issuer change made after the CA answered is not lost": {
+			mutate:  func(_ *testing.T, r renewing) { r.s.Certificate.Spec.IssuerRef.Name = "other-ca" },
+			deleted: "web-2", msg: "issuerRef: want Issuer certlife.dev/other-ca, have Issuer certlife.dev/ca",
+		},
+		"a next-key secret replaced by hand: the answer is for a key the certificate no longer holds": {
+			mutate: func(t *testing.T, r renewing) {
+				other, err := keys.EncodePrivateKey(f.key(r.s.Certificate.Spec.KeySpec()), keys.EncodingPKCS8)
+				require.NoError(t, err)
+				r.s.NextPrivateKeySecrets[0].Data = map[string][]byte{keys.SecretPrivateKey: other}
+			},
+			deleted: "web-2", msg: "its CSR is not for the next private key web-next-key-2-",
+		},
+	}
+	for name, tc := range tests {
+		for _, outcome := range []string{"issued", "failed"} {
+			t.Run(name+", "+outcome, func(t *testing.T) {
+				r := f.renewing()
+				if outcome == "failed" {
+					failRequest(r.req, Condition{Type: RequestConditionReady, Status: StatusFalse, Reason: RequestReasonFailed, Message: "CA down"})
+				}
+				tc.mutate(t, r)
+				attempts := r.s.Certificate.Status.FailedIssuanceAttempts
+
+				alone := Issuing(r.s, t0, Config{})
+				assert.Equal(t, ReasonRequestOutdated, alone.Reason, alone.Message)
+				assert.Empty(t, alone.Actions, "the issuing stage acts on an answer that is not settled")
+				assert.Contains(t, alone.Message, "request web-2 is answered, but ")
+				assert.Contains(t, alone.Message, tc.msg)
+
+				res := Reconcile(r.s, t0, Config{})
+				assert.Empty(t, writes(res), "an unsettled answer is written")
+				st := finalStatus(r.s, res)
+				assert.Equal(t, attempts, st.FailedIssuanceAttempts, "an unsettled failure is counted")
+				assert.Nil(t, st.LastFailureTime)
+				require.NotNil(t, issuing(&Certificate{Status: st}), "the issuance goes on")
+				var deleted []string
+				for _, a := range res.Actions {
+					if d, ok := a.(DeleteRequest); ok {
+						deleted = append(deleted, d.Name)
+					}
+				}
+				if tc.deleted != "" {
+					assert.Equal(t, []string{tc.deleted}, deleted, "the requestmanager replaces the request")
+				}
+				checkEqualsStages(t, r.s, t0, Config{}, res)
+			})
+		}
+	}
+}
+
+// A settled answer is acted on: a failure is recorded with the request's
+// own reason and a message naming it; a certificate is written, and the
+// same status write leaves the certificate Ready.
+func TestIssuingActsOnSettledAnswers(t *testing.T) {
+	f := newFixture(t)
+	tests := map[string]struct {
+		mutate func(r renewing)
+		reason string
+		msg    string
+	}{
+		"a denied request": {
+			mutate: func(r renewing) {
+				failRequest(r.req, Condition{Type: RequestConditionDenied, Status: StatusTrue, Reason: "Denied", Message: "policy says no"})
+			},
+			reason: ReasonDenied, msg: "request web-2 was denied: policy says no",
+		},
+		"a request the issuer found invalid": {
+			mutate: func(r renewing) {
+				failRequest(r.req, Condition{Type: RequestConditionInvalidRequest, Status: StatusTrue, Reason: "BadCSR", Message: "no SANs allowed"})
+			},
+			reason: ReasonInvalidRequest, msg: "request web-2 is invalid: no SANs allowed",
+		},
+		"a failed request": {
+			mutate: func(r renewing) {
+				failRequest(r.req, Condition{Type: RequestConditionReady, Status: StatusFalse, Reason: RequestReasonFailed, Message: "rate limited"})
+			},
+			reason: ReasonIssuanceFailed, msg: "request web-2 failed: rate limited",
+		},
+		"a certificate for another key": {
+			mutate: func(r renewing) {
+				r.req.Status.Certificate = f.sign(f.key(keys.KeySpec{Algorithm: keys.AlgorithmECDSA}).Public(), r.s.Certificate.Spec.Template(), t0, t0.Add(time.Hour))
+			},
+			reason: ReasonIssuedWrongKey, msg: "request web-2 was issued a certificate for another key than the next private key web-next-key-2-",
+		},
+		"an expired certificate": {
+			mutate: func(r renewing) {
+				r.req.Status.Certificate = f.sign(r.nextKey.Public(), r.s.Certificate.Spec.Template(), t0.Add(-2*time.Hour), t0.Add(-time.Hour))
+			},
+			reason: ReasonIssuedExpired, msg: "request web-2 was issued a certificate that expired at 2026-03-01T11:00:00Z",
+		},
+		"a certificate for other names": {
+			mutate: func(r renewing) {
+				r.req.Status.Certificate = f.sign(r.nextKey.Public(), keys.RequestTemplate{CommonName: "evil.example", DNSNames: []string{"evil.example"}}, t0, t0.Add(time.Hour))
+			},
+			reason: ReasonIssuedOtherNames, msg: "request web-2 was issued a certificate for other names",
+		},
+		"an undecodable chain": {
+			mutate: func(r renewing) { r.req.Status.Certificate = []byte("garbage") },
+			reason: ReasonIssuedUndecodable, msg: "request web-2 was issued an undecodable chain",
+		},
+		"an undecodable CA beside a good chain": {
+			mutate: func(r renewing) {
+				r.req.Status.CA = []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
+			},
+			reason: ReasonIssuedUndecodable, msg: "request web-2 was issued an undecodable CA",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := f.renewing()
+			r.s.Certificate.Status.FailedIssuanceAttempts = ptr(1)
+			tc.mutate(r)
+			res := Reconcile(r.s, t0, Config{})
+			assert.Empty(t, writes(res))
+			st := finalStatus(r.s, res)
+			cond := st.Condition(ConditionIssuing)
+			require.NotNil(t, cond)
+			assert.Equal(t, StatusFalse, cond.Status)
+			assert.Equal(t, tc.reason, cond.Reason)
+			assert.True(t, strings.HasPrefix(cond.Message, tc.msg), "message %q does not start %q", cond.Message, tc.msg)
+			require.NotNil(t, st.FailedIssuanceAttempts)
+			assert.Equal(t, 2, *st.FailedIssuanceAttempts)
+			require.NotNil(t, st.LastFailureTime)
+			assert.Equal(t, StageIssuing, res.Stage)
+			assert.Equal(t, tc.reason, res.Reason)
+			assert.Contains(t, res.Message, "(issuance has failed 2 times in a row)")
+			checkEqualsStages(t, r.s, t0, Config{}, res)
+		})
+	}
+
+	t.Run("an issued certificate is written and the same status write says Ready", func(t *testing.T) {
+		r := f.renewing()
+		r.s.Certificate.Status.Conditions = setCondition(r.s.Certificate.Status.Conditions,
+			Condition{Type: ConditionReady, Status: StatusFalse, Reason: ReasonRenewing}, t0.Add(-time.Minute), 1)
+		res := Reconcile(r.s, t0, Config{})
+		ws := writes(res)
+		require.Len(t, ws, 1)
+		assert.Equal(t, r.s.NextPrivateKeySecrets[0].Name, ws[0].KeySecretName)
+		assert.Equal(t, r.s.Secret.ResourceVersion, ws[0].ResourceVersion, "the write is conditional on the secret read")
+		st := finalStatus(r.s, res)
+		require.NotNil(t, st.Revision)
+		assert.Equal(t, 2, *st.Revision)
+		ready := st.Condition(ConditionReady)
+		require.NotNil(t, ready)
+		assert.Equal(t, StatusTrue, ready.Status, ready.Message)
+		assert.Nil(t, st.Condition(ConditionIssuing))
+		assert.Equal(t, StageIssuing, res.Stage)
+		assert.Equal(t, ReasonIssued, res.Reason)
+		assert.Equal(t, t0, res.RequeueAt, "the next pass cleans up at once")
+		checkEqualsStages(t, r.s, t0, Config{}, res)
+	})
+}

@@ -1,0 +1,176 @@
+package certificate
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certlife/certlife/keys"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func validSpec() Spec {
+	return Spec{SecretName: "web-tls", CommonName: "web.example", DNSNames: []string{"web.example"}, IssuerRef: IssuerRef{Name: "ca"}}
+}
+
+// Validate refuses bad input up front, each problem at its field path and
+// quoting the value.
+func TestValidateRefusesBadInput(t *testing.T) {
+	tests := map[string]struct {
+		mutate func(*Spec)
+		want   string // "" for valid
+	}{
+		"a valid spec":                       {func(*Spec) {}, ""},
+		"a wildcard as the leftmost label":   {func(s *Spec) { s.DNSNames = []string{"*.example.com"} }, ""},
+		"an internationalised name in ASCII": {func(s *Spec) { s.DNSNames = []string{"xn--bcher-kva.example"} }, ""},
+		"a label of 63 characters":           {func(s *Spec) { s.DNSNames = []string{strings.Repeat("a", 63) + ".example"} }, ""},
+		"an email address":                   {func(s *Spec) { s.EmailAddresses = []string{"ops@example.com"} }, ""},
+		"renewBefore of five minutes":        {func(s *Spec) { s.RenewBefore = &Duration{5 * time.Minute} }, ""},
+		"a SPIFFE URI":                       {func(s *Spec) { s.URIs = []string{"spiffe://cluster.local/ns/web/sa/app"} }, ""},
+
+		"an email address with a display name": {func(s *Spec) { s.EmailAddresses = []string{"Ops <ops@example.com>"} },
+			`spec.emailAddresses[0]: "Ops <ops@example.com>" is not an email address`},
+		"an email address without a domain": {func(s *Spec) { s.EmailAddresses = []string{"ops"} },
+			`spec.emailAddresses[0]: "ops" is not an email address`},
+		"a wildcard in the middle": {func(s *Spec) { s.DNSNames = []string{"a.*.example"} },
+			`spec.dnsNames[0]: "a.*.example" is not a valid DNS name: a wildcard may only be the whole leftmost label`},
+		"a partial wildcard": {func(s *Spec) { s.DNSNames = []string{"web*.example"} },
+			`"web*.example" is not a valid DNS name: a wildcard may only be the whole leftmost label`},
+		"a bare wildcard": {func(s *Spec) { s.DNSNames = []string{"*"} },
+			`"*" is not a valid DNS name: a wildcard needs a domain after it`},
+		"a space": {func(s *Spec) { s.DNSNames = []string{"web example"} },
+			`"web example" is not a valid DNS name: it contains a space`},
+		"a label of 64 characters": {func(s *Spec) { s.DNSNames = []string{strings.Repeat("a", 64) + ".example"} },
+			"is 64 characters long, over 63"},
+		"a name of 254 characters": {func(s *Spec) { s.DNSNames = []string{strings.Repeat(strings.Repeat("a", 62)+".", 4) + "ab"} },
+			"it is 254 characters long, over 253"},
+		"a leading hyphen": {func(s *Spec) { s.DNSNames = []string{"-web.example"} },
+			`label "-web" starts or ends with a hyphen`},
+		"an empty label": {func(s *Spec) { s.DNSNames = []string{"web..example"} },
+			"it has an empty label"},
+		"a trailing dot": {func(s *Spec) { s.DNSNames = []string{"web.example."} },
+			"it ends with a dot"},
+		"non-ASCII characters": {func(s *Spec) { s.DNSNames = []string{"bücher.example"} },
+			"use the ASCII (xn--) form"},
+		"an underscore": {func(s *Spec) { s.DNSNames = []string{"_acme.example"} },
+			`label "_acme" has an underscore`},
+		"an empty DNS name": {func(s *Spec) { s.DNSNames = []string{""} },
+			`spec.dnsNames[0]: "" is not a valid DNS name: it is empty`},
+		"renewBefore under five minutes": {func(s *Spec) { s.RenewBefore = &Duration{4 * time.Minute} },
+			"spec.renewBefore: 4m0s is under the minimum of 5m0s"},
+		"a URI that does not parse": {func(s *Spec) { s.URIs = []string{"%zz"} },
+			`spec.uris[0]: "%zz" is not an absolute URI`},
+		"a URI without a scheme": {func(s *Spec) { s.URIs = []string{"cluster.local/web"} },
+			`spec.uris[0]: "cluster.local/web" is not an absolute URI`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s := validSpec()
+			tc.mutate(&s)
+			err := Validate(&s)
+			if tc.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrInvalidSpec)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// An invalid spec shows where `kubectl get` shows it: Ready=False with
+// reason InvalidSpec and the field error as message; nothing is issued.
+func TestInvalidSpecShowsInReady(t *testing.T) {
+	f := newFixture(t)
+	s, _ := f.healthy(t0.Add(-10 * 24 * time.Hour))
+	s.Secret = nil
+	s.Certificate.Spec.DNSNames = []string{"web example"}
+	res := Reconcile(s, t0, Config{})
+	require.Len(t, res.Actions, 1, "%v", res.Actions)
+	u, ok := res.Actions[0].(UpdateStatus)
+	require.True(t, ok)
+	ready := u.Status.Condition(ConditionReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, StatusFalse, ready.Status)
+	assert.Equal(t, ReasonInvalidSpec, ready.Reason)
+	assert.Contains(t, ready.Message, `spec.dnsNames[0]: "web example" is not a valid DNS name`)
+	assert.Nil(t, u.Status.Condition(ConditionIssuing))
+	assert.Equal(t, ReasonInvalidSpec, res.Reason)
+}
+
+// A snapshot that cannot be decided on gets a clear error, and no action
+// ever has an empty owner.
+func TestBadInputGetsAnErrorAndNoActions(t *testing.T) {
+	f := newFixture(t)
+	stages := map[string]func(*Snapshot, time.Time, Config) Result{
+		"Reconcile": Reconcile, "Trigger": Trigger, "Keymanager": Keymanager, "Requestmanager": Requestmanager,
+		"Issuing": Issuing, "Readiness": Readiness,
+	}
+	tests := map[string]struct {
+		snap func() *Snapshot
+		now  time.Time
+		path string
+	}{
+		"no snapshot":    {func() *Snapshot { return nil }, t0, "certificate"},
+		"no certificate": {func() *Snapshot { return &Snapshot{} }, t0, "certificate"},
+		"a certificate without a UID": {func() *Snapshot {
+			s, _ := f.healthy(t0)
+			s.Certificate.UID = ""
+			s.Secret = nil
+			return s
+		}, t0, "certificate.metadata.uid"},
+		"a certificate without a name": {func() *Snapshot {
+			s, _ := f.healthy(t0)
+			s.Certificate.Name = ""
+			return s
+		}, t0, "certificate.metadata.name"},
+		"a zero now": {func() *Snapshot { s, _ := f.healthy(t0); return s }, time.Time{}, "now"},
+	}
+	for name, tc := range tests {
+		for stage, fn := range stages {
+			t.Run(name+"/"+stage, func(t *testing.T) {
+				res := fn(tc.snap(), tc.now, Config{})
+				assert.Empty(t, res.Actions)
+				assert.True(t, res.RequeueAt.IsZero())
+				require.Error(t, res.Err)
+				assert.ErrorIs(t, res.Err, ErrInvalidInput)
+				var ie *InputError
+				require.True(t, errors.As(res.Err, &ie))
+				assert.Equal(t, tc.path, ie.Path)
+				assert.Contains(t, res.Message, tc.path)
+			})
+		}
+	}
+}
+
+var dns1123Subdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// Request and next-key names stay valid Kubernetes object names whatever
+// the certificate's name, and stay the same for the same certificate and
+// revision.
+func TestNamesStayValidObjectNames(t *testing.T) {
+	long := strings.Repeat("a", 100) + "." + strings.Repeat("b", 100) + "." + strings.Repeat("c", 53)
+	for name, cert := range map[string]string{
+		"a short name":               "web",
+		"a name of 253 characters":   long,
+		"a name cut at a dot":        strings.Repeat("a", 248) + ".bbbb",
+		"a name cut at a hyphen":     strings.Repeat("a", 248) + "-bbbb",
+		"two long names, one prefix": long[:252] + "z",
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := &Certificate{ObjectMeta: ObjectMeta{Name: cert, UID: "u"}}
+			for _, n := range []string{RequestName(cert, 1), RequestName(cert, 12345), nextKeySecretName(c, 7, keys.KeySpec{}.WithDefaults())} {
+				assert.LessOrEqual(t, len(n), MaxNameLength, n)
+				assert.Regexp(t, dns1123Subdomain, n)
+			}
+			assert.Equal(t, RequestName(cert, 3), RequestName(cert, 3))
+			assert.NotEqual(t, RequestName(cert, 3), RequestName(cert, 4))
+		})
+	}
+	assert.Equal(t, "web-2", RequestName("web", 2))
+	assert.NotEqual(t, RequestName(long, 1), RequestName(long[:252]+"z", 1), "names that share a long prefix stay apart")
+}
