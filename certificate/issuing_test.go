@@ -247,3 +247,51 @@ func TestIssuingActsOnSettledAnswers(t *testing.T) {
 		checkEqualsStages(t, r.s, t0, Config{}, res)
 	})
 }
+
+// The issuer contract: each answer an issuer gives with the Set functions
+// is read by the certificate stages as that answer.
+func TestIssuerContractIsReadByTheStages(t *testing.T) {
+	f := newFixture(t)
+	retry := t0.Add(6 * time.Hour)
+	tests := map[string]struct {
+		answer  func(r renewing)
+		reason  string // the Issuing condition's reason after the pass; "" for issued
+		retryAt *time.Time
+	}{
+		"SetIssued": {answer: func(r renewing) {
+			SetIssued(r.req, f.sign(r.nextKey.Public(), r.s.Certificate.Spec.Template(), t0, t0.Add(90*24*time.Hour)), f.caPEM, t0)
+		}},
+		"SetFailed with a Retry-After": {answer: func(r renewing) { SetFailed(r.req, "rate limited", t0, retry) },
+			reason: ReasonIssuanceFailed, retryAt: &retry},
+		"SetDenied":  {answer: func(r renewing) { SetDenied(r.req, "not allowed", t0) }, reason: ReasonDenied},
+		"SetInvalid": {answer: func(r renewing) { SetInvalid(r.req, "bad CSR", t0) }, reason: ReasonInvalidRequest},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := f.renewing()
+			r.req.Status = RequestStatus{}
+			require.False(t, Answered(r.req))
+			SetPending(r.req, "waiting for the CA", t0)
+			require.False(t, Answered(r.req))
+			pending := Issuing(r.s, t0, Config{})
+			assert.Equal(t, ReasonRequestPending, pending.Reason)
+			assert.Contains(t, pending.Message, "waiting for the CA")
+
+			tc.answer(r)
+			require.True(t, Answered(r.req))
+			res := Reconcile(r.s, t0, Config{})
+			st := finalStatus(r.s, res)
+			if tc.reason == "" {
+				require.NotNil(t, st.Revision)
+				assert.Equal(t, 2, *st.Revision)
+				assert.Len(t, writes(res), 1)
+				return
+			}
+			cond := st.Condition(ConditionIssuing)
+			require.NotNil(t, cond)
+			assert.Equal(t, tc.reason, cond.Reason)
+			assert.Contains(t, cond.Message, "request web-2")
+			assert.Equal(t, tc.retryAt, st.RetryAfter)
+		})
+	}
+}

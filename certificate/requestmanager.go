@@ -136,6 +136,7 @@ func requestmanager(p *pass, now time.Time) Result {
 	req := CertificateRequest{
 		ObjectMeta: ObjectMeta{Name: name, Namespace: c.Namespace, OwnerUID: c.UID, Annotations: map[string]string{
 			AnnotationRevision: strconv.Itoa(next), AnnotationCertificateName: c.Name,
+			AnnotationPrivateKeySecretName: keyName,
 		}},
 		Spec: RequestSpec{IssuerRef: c.Spec.IssuerRef, Duration: c.Spec.Duration, IsCA: c.Spec.IsCA, Usages: c.Spec.Usages},
 	}

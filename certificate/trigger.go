@@ -170,8 +170,8 @@ func requestMismatch(r *request, spec *Spec, key crypto.PublicKey, keyName strin
 	if spec.IsCA != r.Spec.IsCA {
 		d = append(d, fmt.Sprintf("spec.isCA: want %v, have %v", spec.IsCA, r.Spec.IsCA))
 	}
-	if want, have := usageSet(spec.Usages), usageSet(r.Spec.Usages); !slices.Equal(want, have) {
-		d = append(d, fmt.Sprintf("spec.usages: want %v, have %v", want, have))
+	if !sameUsages(spec.Usages, r.Spec.Usages) {
+		d = append(d, fmt.Sprintf("spec.usages: want %v, have %v", usageSet(spec.Usages), usageSet(r.Spec.Usages)))
 	}
 	if m := keys.SpecMismatches(r.csr.PublicKey, spec.KeySpec()); m != nil {
 		d = append(d, "its key does not meet spec.privateKey: "+strings.Join(m, "; "))
@@ -185,14 +185,24 @@ func requestMismatch(r *request, spec *Spec, key crypto.PublicKey, keyName strin
 	return ""
 }
 
+// sameUsages reports whether two usage lists are the same set, each the
+// defaults when empty (usageSet's answer, without allocating for the usual
+// few usages).
+func sameUsages(a, b []keys.Usage) bool {
+	var abuf, bbuf [8]keys.Usage
+	return slices.Equal(usageSetInto(abuf[:0], a), usageSetInto(bbuf[:0], b))
+}
+
 // usageSet is a usage list as a sorted set, the defaults for none.
-func usageSet(us []keys.Usage) []keys.Usage {
+func usageSet(us []keys.Usage) []keys.Usage { return usageSetInto(nil, us) }
+
+func usageSetInto(dst, us []keys.Usage) []keys.Usage {
 	if len(us) == 0 {
 		us = keys.DefaultUsages
 	}
-	out := slices.Clone(us)
-	slices.Sort(out)
-	return slices.Compact(out)
+	dst = append(dst, us...)
+	slices.Sort(dst)
+	return slices.Compact(dst)
 }
 
 func durationOf(d *Duration) time.Duration {

@@ -1,0 +1,86 @@
+package keys
+
+import (
+	"crypto/rand"
+	"crypto/x509"
+	"math/big"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestX509Usages(t *testing.T) {
+	tests := map[string]struct {
+		usages []Usage
+		isCA   bool
+		ku     x509.KeyUsage
+		eku    []x509.ExtKeyUsage
+		err    string
+	}{
+		"none means the defaults": {ku: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment},
+		"server and client auth": {usages: []Usage{UsageDigitalSignature, UsageServerAuth, UsageClientAuth},
+			ku: x509.KeyUsageDigitalSignature, eku: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}},
+		"signing is digital signature, and repeats are dropped": {usages: []Usage{UsageSigning, UsageDigitalSignature, UsageCodeSigning, UsageCodeSigning},
+			ku: x509.KeyUsageDigitalSignature, eku: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning}},
+		"a CA adds cert sign": {usages: []Usage{UsageCRLSign}, isCA: true, ku: x509.KeyUsageCRLSign | x509.KeyUsageCertSign},
+		"an unknown usage":    {usages: []Usage{UsageServerAuth, "teleport"}, err: `keys: usages[1]: "teleport" is not a known usage`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			ku, eku, err := X509Usages(tc.usages, tc.isCA)
+			if tc.err != "" {
+				require.EqualError(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.ku, ku)
+			assert.Equal(t, tc.eku, eku)
+		})
+	}
+}
+
+// A certificate issued with X509Usages's answer carries what CompareCSR
+// expects of a request for the same usages: for every known usage, alone
+// and with isCA.
+func TestX509UsagesAgreeWithRequests(t *testing.T) {
+	key := mustKey(t, KeySpec{Algorithm: AlgorithmECDSA})
+	var all []Usage
+	for u := range x509ExtKeyUsages {
+		all = append(all, u)
+	}
+	for _, u := range []Usage{UsageSigning, UsageDigitalSignature, UsageContentCommitment, UsageKeyEncipherment, UsageKeyAgreement,
+		UsageDataEncipherment, UsageCertSign, UsageCRLSign, UsageEncipherOnly, UsageDecipherOnly} {
+		all = append(all, u)
+	}
+	for _, u := range all {
+		for _, isCA := range []bool{false, true} {
+			tmpl := RequestTemplate{CommonName: "a.example", Usages: []Usage{u}, IsCA: isCA}
+			csrPEM, err := BuildCSR(rand.Reader, tmpl, key)
+			require.NoError(t, err)
+			csr, err := DecodeCSR(csrPEM)
+			require.NoError(t, err)
+			ku, eku, err := X509Usages(tmpl.Usages, isCA)
+			require.NoError(t, err)
+			// What the CSR asks and what the issuer grants compare equal.
+			wantKU, wantEKU, _ := requestUsages(csr, nil)
+			cert := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour),
+				KeyUsage: ku, ExtKeyUsage: eku, BasicConstraintsValid: true, IsCA: isCA}
+			der, err := x509.CreateCertificate(rand.Reader, cert, cert, key.Public(), key)
+			require.NoError(t, err)
+			parsed, err := x509.ParseCertificate(der)
+			require.NoError(t, err)
+			assert.Equal(t, wantKU, parsed.KeyUsage, "%s isCA=%v", u, isCA)
+			var got []string
+			for _, e := range parsed.ExtKeyUsage {
+				for k, v := range x509ExtKeyUsages {
+					if v == e {
+						got = append(got, ekuDotted[k])
+					}
+				}
+			}
+			assert.ElementsMatch(t, wantEKU, got, "%s isCA=%v", u, isCA)
+		}
+	}
+}
