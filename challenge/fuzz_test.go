@@ -83,7 +83,7 @@ func FuzzSchedule(f *testing.F) {
 			all = append(all, c)
 		}
 		cfg := SchedulerConfig{MaxInFlight: int(maxInFlight % 20), MaxPerPass: int(perPass % 10), AccountBudget: int(budget % 10)}
-		got := Schedule(all, cfg)
+		got := Schedule(all, t0, cfg)
 		limit := cfg.MaxInFlight
 		if limit == 0 {
 			limit = DefaultMaxInFlight
@@ -144,7 +144,7 @@ func benchSchedule(b *testing.B, n int) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if got := Schedule(all, cfg); len(got) != 30 {
+		if got := Schedule(all, t0, cfg); len(got) != 30 {
 			b.Fatal(len(got))
 		}
 	}

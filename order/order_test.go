@@ -90,15 +90,15 @@ func TestDecide(t *testing.T) {
 			want:   "DeleteChallenge{web-1-9: not needed by the order's authorizations} CreateChallenge{web-1-0 dns-01 web.example} CreateChallenge{web-1-1 dns-01 web.example}",
 			reason: ReasonChallenges,
 		},
-		"while challenges run, the order waits": {
+		"while challenges run, the order waits for one to change, not for a time": {
 			order:  func() *Order { return authorized(newOrder()) },
 			owned:  func(o *Order) []*challenge.Challenge { return wanted(o, challenge.StatePending) },
-			reason: ReasonWaiting, requeue: time.Minute,
+			reason: ReasonWaiting,
 		},
-		"all challenges valid: finalize without reading the order first (§7.4)": {
+		"all challenges valid: finalize without reading the order first, keeping the challenges (§7.4)": {
 			order: func() *Order { return authorized(newOrder()) },
 			owned: func(o *Order) []*challenge.Challenge { return wanted(o, challenge.StateValid) },
-			want:  "DeleteChallenge{web-1-0: every challenge is valid} DeleteChallenge{web-1-1: every challenge is valid} Finalize{https://ca/order/1/finalize}", reason: ReasonFinalizing,
+			want:  "Finalize{https://ca/order/1/finalize}", reason: ReasonFinalizing,
 		},
 		"all challenges valid after the server said orderNotReady: read the order first (§7.1.6)": {
 			order: func() *Order {
@@ -261,7 +261,7 @@ func TestChooseSolver(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			s, ok := ChooseSolver(tc.solvers, tc.name, tc.wildcard, tc.labels)
+			s, ok := ChooseSolver(tc.solvers, tc.name, tc.wildcard, nil, tc.labels)
 			got := "none"
 			if ok {
 				got = map[bool]string{true: "dns01", false: "http01"}[s.DNS01 != nil]

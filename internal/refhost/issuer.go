@@ -5,7 +5,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/certlife/certlife/certificate"
@@ -160,12 +159,11 @@ func (a *ACME) Process(ctx context.Context, req *certificate.CertificateRequest,
 		if err != nil {
 			return Outcome{Done: true, Status: Failed(now, "the request's CSR cannot be read: "+err.Error(), nil)}, nil
 		}
-		names := append([]string(nil), csr.DNSNames...)
-		if cn := csr.Subject.CommonName; cn != "" && !contains(names, cn) {
-			names = append(names, cn)
-		}
+		// The common name goes in as itself: the order machine makes it
+		// an identifier, an IP address as an IP identifier, never a DNS
+		// name.
 		spec := order.Spec{CSR: csr.Raw, Issuer: challenge.Issuer{Name: req.Spec.IssuerRef.Name, Kind: req.Spec.IssuerRef.Kind, Group: req.Spec.IssuerRef.Group},
-			CommonName: csr.Subject.CommonName, DNSNames: names, Solvers: a.Solvers, Profile: a.Profile, PreferredChain: a.PreferredChain}
+			CommonName: csr.Subject.CommonName, DNSNames: append([]string(nil), csr.DNSNames...), Solvers: a.Solvers, Profile: a.Profile, PreferredChain: a.PreferredChain}
 		for _, ip := range csr.IPAddresses {
 			spec.IPAddresses = append(spec.IPAddresses, ip.String())
 		}
@@ -203,15 +201,6 @@ func (a *ACME) Process(ctx context.Context, req *certificate.CertificateRequest,
 		next = now.Add(time.Second)
 	}
 	return Outcome{RequeueAt: next}, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if strings.EqualFold(x, s) {
-			return true
-		}
-	}
-	return false
 }
 
 // topOfChain returns the last certificate of a PEM chain, the one whose
