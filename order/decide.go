@@ -320,6 +320,8 @@ func Decide(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) R
 		return stuck(o, now, cfg, why)
 	case anyInvalid != "":
 		return sync(o, ReasonSyncing, anyInvalid+"; reading the order's state")
+	case len(st.Authorizations) == 0:
+		return sync(o, ReasonSyncing, "the order lists no authorization; reading it again")
 	}
 	// Every challenge is valid. RFC 8555 §7.4: the client finalizes once
 	// it believes the server's requirements are met; reading the order
