@@ -158,8 +158,10 @@ func TestRetriesArrive(t *testing.T) {
 				o.Status.State, o.Status.SyncedAt = StateProcessing, tp(t0.Add(-time.Second))
 				return o
 			},
-			want: func(o *Order) Result { return Result{Actions: []Action{Sync{URL: o.Status.URL}}, Reason: ReasonSyncing} },
-			why:  "reading the order",
+			want: func(o *Order) Result {
+				return Result{Actions: []Action{Sync{URL: o.Status.URL}}, Reason: ReasonSyncing}
+			},
+			why: "reading the order",
 		},
 		"a valid order without a certificate URL waits with a growing delay and says why": {
 			order: func() *Order {
@@ -180,8 +182,10 @@ func TestRetriesArrive(t *testing.T) {
 				o.Status.State, o.Status.SyncedAt = StateValid, tp(t0.Add(-20*time.Second))
 				return o
 			},
-			want: func(o *Order) Result { return Result{Actions: []Action{Sync{URL: o.Status.URL}}, Reason: ReasonSyncing} },
-			why:  "reading the order",
+			want: func(o *Order) Result {
+				return Result{Actions: []Action{Sync{URL: o.Status.URL}}, Reason: ReasonSyncing}
+			},
+			why: "reading the order",
 		},
 		"an order still pending when read after every challenge finished waits with a growing delay": {
 			order: func() *Order {
