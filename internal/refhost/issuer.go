@@ -2,6 +2,7 @@ package refhost
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -151,6 +152,29 @@ func orderName(req *certificate.CertificateRequest) string {
 	return fmt.Sprintf("%s-%08x", req.Name, uint32(stablehash.Sum64("order", string(req.Spec.Request))))
 }
 
+// orderSpec is the order for a request's CSR. The common name goes in as
+// itself: the order machine makes it an identifier — an IP address as an
+// IP identifier, never a DNS name.
+func (a *ACME) orderSpec(req *certificate.CertificateRequest, csr *x509.CertificateRequest, now time.Time) order.Spec {
+	spec := order.Spec{CSR: csr.Raw, Issuer: challenge.Issuer{Name: req.Spec.IssuerRef.Name, Kind: req.Spec.IssuerRef.Kind, Group: req.Spec.IssuerRef.Group},
+		CommonName: csr.Subject.CommonName, DNSNames: append([]string(nil), csr.DNSNames...), Solvers: a.Solvers, Profile: a.Profile, PreferredChain: a.PreferredChain}
+	for _, ip := range csr.IPAddresses {
+		spec.IPAddresses = append(spec.IPAddresses, ip.String())
+	}
+	if len(spec.Solvers) == 0 {
+		spec.Solvers = []order.SolverConfig{{Solver: challenge.Solver{HTTP01: &challenge.HTTP01Solver{}}}}
+	}
+	if a.RequestValidity {
+		d := certificate.DefaultDuration
+		if req.Spec.Duration != nil {
+			d = req.Spec.Duration.Duration
+		}
+		nb, na := now.Truncate(time.Second), now.Truncate(time.Second).Add(d)
+		spec.NotBefore, spec.NotAfter = &nb, &na
+	}
+	return spec
+}
+
 // Process implements Issuer.
 func (a *ACME) Process(ctx context.Context, req *certificate.CertificateRequest, now time.Time) (Outcome, error) {
 	name := orderName(req)
@@ -159,26 +183,7 @@ func (a *ACME) Process(ctx context.Context, req *certificate.CertificateRequest,
 		if err != nil {
 			return Outcome{Done: true, Status: Failed(now, "the request's CSR cannot be read: "+err.Error(), nil)}, nil
 		}
-		// The common name goes in as itself: the order machine makes it
-		// an identifier, an IP address as an IP identifier, never a DNS
-		// name.
-		spec := order.Spec{CSR: csr.Raw, Issuer: challenge.Issuer{Name: req.Spec.IssuerRef.Name, Kind: req.Spec.IssuerRef.Kind, Group: req.Spec.IssuerRef.Group},
-			CommonName: csr.Subject.CommonName, DNSNames: append([]string(nil), csr.DNSNames...), Solvers: a.Solvers, Profile: a.Profile, PreferredChain: a.PreferredChain}
-		for _, ip := range csr.IPAddresses {
-			spec.IPAddresses = append(spec.IPAddresses, ip.String())
-		}
-		if len(spec.Solvers) == 0 {
-			spec.Solvers = []order.SolverConfig{{Solver: challenge.Solver{HTTP01: &challenge.HTTP01Solver{}}}}
-		}
-		if a.RequestValidity {
-			d := certificate.DefaultDuration
-			if req.Spec.Duration != nil {
-				d = req.Spec.Duration.Duration
-			}
-			nb, na := now.Truncate(time.Second), now.Truncate(time.Second).Add(d)
-			spec.NotBefore, spec.NotAfter = &nb, &na
-		}
-		a.Runner.Add(order.Order{Name: name, Namespace: req.Namespace, CreationTimestamp: now, Spec: spec})
+		a.Runner.Add(order.Order{Name: name, Namespace: req.Namespace, CreationTimestamp: now, Spec: a.orderSpec(req, csr, now)})
 	}
 	acted, next := a.Runner.Step(ctx)
 	if acted {
