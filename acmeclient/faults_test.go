@@ -337,6 +337,10 @@ func TestScriptedErrors(t *testing.T) {
 		"a timeout on accept is retried 5 s later": {
 			script: once("challenge", fault{Hang: true}), kind: "challenge", least: 5 * time.Second, most: 6 * time.Second,
 		},
+		"an accept the server carried out but answered 504: the challenge is read and never accepted twice (RFC 8555 §7.5.1)": {
+			script: once("challenge", fault{Status: 504, Forward: true}),
+			calls:  []string{"newOrder", "authorization", "challenge!", "authorization", "finalize", "order", "certificate"},
+		},
 		"a 502 on the certificate download is retried 5 s later (RFC 8555 §7.4.2)": {
 			script: once("certificate", fault{Status: 502}), kind: "certificate", least: 5 * time.Second, most: 6 * time.Second,
 		},

@@ -146,7 +146,9 @@ type Result struct {
 // if the authorization is already valid, presents the key authorization,
 // self-checks every SelfCheckInterval (or waits FixedWait), accepts, polls
 // the authorization until it is final, and then cleans up and clears
-// Processing.
+// Processing. After a failed call it reads the challenge before accepting
+// again, and a challenge the server is already validating is polled, never
+// accepted twice.
 //
 // A transient error never makes a challenge final: it retries at RetryAt,
 // derived from the status alone, so deciding again at the returned
@@ -198,7 +200,9 @@ func Decide(c *Challenge, now time.Time, cfg Config) Result {
 		return Result{Actions: []Action{sync}, Reason: ReasonSyncing, Message: "reading the challenge from the server (RFC 8555 §7.5)"}
 	case !st.Presented && !st.Accepted && now.Sub(*st.SyncedAt) > cfg.maxSyncAge():
 		return Result{Actions: []Action{sync}, Reason: ReasonSyncing, Message: "the last read of the challenge is older than " + cfg.maxSyncAge().String() + ": reading it again (RFC 8555 §7.5)"}
-	case st.Accepted:
+	case st.Accepted || st.State == StateProcessing:
+		// Accepted, or the server is validating already (an accept
+		// whose answer was lost took effect): poll, never accept again.
 		next := st.SyncedAt.Add(cfg.pollInterval())
 		if ra := st.RetryAfter; ra != nil && st.LastError == "" && ra.After(next) {
 			next = *ra // the server asked to be polled no sooner
@@ -207,6 +211,11 @@ func Decide(c *Challenge, now time.Time, cfg Config) Result {
 			return Result{RequeueAt: next, Reason: ReasonValidating, Message: "the server is validating; looking again at " + stamp(next)}
 		}
 		return Result{Actions: []Action{sync}, Reason: ReasonValidating, Message: "reading the authorization's status (RFC 8555 §7.5.1)"}
+	case st.LastError != "" && st.Presented:
+		// The last call failed, perhaps after it took effect at the
+		// server: read the challenge before accepting it again.
+		return Result{Actions: []Action{sync}, Reason: ReasonSyncing,
+			Message: "the last call failed (" + st.LastError + "); reading the challenge before accepting again (RFC 8555 §7.5)"}
 	case !st.Presented:
 		return Result{Actions: []Action{Present{Type: sp.Type, DNSName: sp.DNSName, Token: sp.Token, Key: sp.Key, Solver: sp.Solver, Wildcard: sp.Wildcard}},
 			Reason: ReasonPresenting, Message: "presenting the key authorization for " + sp.DNSName}

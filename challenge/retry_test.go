@@ -42,12 +42,32 @@ func TestChallengeRetriesArrive(t *testing.T) {
 			want:   func(Status) Result { return Result{RequeueAt: t0.Add(3 * time.Second), Reason: ReasonRetrying} },
 			why:    "attempt 1 of 10",
 		},
-		"at that deadline, nothing changed, the accept is sent again (RFC 8555 §7.5.1)": {
+		"at that deadline, nothing changed, the challenge is read before it is accepted again (RFC 8555 §7.5)": {
 			status: withError(presentedAndChecked(), 1, -2*time.Second), now: 3 * time.Second,
+			want: func(Status) Result {
+				return Result{Actions: []Action{Sync{URL: c.Spec.URL, AuthorizationURL: c.Spec.AuthorizationURL}}, Reason: ReasonSyncing}
+			},
+			why: "reading the challenge before accepting again",
+		},
+		"read still pending after the failed accept, it is accepted again (§7.5.1)": {
+			status: func() Status {
+				st := presentedAndChecked()
+				st.FailedAttempts, st.SyncedAt = 1, tp(t0)
+				return st
+			}(),
 			want: func(Status) Result {
 				return Result{Actions: []Action{Accept{URL: c.Spec.URL}}, Reason: ReasonAccepting}
 			},
 			why: "asking the server to validate",
+		},
+		"read processing after the failed accept (it took effect), it is polled, never accepted twice (§7.1.6)": {
+			status: func() Status {
+				st := presentedAndChecked()
+				st.FailedAttempts, st.SyncedAt, st.State = 1, tp(t0.Add(-time.Second)), StateProcessing
+				return st
+			}(),
+			want: func(Status) Result { return Result{RequeueAt: t0.Add(4 * time.Second), Reason: ReasonValidating} },
+			why:  "the server is validating",
 		},
 		"after a 503 on the authorization read, the read comes 5 s later, not once a day": {
 			status: func() Status {
