@@ -2,6 +2,8 @@ package acmeclient
 
 import (
 	"context"
+	"strings"
+	"time"
 
 	"golang.org/x/crypto/acme"
 
@@ -9,8 +11,10 @@ import (
 )
 
 // The challenge calls, like the order calls, take the challenge's status
-// and the action and return the status to write back; an error that a
-// retry cannot fix moves the challenge to "errored".
+// and the action and return the status to write back, with
+// Status.NoteSuccess or Status.NoteFailure (the challenge moved on when
+// its state changed or it was accepted); an error that a retry cannot fix
+// moves the challenge to "errored".
 
 // SyncChallenge carries out challenge.Sync with one request: it reads the
 // authorization (RFC 8555 §7.5), which lists its challenges with their
@@ -20,21 +24,32 @@ import (
 func (c *Client) SyncChallenge(ctx context.Context, st challenge.Status, a challenge.Sync) (challenge.Status, error) {
 	now := c.now()
 	if _, err := c.account(); err != nil {
-		return failChallenge(st, err), err
+		return failChallenge(st, err, now), err
 	}
 	cctx, rec := withCall(ctx, KindAuthorization)
 	z, err := c.acme.GetAuthorization(cctx, a.AuthorizationURL)
 	if err != nil {
 		err = classify("sync challenge", err, header(rec), now)
-		return failChallenge(st, err), err
+		return failChallenge(st, err, now), err
 	}
 	var ch *acme.Challenge
+	listed := make([]string, 0, len(z.Challenges))
 	for _, x := range z.Challenges {
+		listed = append(listed, x.Type+" "+x.URI)
 		if x.URI == a.URL {
 			ch = x
 		}
 	}
 	authz := challenge.State(z.Status)
+	if ch == nil && !authz.Final() {
+		// RFC 8555 §7.1.4: an authorization lists its challenges; one it
+		// does not list cannot be validated, and waiting will not change
+		// that.
+		err := errorf("sync challenge", ErrNotFound, "the challenge %s is not one its authorization %s lists (it lists: %s)",
+			a.URL, a.AuthorizationURL, strings.Join(listed, ", "))
+		return failChallenge(st, err, now), err
+	}
+	before := st.State
 	switch {
 	case authz.Final() || st.Accepted:
 		st.State = authz
@@ -54,7 +69,7 @@ func (c *Client) SyncChallenge(ctx context.Context, st challenge.Status, a chall
 		}
 	}
 	st.SyncedAt = &now
-	st.LastError, st.Transient, st.RetryAfter = "", false, nil
+	st.NoteSuccess(st.State != before)
 	if t, ok := ParseRetryAfter(rec.header.Get("Retry-After"), now); ok && !st.State.Final() {
 		st.RetryAfter = &t
 	}
@@ -67,13 +82,13 @@ func (c *Client) SyncChallenge(ctx context.Context, st challenge.Status, a chall
 func (c *Client) Accept(ctx context.Context, st challenge.Status, a challenge.Accept) (challenge.Status, error) {
 	now := c.now()
 	if _, err := c.account(); err != nil {
-		return failChallenge(st, err), err
+		return failChallenge(st, err, now), err
 	}
 	cctx, rec := withCall(ctx, KindChallenge)
 	ch, err := c.acme.Accept(cctx, &acme.Challenge{URI: a.URL})
 	if err != nil {
 		err = classify("accept challenge", err, header(rec), now)
-		return failChallenge(st, err), err
+		return failChallenge(st, err, now), err
 	}
 	st.Accepted = true
 	st.State = challenge.State(ch.Status)
@@ -82,18 +97,19 @@ func (c *Client) Accept(ctx context.Context, st challenge.Status, a challenge.Ac
 		st.Reason = problemText(ch.Error)
 	}
 	st.SyncedAt = &now
-	st.LastError, st.Transient, st.RetryAfter = "", false, nil
+	st.NoteSuccess(true)
 	if t, ok := ParseRetryAfter(rec.header.Get("Retry-After"), now); ok && !st.State.Final() {
 		st.RetryAfter = &t
 	}
 	return st, nil
 }
 
-func failChallenge(st challenge.Status, err error) challenge.Status {
-	st.LastError, st.Transient, st.RetryAfter = errorFields(err)
-	if !st.Transient {
+func failChallenge(st challenge.Status, err error, now time.Time) challenge.Status {
+	msg, transient, retryAfter := errorFields(err)
+	st.NoteFailure(msg, transient, retryAfter, now)
+	if !transient {
 		st.State = challenge.StateErrored
-		st.Reason = err.Error()
+		st.Reason = msg
 	}
 	return st
 }

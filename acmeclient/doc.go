@@ -9,9 +9,14 @@
 // is returned too, as an *Error whose Kind is one of the sentinel errors
 // (ErrRateLimited, ErrUnauthorized, ErrRejectedIdentifier, ErrMalformed,
 // ErrServer, ErrNetwork, …); Retryable answers whether a later attempt can
-// succeed. An error a retry cannot fix also marks the order or challenge
-// "errored" with the server's words, so the machines record the failure
-// instead of asking for the same call again.
+// succeed. A failed call is written into the status with NoteFailure —
+// the error, its time, the attempt count, the server's Retry-After — from
+// which the machines derive the next attempt; it never moves an order's
+// state backwards (a finalize refused as not ready or already finalized,
+// or with a bare 403, is recorded as transient, and the order is read
+// before anything else). An error a retry cannot fix also marks the order
+// or challenge "errored" with the server's words, so the machines record
+// the failure instead of asking for the same call again.
 //
 // The host loop, for an order (see internal/acmeflow for all of it):
 //

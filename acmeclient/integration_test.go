@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/challenge"
 	"github.com/certlife/certlife/internal/acmeflow"
@@ -319,9 +321,12 @@ func TestRenewalInfoAndReplaces(t *testing.T) {
 	spec := http01Spec(der2, "ari.example")
 	spec.Replaces = id
 	e.leafOf(mustIssue(t, e, spec), key2, "ari.example")
-	if replaced, err := e.srv.Replaced(leaf); err != nil || !replaced {
-		t.Fatalf("the server did not record the replacement: %v %v", replaced, err)
-	}
+	// Pebble marks the replaced certificate just after it issues the
+	// new one, in the background: give it a moment.
+	require.Eventually(t, func() bool {
+		replaced, err := e.srv.Replaced(leaf)
+		return err == nil && replaced
+	}, 5*time.Second, 5*time.Millisecond, "the server did not record the replacement")
 	// Again: alreadyReplaced, then an order without replaces.
 	key3, der3 := csr(t, "ari.example")
 	spec = http01Spec(der3, "ari.example")

@@ -19,11 +19,15 @@ import (
 )
 
 // The order calls take the order's current status and the action, and
-// return the status to write back unchanged. On success the error fields
-// (LastError, Transient, RetryAfter) are cleared; on failure they are set,
-// and an error that a retry cannot fix (Retryable is false) also moves the
-// order to "errored" with the server's words as its reason, so the order
-// machine records the failure instead of asking for the same call forever.
+// return the status to write back unchanged. On success they call
+// Status.NoteSuccess (the order moved on when it was created, changed
+// state, got its certificate URL, had an authorization read or its
+// certificate fetched); on failure Status.NoteFailure, which records the
+// error, its time, the attempt and the server's Retry-After and never
+// moves State backwards. An error that a retry cannot fix (Retryable is
+// false) also moves the order to "errored" with the server's words as its
+// reason, so the order machine records the failure instead of asking for
+// the same call forever.
 
 // CreateOrder carries out order.CreateOrder (RFC 8555 §7.4): it writes
 // URL, FinalizeURL, State, Reason, one Authorization per authorization URL
@@ -43,7 +47,9 @@ func (c *Client) CreateOrder(ctx context.Context, st order.Status, a order.Creat
 	for _, u := range o.Authorizations {
 		st.Authorizations = append(st.Authorizations, order.Authorization{URL: u})
 	}
-	return applyOrder(st, o, now), nil
+	st = applyOrder(st, o, now)
+	st.FailedAttempts = 0 // created: the order moved on
+	return st, nil
 }
 
 // wireOrder is an order object as the server sends it (RFC 8555 §7.1.3).
@@ -56,6 +62,7 @@ type wireOrder struct {
 	Error          *wireProblem `json:"error"`
 	Replaces       string       `json:"replaces"`
 	Profile        string       `json:"profile"`
+	Expires        time.Time    `json:"expires"`
 	RetryAfter     time.Time    `json:"-"`
 }
 
@@ -175,7 +182,8 @@ func (c *Client) newOrderPlain(ctx context.Context, a order.CreateOrder) (*wireO
 	if err != nil {
 		return nil, classify("create order", err, header(rec), c.now())
 	}
-	w := &wireOrder{URL: o.URI, Status: o.Status, Authorizations: o.AuthzURLs, Finalize: o.FinalizeURL, Certificate: o.CertURL, Profile: string(o.Profile)}
+	w := &wireOrder{URL: o.URI, Status: o.Status, Authorizations: o.AuthzURLs, Finalize: o.FinalizeURL, Certificate: o.CertURL,
+		Profile: string(o.Profile), Expires: o.Expires}
 	if o.Error != nil {
 		w.Error = &wireProblem{Type: o.Error.ProblemType, Detail: problemText(o.Error)}
 	}
@@ -246,7 +254,10 @@ func (c *Client) decodeOrder(body []byte, rec *call) (*wireOrder, error) {
 }
 
 // applyOrder writes what the server said about an order into its status.
+// The order moved on when its state changed or its certificate URL
+// appeared.
 func applyOrder(st order.Status, o *wireOrder, now time.Time) order.Status {
+	movedOn := st.State != order.State(o.Status) || (st.CertificateURL == "" && o.Certificate != "")
 	st.State = order.State(o.Status)
 	st.Reason = o.Error.text()
 	if o.Finalize != "" {
@@ -255,13 +266,17 @@ func applyOrder(st order.Status, o *wireOrder, now time.Time) order.Status {
 	if o.Certificate != "" {
 		st.CertificateURL = o.Certificate
 	}
+	if !o.Expires.IsZero() {
+		t := o.Expires
+		st.Expires = &t
+	}
 	if len(st.Authorizations) == 0 {
 		for _, u := range o.Authorizations {
 			st.Authorizations = append(st.Authorizations, order.Authorization{URL: u})
 		}
 	}
 	st.SyncedAt = &now
-	st.LastError, st.Transient, st.RetryAfter = "", false, nil
+	st.NoteSuccess(movedOn)
 	if !o.RetryAfter.IsZero() && !st.State.Failed() && st.State != order.StateValid {
 		t := o.RetryAfter
 		st.RetryAfter = &t // the server asks to be polled no sooner
@@ -269,12 +284,14 @@ func applyOrder(st order.Status, o *wireOrder, now time.Time) order.Status {
 	return st
 }
 
-// failOrder records an error in an order's status.
+// failOrder records an error in an order's status; State moves only to
+// errored, for an error a retry cannot fix.
 func failOrder(st order.Status, err error, now time.Time) order.Status {
-	st.LastError, st.Transient, st.RetryAfter = errorFields(err)
-	if !st.Transient {
+	msg, transient, retryAfter := errorFields(err)
+	st.NoteFailure(msg, transient, retryAfter, now)
+	if !transient {
 		st.State = order.StateErrored
-		st.Reason = err.Error()
+		st.Reason = msg
 	}
 	return st
 }
@@ -335,7 +352,7 @@ func (c *Client) GetAuthorization(ctx context.Context, st order.Status, a order.
 	}
 	st.Authorizations = auths
 	st.KeyAuthorizations = keyAuths
-	st.LastError, st.Transient, st.RetryAfter = "", false, nil
+	st.NoteSuccess(true)
 	return st, nil
 }
 
@@ -354,7 +371,7 @@ func (c *Client) SyncOrder(ctx context.Context, st order.Status, a order.Sync) (
 		err = classify("get order", err, header(rec), now)
 		return failOrder(st, err, now), err
 	}
-	w := &wireOrder{Status: o.Status, Authorizations: o.AuthzURLs, Finalize: o.FinalizeURL, Certificate: o.CertURL}
+	w := &wireOrder{Status: o.Status, Authorizations: o.AuthzURLs, Finalize: o.FinalizeURL, Certificate: o.CertURL, Expires: o.Expires}
 	if o.Error != nil {
 		w.Error = &wireProblem{Type: o.Error.ProblemType, Detail: problemText(o.Error)}
 	}
@@ -368,6 +385,13 @@ func (c *Client) SyncOrder(ctx context.Context, st order.Status, a order.Sync) (
 // CSR; it writes the returned State, CertificateURL and SyncedAt. It does
 // not wait for the certificate: a "processing" order is read again by a
 // later Sync, no sooner than the Retry-After it records.
+//
+// A refusal that says the order is not ready or was already finalized
+// (orderNotReady, a detail that says "already finalized", or a bare 403
+// without a problem type) is recorded as a transient failure and leaves
+// State alone, so the order machine reads the order before anything else
+// and follows an order the server is processing, or has issued, to its
+// certificate. It never rewrites the order's state from a failed call.
 func (c *Client) Finalize(ctx context.Context, st order.Status, a order.Finalize) (order.Status, error) {
 	now := c.now()
 	req := struct {
@@ -376,11 +400,9 @@ func (c *Client) Finalize(ctx context.Context, st order.Status, a order.Finalize
 	rec, body, err := c.signedPost(ctx, KindFinalize, a.URL, req)
 	if err != nil {
 		err = classify("finalize", err, header(rec), now)
-		if errors.Is(err, ErrOrderNotReady) {
-			// The server is behind the challenges: read the order, then
-			// finalize again.
-			st.LastError, st.Transient, st.RetryAfter = err.Error(), true, nil
-			st.State, st.SyncedAt = order.StatePending, nil
+		if finalizeRefused(err) {
+			msg, _, retryAfter := errorFields(err)
+			st.NoteFailure(msg+"; reading the order first", true, retryAfter, now)
 			return st, err
 		}
 		return failOrder(st, err, now), err
@@ -391,6 +413,24 @@ func (c *Client) Finalize(ctx context.Context, st order.Status, a order.Finalize
 		return failOrder(st, err, now), err
 	}
 	return applyOrder(st, o, now), nil
+}
+
+// finalizeRefused reports a finalize refusal that says the order is not in
+// the state the client thought: not ready yet, or already finalized.
+func finalizeRefused(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch {
+	case e.Kind == ErrOrderNotReady:
+		return true
+	case strings.Contains(strings.ToLower(e.Detail), "already finalized"):
+		return true
+	case e.Status == http.StatusForbidden && e.Type == "":
+		return true
+	}
+	return false
 }
 
 // FetchCertificate carries out order.FetchCertificate (RFC 8555 §7.4.2):
@@ -425,7 +465,7 @@ func (c *Client) FetchCertificate(ctx context.Context, st order.Status, a order.
 	}
 	st.Certificate = out
 	st.SyncedAt = &now
-	st.LastError, st.Transient, st.RetryAfter = "", false, nil
+	st.NoteSuccess(true)
 	return st, nil
 }
 

@@ -322,15 +322,15 @@ func (s Solvers) Present(ctx context.Context, st challenge.Status, a challenge.P
 		err = fmt.Errorf("%w: %s", ErrNoSolver, a.Type)
 	}
 	if err != nil {
-		st.LastError = err.Error()
-		st.Transient = !errors.Is(err, ErrNoSolver)
-		if !st.Transient {
+		transient := !errors.Is(err, ErrNoSolver)
+		st.NoteFailure(err.Error(), transient, nil, now)
+		if !transient {
 			st.State, st.Reason = challenge.StateErrored, err.Error()
 		}
 		return st, err
 	}
 	st.Presented, st.PresentedAt = true, &now
-	st.LastError, st.Transient, st.RetryAfter = "", false, nil
+	st.NoteSuccess(false)
 	return st, nil
 }
 

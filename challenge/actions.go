@@ -3,6 +3,13 @@ package challenge
 import "fmt"
 
 // Action is one effect the host carries out; the set is closed.
+//
+// When an action fails the host records it with Status.NoteFailure (the
+// error, its time, one more failed attempt, the server's Retry-After,
+// whether a retry can succeed) and leaves State alone; an error a retry
+// cannot fix also sets State to errored with the reason. When it succeeds
+// the host calls Status.NoteSuccess, saying whether the challenge moved
+// on.
 type Action interface {
 	isAction()
 	String() string
@@ -11,8 +18,10 @@ type Action interface {
 // Sync asks the host to read the challenge (URL) and its authorization
 // (AuthorizationURL) from the server and write back: Status.State (the
 // authorization's status once Accepted, else the challenge's), Reason (the
-// server's error detail, if any), SyncedAt = now. On an error it writes
-// LastError, Transient and RetryAfter instead, and leaves State alone.
+// server's error detail, if any), SyncedAt = now, and the server's
+// Retry-After. A challenge URL that the authorization does not list, while
+// the authorization is not final, is an error a retry cannot fix: State
+// errored, with a reason that says so.
 type Sync struct{ URL, AuthorizationURL string }
 
 // Present asks the host to make the solver serve the key authorization

@@ -85,8 +85,8 @@ func TestDecide(t *testing.T) {
 		},
 		"a transient error is retried at the server's Retry-After and never made final": {
 			status: Status{Processing: true, SyncedAt: tp(t0), State: StatePending, Presented: true, SelfCheckPassed: true,
-				LastError: "503 Service Unavailable", Transient: true, RetryAfter: tp(t0.Add(90 * time.Second))},
-			reason: ReasonRetrying, requeue: 90 * time.Second,
+				LastError: "503 Service Unavailable", Transient: true, RetryAfter: tp(t0.Add(40 * time.Second)), LastErrorTime: tp(t0), FailedAttempts: 1},
+			reason: ReasonRetrying, requeue: 40 * time.Second,
 		},
 		"an unknown state is not final: the machine goes on": {
 			status:  Status{Processing: true, SyncedAt: tp(t0), State: "weird", Presented: true, Accepted: true, SelfCheckPassed: true},
@@ -148,7 +148,7 @@ func TestScheduleCapsUniquenessAndFairness(t *testing.T) {
 	running.Spec.Issuer, running.Spec.Account = Issuer{Name: "failing"}, "acct-a"
 	all = append(all, dup, running)
 
-	got := Schedule(all, SchedulerConfig{MaxInFlight: 11})
+	got := Schedule(all, t0, SchedulerConfig{MaxInFlight: 11})
 	if len(got) != 10 {
 		t.Fatalf("started %d, want 10 (11 in flight minus 1 running)", len(got))
 	}
@@ -172,7 +172,7 @@ func TestScheduleCapsUniquenessAndFairness(t *testing.T) {
 	if got[0].Name != "dup" {
 		t.Fatalf("first pick %s, want the oldest challenge", got[0].Name)
 	}
-	if again := Schedule(all, SchedulerConfig{MaxInFlight: 11}); fmt.Sprint(names(again)) != fmt.Sprint(names(got)) {
+	if again := Schedule(all, t0, SchedulerConfig{MaxInFlight: 11}); fmt.Sprint(names(again)) != fmt.Sprint(names(got)) {
 		t.Fatal("the scheduler is not deterministic")
 	}
 }
@@ -190,14 +190,14 @@ func TestScheduleRespectsTheAccountBudgetAndPerPass(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		all = append(all, newChallenge(fmt.Sprintf("c%02d", i), fmt.Sprintf("n%d.example", i), TypeDNS01, t0.Add(time.Duration(i)*time.Second)))
 	}
-	if got := Schedule(all, SchedulerConfig{AccountBudget: 3}); len(got) != 3 {
+	if got := Schedule(all, t0, SchedulerConfig{AccountBudget: 3}); len(got) != 3 {
 		t.Fatalf("account budget 3 started %d", len(got))
 	}
-	if got := Schedule(all, SchedulerConfig{MaxPerPass: 4}); len(got) != 4 {
+	if got := Schedule(all, t0, SchedulerConfig{MaxPerPass: 4}); len(got) != 4 {
 		t.Fatalf("per-pass cap 4 started %d", len(got))
 	}
 	all[0].Status.State = StateValid
-	for _, c := range Schedule(all, SchedulerConfig{}) {
+	for _, c := range Schedule(all, t0, SchedulerConfig{}) {
 		if c.Status.State.Final() {
 			t.Fatal("a final challenge was scheduled")
 		}

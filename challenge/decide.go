@@ -1,6 +1,7 @@
 package challenge
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -10,15 +11,33 @@ type Config struct {
 	// SelfCheckInterval between failed self-checks. Zero means 10s.
 	SelfCheckInterval time.Duration
 	// FixedWait, when positive, replaces the self-check: the challenge is
-	// accepted this long after it was presented. For NAT hairpin and
-	// split-horizon DNS, where the host cannot see what the CA sees.
+	// accepted this long after it was presented (a presentation without a
+	// recorded time is given one first). For NAT hairpin and split-horizon
+	// DNS, where the host cannot see what the CA sees.
 	FixedWait time.Duration
 	// PollInterval between reads of an accepted challenge's
 	// authorization. Zero means 5s.
 	PollInterval time.Duration
-	// TransientRetry is how soon to retry after a transient error that
-	// came without a Retry-After. Zero means 30s.
+	// TransientRetry is the delay after the first transient failure that
+	// came without a Retry-After; it doubles with each further failed
+	// attempt up to MaxTransientRetry. The delay counts from the recorded
+	// time of the failure (Status.LastErrorTime). A Retry-After is
+	// honoured as the server gave it, but never sooner than
+	// TransientRetry after the failure. Zero means 5s.
 	TransientRetry time.Duration
+	// MaxTransientRetry caps the growing delay. Zero means 5 minutes.
+	MaxTransientRetry time.Duration
+	// MaxAttempts is how many failed attempts without progress (see
+	// Status.FailedAttempts) a challenge makes before it ends errored,
+	// which fails its order. Zero means 10.
+	MaxAttempts int
+	// MaxHeldWait is the longest wait for a retry during which a
+	// challenge that is not yet accepted keeps its scheduler slot; with a
+	// longer wait it cleans up, gives the slot back and records
+	// NextAttemptAt, so other challenges are not starved. An accepted
+	// challenge keeps its slot and its presentation: the server is
+	// validating them. Zero means 1 minute.
+	MaxHeldWait time.Duration
 	// MaxSyncAge is how old a read of the challenge may be when it is
 	// presented; an older one (say, a challenge that waited long for the
 	// scheduler) is read again first. Zero means 5 minutes.
@@ -30,8 +49,15 @@ func (c Config) maxSyncAge() time.Duration { return orDefault(c.MaxSyncAge, 5*ti
 func (c Config) selfCheckInterval() time.Duration {
 	return orDefault(c.SelfCheckInterval, 10*time.Second)
 }
-func (c Config) pollInterval() time.Duration   { return orDefault(c.PollInterval, 5*time.Second) }
-func (c Config) transientRetry() time.Duration { return orDefault(c.TransientRetry, 30*time.Second) }
+func (c Config) pollInterval() time.Duration { return orDefault(c.PollInterval, 5*time.Second) }
+func (c Config) maxHeldWait() time.Duration  { return orDefault(c.MaxHeldWait, time.Minute) }
+
+func (c Config) maxAttempts() int {
+	if c.MaxAttempts > 0 {
+		return c.MaxAttempts
+	}
+	return 10
+}
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d > 0 {
@@ -39,6 +65,47 @@ func orDefault(d, def time.Duration) time.Duration {
 	}
 	return def
 }
+
+// RetryDelay is the delay before the next attempt after the given number
+// of failed attempts, when the server sent no Retry-After:
+// TransientRetry·2^(attempts−1), capped at MaxTransientRetry.
+func (c Config) RetryDelay(attempts int) time.Duration {
+	base := orDefault(c.TransientRetry, 5*time.Second)
+	ceiling := max(orDefault(c.MaxTransientRetry, 5*time.Minute), base)
+	d := base
+	for i := 1; i < attempts && d < ceiling; i++ {
+		d *= 2
+	}
+	return min(d, ceiling)
+}
+
+// RetryAt is when a challenge whose last action failed transiently may try
+// again, derived from what its status records: the server's Retry-After
+// (never sooner than Config.TransientRetry after the failure), else the
+// failure's time plus RetryDelay of the failed attempts. ok is false when
+// the status records no error, or neither a Retry-After nor the time of
+// the failure.
+func RetryAt(st *Status, cfg Config) (at time.Time, ok bool) {
+	if st == nil || st.LastError == "" {
+		return time.Time{}, false
+	}
+	switch {
+	case st.LastErrorTime != nil:
+		at = st.LastErrorTime.Add(cfg.RetryDelay(max(st.FailedAttempts, 1)))
+		if st.RetryAfter != nil {
+			at = st.LastErrorTime.Add(cfg.RetryDelay(1))
+			if st.RetryAfter.After(at) {
+				at = *st.RetryAfter
+			}
+		}
+		return at, true
+	case st.RetryAfter != nil:
+		return *st.RetryAfter, true
+	}
+	return time.Time{}, false
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // Reasons of a Result.
 const (
@@ -52,9 +119,21 @@ const (
 	ReasonFinished     = "Finished"
 	ReasonRetrying     = "RetryingAfterError"
 	ReasonCleaningUp   = "CleaningUp"
+	// ReasonYielding: a challenge waiting long for a retry gives its
+	// scheduler slot back until its next attempt.
+	ReasonYielding = "YieldingSlot"
+	// ReasonRetriesExhausted: the challenge ended errored after
+	// Config.MaxAttempts failed attempts without progress.
+	ReasonRetriesExhausted = "RetriesExhausted"
+	// ReasonInvalidSpec: the challenge lacks what it needs to be solved
+	// (its URL or its authorization's).
+	ReasonInvalidSpec = "InvalidSpec"
 )
 
-// Result lists the actions in order, when to look again, and why.
+// Result lists the actions in order, when to look again, and why. A zero
+// RequeueAt means nothing is due by time alone: the decision changes only
+// when the snapshot does (the scheduler starts the challenge, the host
+// writes a status).
 type Result struct {
 	Actions   []Action
 	RequeueAt time.Time
@@ -67,8 +146,15 @@ type Result struct {
 // if the authorization is already valid, presents the key authorization,
 // self-checks every SelfCheckInterval (or waits FixedWait), accepts, polls
 // the authorization until it is final, and then cleans up and clears
-// Processing. A transient error never makes a challenge final: it retries
-// at the server's Retry-After, or after TransientRetry.
+// Processing. After a failed call it reads the challenge before accepting
+// again, and a challenge the server is already validating is polled, never
+// accepted twice.
+//
+// A transient error never makes a challenge final: it retries at RetryAt,
+// derived from the status alone, so deciding again at the returned
+// RequeueAt carries the retry out. A wait longer than MaxHeldWait gives
+// the scheduler slot back (unless the challenge is accepted). After
+// MaxAttempts failed attempts without progress the challenge ends errored.
 func Decide(c *Challenge, now time.Time, cfg Config) Result {
 	if c == nil {
 		return Result{Reason: ReasonNotScheduled, Message: "no challenge"}
@@ -78,10 +164,14 @@ func Decide(c *Challenge, now time.Time, cfg Config) Result {
 	cleanUp := CleanUp{Type: sp.Type, DNSName: sp.DNSName, Token: sp.Token, Key: sp.Key, Solver: sp.Solver}
 	if !st.Processing {
 		if st.Presented {
-			// Left presented by a run that ended: clean up.
-			next := st
-			next.Presented = false
-			return Result{Actions: []Action{cleanUp, UpdateStatus{next}}, Reason: ReasonCleaningUp, Message: "not scheduled, but still presented: cleaning up"}
+			// Left presented by a run that ended: clean up. A later run
+			// presents and checks again.
+			return Result{Actions: []Action{cleanUp, UpdateStatus{unpresented(st)}}, Reason: ReasonCleaningUp,
+				Message: "not scheduled, but still presented: cleaning up"}
+		}
+		if at := st.NextAttemptAt; at != nil && now.Before(*at) && !st.State.Final() {
+			return Result{RequeueAt: *at, Reason: ReasonYielding,
+				Message: "waiting to retry after a transient error (" + st.LastError + "); the scheduler may start it again at " + stamp(*at)}
 		}
 		return Result{Reason: ReasonNotScheduled, Message: "waiting for the scheduler"}
 	}
@@ -98,14 +188,11 @@ func Decide(c *Challenge, now time.Time, cfg Config) Result {
 		}
 		return Result{Actions: append(acts, UpdateStatus{next}), Reason: ReasonFinished, Message: msg}
 	}
-	if st.LastError != "" && st.Transient {
-		at := now.Add(cfg.transientRetry())
-		if st.RetryAfter != nil {
-			at = *st.RetryAfter
-		}
-		if now.Before(at) {
-			return Result{RequeueAt: at, Reason: ReasonRetrying, Message: "a transient error (" + st.LastError + "); retrying at " + at.UTC().Format(time.RFC3339)}
-		}
+	if sp.URL == "" || sp.AuthorizationURL == "" {
+		return giveUp(c, ReasonInvalidSpec, fmt.Sprintf("spec.url (%q) and spec.authorizationURL (%q) must both be set", sp.URL, sp.AuthorizationURL))
+	}
+	if res, stop := retryGate(c, now, cfg); stop {
+		return res
 	}
 	sync := Sync{URL: sp.URL, AuthorizationURL: sp.AuthorizationURL}
 	switch {
@@ -113,27 +200,40 @@ func Decide(c *Challenge, now time.Time, cfg Config) Result {
 		return Result{Actions: []Action{sync}, Reason: ReasonSyncing, Message: "reading the challenge from the server (RFC 8555 §7.5)"}
 	case !st.Presented && !st.Accepted && now.Sub(*st.SyncedAt) > cfg.maxSyncAge():
 		return Result{Actions: []Action{sync}, Reason: ReasonSyncing, Message: "the last read of the challenge is older than " + cfg.maxSyncAge().String() + ": reading it again (RFC 8555 §7.5)"}
-	case st.Accepted:
+	case st.Accepted || st.State == StateProcessing:
+		// Accepted, or the server is validating already (an accept
+		// whose answer was lost took effect): poll, never accept again.
 		next := st.SyncedAt.Add(cfg.pollInterval())
 		if ra := st.RetryAfter; ra != nil && st.LastError == "" && ra.After(next) {
 			next = *ra // the server asked to be polled no sooner
 		}
-		if now.Before(next) {
-			return Result{RequeueAt: next, Reason: ReasonValidating, Message: "the server is validating; looking again at " + next.UTC().Format(time.RFC3339)}
+		if now.Before(next) && st.LastError == "" {
+			return Result{RequeueAt: next, Reason: ReasonValidating, Message: "the server is validating; looking again at " + stamp(next)}
 		}
 		return Result{Actions: []Action{sync}, Reason: ReasonValidating, Message: "reading the authorization's status (RFC 8555 §7.5.1)"}
+	case st.LastError != "" && st.Presented:
+		// The last call failed, perhaps after it took effect at the
+		// server: read the challenge before accepting it again.
+		return Result{Actions: []Action{sync}, Reason: ReasonSyncing,
+			Message: "the last call failed (" + st.LastError + "); reading the challenge before accepting again (RFC 8555 §7.5)"}
 	case !st.Presented:
 		return Result{Actions: []Action{Present{Type: sp.Type, DNSName: sp.DNSName, Token: sp.Token, Key: sp.Key, Solver: sp.Solver, Wildcard: sp.Wildcard}},
 			Reason: ReasonPresenting, Message: "presenting the key authorization for " + sp.DNSName}
 	}
 	accept := Result{Actions: []Action{Accept{URL: sp.URL}}, Reason: ReasonAccepting, Message: "asking the server to validate (RFC 8555 §7.5.1)"}
 	if cfg.FixedWait > 0 {
-		at := now
-		if st.PresentedAt != nil {
-			at = st.PresentedAt.Add(cfg.FixedWait)
+		if st.PresentedAt == nil {
+			// Presented without a recorded time: the wait starts now.
+			next := st
+			t := now
+			next.PresentedAt = &t
+			at := now.Add(cfg.FixedWait)
+			return Result{Actions: []Action{UpdateStatus{next}}, RequeueAt: at, Reason: ReasonWaiting,
+				Message: "presented without a recorded time: recording it and waiting a fixed time instead of self-checking; accepting at " + stamp(at)}
 		}
+		at := st.PresentedAt.Add(cfg.FixedWait)
 		if now.Before(at) {
-			return Result{RequeueAt: at, Reason: ReasonWaiting, Message: "waiting a fixed time instead of self-checking; accepting at " + at.UTC().Format(time.RFC3339)}
+			return Result{RequeueAt: at, Reason: ReasonWaiting, Message: "waiting a fixed time instead of self-checking; accepting at " + stamp(at)}
 		}
 		return accept
 	}
@@ -142,9 +242,77 @@ func Decide(c *Challenge, now time.Time, cfg Config) Result {
 	}
 	if st.SelfCheckAt != nil {
 		if next := st.SelfCheckAt.Add(cfg.selfCheckInterval()); now.Before(next) {
-			return Result{RequeueAt: next, Reason: ReasonSelfChecking, Message: "the self-check failed; checking again at " + next.UTC().Format(time.RFC3339)}
+			return Result{RequeueAt: next, Reason: ReasonSelfChecking, Message: "the self-check failed; checking again at " + stamp(next)}
 		}
 	}
 	return Result{Actions: []Action{SelfCheck{Type: sp.Type, DNSName: sp.DNSName, Token: sp.Token, Key: sp.Key}},
 		Reason: ReasonSelfChecking, Message: "checking that " + sp.DNSName + " serves the key authorization"}
+}
+
+// retryGate holds a processing challenge whose last action failed
+// transiently until its next attempt is due, giving its scheduler slot
+// back when the wait is long; it ends the challenge when its attempts are
+// used up. stop is false when the decision goes on.
+func retryGate(c *Challenge, now time.Time, cfg Config) (Result, bool) {
+	st := c.Status
+	if st.LastError == "" || !st.Transient {
+		return Result{}, false
+	}
+	if st.FailedAttempts >= cfg.maxAttempts() {
+		return giveUp(c, ReasonRetriesExhausted, fmt.Sprintf("gave up after %d failed attempts without progress; the last: %s", st.FailedAttempts, st.LastError)), true
+	}
+	at, ok := RetryAt(&st, cfg)
+	if !ok {
+		// A host that recorded the error without its time: record it
+		// now, so the deadline stays put from here on.
+		next := st
+		t := now
+		next.LastErrorTime = &t
+		next.FailedAttempts = max(next.FailedAttempts, 1)
+		at, _ = RetryAt(&next, cfg)
+		return Result{Actions: []Action{UpdateStatus{next}}, RequeueAt: at, Reason: ReasonRetrying,
+			Message: "a transient error (" + st.LastError + ") without a recorded time: recording it; retrying at " + stamp(at)}, true
+	}
+	if !now.Before(at) {
+		return Result{}, false
+	}
+	if !st.Accepted && at.Sub(now) > cfg.maxHeldWait() {
+		next := unpresented(st)
+		next.Processing = false
+		t := at
+		next.NextAttemptAt = &t
+		var acts []Action
+		if st.Presented {
+			acts = append(acts, CleanUp{Type: c.Spec.Type, DNSName: c.Spec.DNSName, Token: c.Spec.Token, Key: c.Spec.Key, Solver: c.Spec.Solver})
+		}
+		return Result{Actions: append(acts, UpdateStatus{next}), RequeueAt: at, Reason: ReasonYielding,
+			Message: fmt.Sprintf("a transient error (%s); the retry at %s is more than %v away: giving the scheduler slot back until then",
+				st.LastError, stamp(at), cfg.maxHeldWait())}, true
+	}
+	return Result{RequeueAt: at, Reason: ReasonRetrying, Message: fmt.Sprintf("a transient error (%s), attempt %d of %d; retrying at %s",
+		st.LastError, st.FailedAttempts, cfg.maxAttempts(), stamp(at))}, true
+}
+
+// giveUp ends a processing challenge errored: it cleans up and gives the
+// slot back.
+func giveUp(c *Challenge, reason, msg string) Result {
+	next := c.Status
+	next.Processing, next.Presented = false, false
+	next.State, next.Reason = StateErrored, msg
+	var acts []Action
+	if c.Status.Presented {
+		acts = append(acts, CleanUp{Type: c.Spec.Type, DNSName: c.Spec.DNSName, Token: c.Spec.Token, Key: c.Spec.Key, Solver: c.Spec.Solver})
+	}
+	return Result{Actions: append(acts, UpdateStatus{next}), Reason: reason, Message: msg}
+}
+
+// unpresented is the status after a clean-up: not presented, and, unless
+// the challenge was accepted, with no presentation time or self-check, so
+// that the next presentation is checked again.
+func unpresented(st Status) Status {
+	st.Presented = false
+	if !st.Accepted {
+		st.PresentedAt, st.SelfCheckAt, st.SelfCheckPassed = nil, nil, false
+	}
+	return st
 }

@@ -6,7 +6,13 @@
 // — and when to look again. Each action's doc says what the host writes
 // back into [Status]; the next decision reads it. [Schedule] picks, from all
 // challenges, which may start: capped in flight and per account, never two
-// for one (DNS name, type), oldest first and fair across issuers.
+// for one (DNS name, type), oldest first and fair across issuers, and none
+// that gave its slot back to wait for a retry before that retry is due.
+//
+// Deadlines arrive: every RequeueAt is derived from times the status
+// records (a read, a presentation, a self-check, a failure), so deciding
+// again at RequeueAt with nothing changed acts, or waits for a later time
+// for another reason — never for the same deadline moved forward.
 //
 // The host loop: take the challenges, call Schedule and set Processing on
 // the ones it returns; for each processing challenge call Decide, carry out

@@ -16,7 +16,7 @@ func ExampleDecide() {
 		Type: challenge.TypeHTTP01, DNSName: "web.example", Token: "tok", Key: "tok.thumb",
 		Solver: challenge.Solver{HTTP01: &challenge.HTTP01Solver{}},
 	}}
-	for _, c := range challenge.Schedule([]*challenge.Challenge{c}, challenge.SchedulerConfig{}) {
+	for _, c := range challenge.Schedule([]*challenge.Challenge{c}, now, challenge.SchedulerConfig{}) {
 		c.Status.Processing = true
 	}
 	for i := 0; i < 7; i++ {

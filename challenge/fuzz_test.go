@@ -14,26 +14,44 @@ import (
 )
 
 func FuzzChallenge(f *testing.F) {
-	f.Add(uint16(0), "pending", int64(0), int64(0), int64(5), "")
-	f.Add(uint16(0xffff), "invalid", int64(-10), int64(3), int64(-100), "503")
-	f.Fuzz(func(t *testing.T, flags uint16, state string, synced, selfCheck, retry int64, lastErr string) {
+	f.Add(uint16(0), "pending", int64(0), int64(0), int64(5), "", uint8(0), int64(0), int64(0), int64(0))
+	f.Add(uint16(0xffff), "invalid", int64(-10), int64(3), int64(-100), "503", uint8(3), int64(-2), int64(100), int64(-5))
+	f.Add(uint16(1|2|8|16|32|512|2048), "pending", int64(-60), int64(0), int64(0), "503", uint8(6), int64(0), int64(0), int64(-60))
+	f.Add(uint16(2|16|32|512|1024), "pending", int64(0), int64(0), int64(0), "503", uint8(6), int64(0), int64(160), int64(0))
+	f.Add(uint16(1|2|32|256), "pending", int64(0), int64(0), int64(0), "", uint8(0), int64(0), int64(0), int64(0))
+	f.Add(uint16(1|2|4|16|32|128|512), "processing", int64(-5), int64(0), int64(40), "timeout", uint8(1), int64(-1), int64(0), int64(0))
+	f.Fuzz(func(t *testing.T, flags uint16, state string, synced, selfCheck, retry int64, lastErr string, attempts uint8, errOff, nextOff, presentedOff int64) {
 		c := newChallenge("a", "a.example", TypeDNS01, t0)
+		sec := func(n int64) time.Duration { return time.Duration(n%1_000_000) * time.Second }
 		st := &c.Status
 		st.Processing, st.Presented, st.Accepted = flags&1 != 0, flags&2 != 0, flags&4 != 0
 		st.SelfCheckPassed, st.Transient = flags&8 != 0, flags&16 != 0
 		st.State, st.LastError = State(state), lastErr
+		st.FailedAttempts = int(attempts % 16)
 		if flags&32 != 0 {
-			st.SyncedAt = tp(t0.Add(time.Duration(synced) * time.Second))
+			st.SyncedAt = tp(t0.Add(sec(synced)))
 		}
 		if flags&64 != 0 {
-			st.SelfCheckAt = tp(t0.Add(time.Duration(selfCheck) * time.Second))
+			st.SelfCheckAt = tp(t0.Add(sec(selfCheck)))
 		}
 		if flags&128 != 0 {
-			st.RetryAfter = tp(t0.Add(time.Duration(retry) * time.Second))
+			st.RetryAfter = tp(t0.Add(sec(retry)))
 		}
 		cfg := Config{}
 		if flags&256 != 0 {
 			cfg.FixedWait = time.Minute
+		}
+		if flags&512 != 0 {
+			st.LastErrorTime = tp(t0.Add(sec(errOff)))
+		}
+		if flags&1024 != 0 {
+			st.NextAttemptAt = tp(t0.Add(sec(nextOff)))
+		}
+		if flags&2048 != 0 {
+			st.PresentedAt = tp(t0.Add(sec(presentedOff)))
+		}
+		if flags&4096 != 0 {
+			c.Spec.URL = ""
 		}
 		res := Decide(c, t0, cfg)
 		if fmt.Sprint(res) != fmt.Sprint(Decide(c, t0, cfg)) {
@@ -45,6 +63,9 @@ func FuzzChallenge(f *testing.F) {
 				if !st.Processing || !st.Presented || st.State.Final() {
 					t.Fatalf("accepted a challenge that is not processing, presented and pending: %+v", st)
 				}
+				if cfg.FixedWait > 0 && (st.PresentedAt == nil || t0.Before(st.PresentedAt.Add(cfg.FixedWait))) {
+					t.Fatalf("accepted before the fixed wait after its presentation: %+v", st)
+				}
 			case Present, SelfCheck, Sync:
 				if !st.Processing {
 					t.Fatalf("%v while not scheduled", a)
@@ -53,18 +74,22 @@ func FuzzChallenge(f *testing.F) {
 				if a.Status.State == StateInvalid && st.State != StateInvalid {
 					t.Fatal("the machine itself made a challenge invalid")
 				}
-			}
-		}
-		// No call to the ACME server before its Retry-After (cleaning up a
-		// solver is local and allowed).
-		if st.Transient && st.LastError != "" && st.RetryAfter != nil && t0.Before(*st.RetryAfter) {
-			for _, a := range res.Actions {
-				switch a.(type) {
-				case Sync, Accept:
-					t.Fatalf("called the server before its Retry-After: %v", res.Actions)
+				if a.Status.Processing && a.Status.State.Final() {
+					t.Fatal("a final challenge stays processing")
 				}
 			}
 		}
+		// No call to the ACME server before the retry is due (cleaning up
+		// a solver is local and allowed).
+		if at, ok := RetryAt(st, cfg); ok && st.Transient && t0.Before(at) {
+			for _, a := range res.Actions {
+				switch a.(type) {
+				case Sync, Accept:
+					t.Fatalf("called the server before its retry at %v: %v", at, res.Actions)
+				}
+			}
+		}
+		checkLiveness(t, c, res, t0, cfg)
 	})
 }
 
@@ -83,7 +108,7 @@ func FuzzSchedule(f *testing.F) {
 			all = append(all, c)
 		}
 		cfg := SchedulerConfig{MaxInFlight: int(maxInFlight % 20), MaxPerPass: int(perPass % 10), AccountBudget: int(budget % 10)}
-		got := Schedule(all, cfg)
+		got := Schedule(all, t0, cfg)
 		limit := cfg.MaxInFlight
 		if limit == 0 {
 			limit = DefaultMaxInFlight
@@ -144,7 +169,7 @@ func benchSchedule(b *testing.B, n int) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if got := Schedule(all, cfg); len(got) != 30 {
+		if got := Schedule(all, t0, cfg); len(got) != 30 {
 			b.Fatal(len(got))
 		}
 	}

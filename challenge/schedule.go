@@ -34,9 +34,10 @@ type SchedulerConfig struct {
 //     (issuer, account) groups, so one issuer's failing backlog cannot
 //     starve another's new certificates.
 //
-// Challenges already final or processing are never returned. It runs in
-// time linear in len(all), plus a heap pop per pick.
-func Schedule(all []*Challenge, cfg SchedulerConfig) []*Challenge {
+// Challenges already final or processing are never returned, nor one that
+// gave its slot back to wait for a retry (Status.NextAttemptAt after now).
+// It runs in time linear in len(all), plus a heap pop per pick.
+func Schedule(all []*Challenge, now time.Time, cfg SchedulerConfig) []*Challenge {
 	maxInFlight := cfg.MaxInFlight
 	if maxInFlight <= 0 {
 		maxInFlight = DefaultMaxInFlight
@@ -69,6 +70,9 @@ func Schedule(all []*Challenge, cfg SchedulerConfig) []*Challenge {
 		}
 		if c.Status.State.Final() {
 			continue
+		}
+		if at := c.Status.NextAttemptAt; at != nil && now.Before(*at) {
+			continue // waiting for its retry
 		}
 		slot := slotOf(c.Spec.Account)
 		g := slots[slot]

@@ -8,15 +8,22 @@ import (
 )
 
 // Action is one effect the host carries out; the set is closed.
+//
+// Every ACME call writes back what the server said. When a call fails the
+// host records it with Status.NoteFailure (the error, its time, one more
+// failed attempt, the server's Retry-After, whether a retry can succeed)
+// and leaves State alone; an error a retry cannot fix also sets State to
+// errored with the server's words as Reason. When a call succeeds the host
+// calls Status.NoteSuccess, saying whether the order moved on.
 type Action interface {
 	isAction()
 	String() string
 }
 
-// CreateOrder asks the host to create the ACME order (RFC 8555 §7.4) and
-// write back URL, FinalizeURL, State, one Authorization{URL} per
-// authorization URL, SpecHash, and the key authorization of every offered
-// challenge once fetched.
+// CreateOrder asks the host to create the ACME order (RFC 8555 §7.4) for
+// exactly these identifiers (the spec's, with its common name: see
+// Identifiers) and write back URL, FinalizeURL, State, Expires, one
+// Authorization{URL} per authorization URL and SpecHash.
 type CreateOrder struct {
 	DNSNames    []string
 	IPAddresses []string
@@ -40,11 +47,14 @@ type CreateChallenge struct{ Challenge challenge.Challenge }
 type DeleteChallenge struct{ Name, Reason string }
 
 // Sync asks the host to fetch the order and write State, Reason,
-// CertificateURL and SyncedAt (or LastError/Transient/RetryAfter).
+// CertificateURL, Expires, SyncedAt and the server's Retry-After.
 type Sync struct{ URL string }
 
 // Finalize asks the host to finalize the order with the CSR (RFC 8555
-// §7.4) and write the returned State and CertificateURL.
+// §7.4) and write the returned State and CertificateURL. A refusal that
+// says the order is not ready or already finalized (orderNotReady, or a
+// bare 403 without a problem type) is recorded as a transient failure and
+// leaves State alone: the machine reads the order before anything else.
 type Finalize struct {
 	URL string
 	CSR []byte

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/netip"
 	"sort"
 	"strings"
 	"time"
@@ -20,9 +21,20 @@ type Config struct {
 	// FailedOrderTTL is how long a failed order is kept before it is
 	// deleted. Zero means 30 minutes (seed 002).
 	FailedOrderTTL time.Duration
-	// TransientRetry after a transient error without Retry-After. Zero
-	// means 30s.
+	// TransientRetry is the delay after the first transient failure that
+	// came without a Retry-After; it doubles with each further failed
+	// attempt up to MaxTransientRetry. The delay counts from the recorded
+	// time of the failure (Status.LastErrorTime). A Retry-After is
+	// honoured as the server gave it, but never sooner than
+	// TransientRetry after the failure. Zero means 5s.
 	TransientRetry time.Duration
+	// MaxTransientRetry caps the growing delay. Zero means 5 minutes.
+	MaxTransientRetry time.Duration
+	// MaxAttempts is how many failed attempts without progress (see
+	// Status.FailedAttempts) an order makes before it fails, so that the
+	// certificate's own backoff takes over. Zero means 10: with the
+	// default delays, about 20 minutes of a server that keeps failing.
+	MaxAttempts int
 }
 
 func (c Config) poll() time.Duration {
@@ -39,12 +51,63 @@ func (c Config) ttl() time.Duration {
 	return 30 * time.Minute
 }
 
-func (c Config) transientRetry() time.Duration {
-	if c.TransientRetry > 0 {
-		return c.TransientRetry
+func (c Config) maxAttempts() int {
+	if c.MaxAttempts > 0 {
+		return c.MaxAttempts
 	}
-	return 30 * time.Second
+	return 10
 }
+
+// RetryDelay is the delay before the next attempt after the given number
+// of failed attempts, when the server sent no Retry-After:
+// TransientRetry·2^(attempts−1), capped at MaxTransientRetry.
+func (c Config) RetryDelay(attempts int) time.Duration {
+	base, ceiling := c.TransientRetry, c.MaxTransientRetry
+	if base <= 0 {
+		base = 5 * time.Second
+	}
+	if ceiling <= 0 {
+		ceiling = 5 * time.Minute
+	}
+	ceiling = max(ceiling, base)
+	d := base
+	for i := 1; i < attempts && d < ceiling; i++ {
+		d *= 2
+	}
+	return min(d, ceiling)
+}
+
+// RetryAt is when an order whose last call failed transiently may try
+// again, derived from what its status records: the server's Retry-After
+// (never sooner than Config.TransientRetry after the failure), else the
+// failure's time plus RetryDelay of the failed attempts. ok is false when
+// the status records no error, or neither a Retry-After nor the time of
+// the failure.
+func RetryAt(st *Status, cfg Config) (at time.Time, ok bool) {
+	if st == nil || st.LastError == "" {
+		return time.Time{}, false
+	}
+	switch {
+	case st.LastErrorTime != nil:
+		at = st.LastErrorTime.Add(cfg.RetryDelay(max(st.FailedAttempts, 1)))
+		if st.RetryAfter != nil {
+			at = maxTime(*st.RetryAfter, st.LastErrorTime.Add(cfg.RetryDelay(1)))
+		}
+		return at, true
+	case st.RetryAfter != nil:
+		return *st.RetryAfter, true
+	}
+	return time.Time{}, false
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // Reasons of a Result.
 const (
@@ -62,9 +125,25 @@ const (
 	ReasonInvalidSpec  = "InvalidSpec"
 	ReasonNoSolver     = "NoSolver"
 	ReasonNoOrderState = "NoOrder"
+	// ReasonServerStuck: the server's answer leaves the machine nothing
+	// to do (an order valid without a certificate URL, or still pending
+	// after every challenge finished); it reads the order again after a
+	// growing delay.
+	ReasonServerStuck = "WaitingForServer"
+	// ReasonRetriesExhausted: the order failed after Config.MaxAttempts
+	// failed attempts without progress.
+	ReasonRetriesExhausted = "RetriesExhausted"
+	// ReasonExpired: the order's next attempt would come after its
+	// expiry, or the expiry has passed, before it was issued.
+	ReasonExpired = "OrderExpired"
+	// ReasonChallengeFailed: one of the order's challenges failed on our
+	// side (errored), so the order cannot be authorized.
+	ReasonChallengeFailed = "ChallengeFailed"
 )
 
-// Result lists the actions in order, when to look again, and why.
+// Result lists the actions in order, when to look again, and why. A zero
+// RequeueAt means nothing is due by time alone: the decision changes only
+// when the snapshot does (a challenge finishes, the host writes a status).
 type Result struct {
 	Actions   []Action
 	RequeueAt time.Time
@@ -95,14 +174,28 @@ func ChallengeName(order string, i int) string { return fmt.Sprintf("%s-%d", ord
 
 // Decide is the order machine (seed 002). From the order and the Challenge
 // resources it owns it returns the next ACME calls and resource changes:
-// create the order; fetch authorizations; create one Challenge per
-// authorization that is not already valid (authorization reuse), with the
-// most specific solver; delete Challenges no longer needed; finalize when
-// ready (RFC 8555 §7.4); fetch the certificate when valid; on a final
-// failure, say why in words a user can act on and delete the order after
-// FailedOrderTTL. An order whose Challenges are all final while it still
-// says pending is read again shortly, never waited on forever. A spec that
-// changed after creation is an error, not something to follow.
+// create the order for its identifiers (the common name is one of them:
+// an IP address as an IP identifier, anything else as a DNS name); fetch
+// authorizations; create one Challenge per authorization that is not
+// already valid (authorization reuse), with the most specific solver of a
+// challenge type the authorization offers; delete Challenges no longer
+// needed; finalize when ready (RFC 8555 §7.4); follow a processing or
+// valid order to its certificate (§7.4.2); delete its Challenges only once
+// the certificate is fetched or the order failed, so a recovered order
+// never re-creates, re-presents or re-accepts them; on a final failure,
+// say why in words a user can act on and delete the order after
+// FailedOrderTTL. A spec that changed after creation is an error, not
+// something to follow.
+//
+// Retries arrive: after a transient failure the next attempt is at
+// RetryAt, derived from the status alone, so deciding again at the
+// returned RequeueAt carries it out. After a failed call the order is read
+// before it is finalized again. An order that keeps failing fails once
+// MaxAttempts attempts failed without progress, or when its next attempt
+// would come after its expiry. A server answer that leaves nothing to do
+// (valid without a certificate URL, pending after every challenge
+// finished) is recorded like a failure, and the order is read again after
+// the same growing delay — never at the same instant.
 func Decide(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) Result {
 	if o == nil {
 		return Result{Reason: ReasonNoOrderState, Message: "no order"}
@@ -115,36 +208,46 @@ func Decide(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) R
 		return fail(o, now, ReasonSpecChanged, "the order's spec changed after it was created; an order is immutable, so a new one must be made")
 	}
 	if st.State == StateValid && len(st.Certificate) > 0 {
-		return Result{Actions: deleteAll(owned, "the order is valid"), Reason: ReasonDone, Message: "the certificate is issued"}
+		return Result{Actions: deleteAll(owned, "the order has its certificate"), Reason: ReasonDone, Message: "the certificate is issued"}
 	}
-	if st.LastError != "" && st.Transient {
-		at := now.Add(cfg.transientRetry())
-		if st.RetryAfter != nil {
-			at = *st.RetryAfter
-		}
-		if now.Before(at) {
-			return Result{RequeueAt: at, Reason: ReasonRetrying, Message: "transient error (" + st.LastError + "); retrying at " + at.UTC().Format(time.RFC3339)}
-		}
+	if res, stop := retryGate(o, now, cfg); stop {
+		return res
 	}
 	if st.URL == "" {
-		if len(o.Spec.DNSNames)+len(o.Spec.IPAddresses) == 0 || len(o.Spec.CSR) == 0 {
-			return fail(o, now, ReasonInvalidSpec, "the order names no identifier or has no CSR")
+		dnsNames, ips, problem := Identifiers(&o.Spec)
+		if problem == "" && len(o.Spec.CSR) == 0 {
+			problem = "spec.csr: the order has no CSR"
 		}
-		return Result{Actions: []Action{CreateOrder{DNSNames: o.Spec.DNSNames, IPAddresses: o.Spec.IPAddresses, Profile: o.Spec.Profile,
+		if problem != "" {
+			return fail(o, now, ReasonInvalidSpec, problem)
+		}
+		return Result{Actions: []Action{CreateOrder{DNSNames: dnsNames, IPAddresses: ips, Profile: o.Spec.Profile,
 			NotBefore: o.Spec.NotBefore, NotAfter: o.Spec.NotAfter, Replaces: o.Spec.Replaces, SpecHash: SpecHash(&o.Spec)}},
 			Reason: ReasonCreating, Message: "creating the ACME order (RFC 8555 §7.4)"}
 	}
+	readFirst := "the last call failed (" + st.LastError + "); reading the order before anything else (RFC 8555 §7.1.3)"
 	switch st.State {
 	case StateReady:
-		return Result{Actions: append(deleteAll(owned, "the order is ready"), Finalize{URL: st.FinalizeURL, CSR: o.Spec.CSR}),
+		if st.LastError != "" {
+			return sync(o, ReasonSyncing, readFirst)
+		}
+		return Result{Actions: []Action{Finalize{URL: st.FinalizeURL, CSR: o.Spec.CSR}},
 			Reason: ReasonFinalizing, Message: "all authorizations are valid: finalizing with the CSR (RFC 8555 §7.4)"}
 	case StateValid:
-		if st.CertificateURL == "" {
-			return Result{Actions: []Action{Sync{URL: st.URL}}, Reason: ReasonSyncing, Message: "the order is valid; reading its certificate URL"}
+		switch {
+		case st.CertificateURL != "":
+			return Result{Actions: []Action{FetchCertificate{URL: st.CertificateURL, PreferredChain: o.Spec.PreferredChain}},
+				Reason: ReasonFetching, Message: "downloading the certificate (RFC 8555 §7.4.2)"}
+		case st.LastError != "":
+			return sync(o, ReasonSyncing, readFirst)
+		case st.SyncedAt == nil:
+			return sync(o, ReasonSyncing, "the order is valid; reading its certificate URL")
 		}
-		return Result{Actions: []Action{FetchCertificate{URL: st.CertificateURL, PreferredChain: o.Spec.PreferredChain}},
-			Reason: ReasonFetching, Message: "downloading the certificate (RFC 8555 §7.4.2)"}
+		return stuck(o, now, cfg, "the server says the order is valid but gives no certificate URL (RFC 8555 §7.1.3)")
 	case StateProcessing:
+		if st.LastError != "" {
+			return sync(o, ReasonSyncing, readFirst)
+		}
 		return poll(o, now, cfg, "the server is issuing the certificate")
 	}
 
@@ -188,34 +291,118 @@ func Decide(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) R
 			allFinal = false
 			continue
 		}
-		if !c.Status.State.Final() {
+		switch {
+		case c.Status.State == challenge.StateErrored:
+			// Our side gave up on it; the authorization stays pending.
+			return fail(o, now, ReasonChallengeFailed, fmt.Sprintf("the challenge for %s failed: %s", display(authzOf(o, c)), c.Status.Reason))
+		case !c.Status.State.Final():
 			allFinal = false
-		} else if c.Status.State != challenge.StateValid && anyInvalid == "" {
+		case c.Status.State != challenge.StateValid && anyInvalid == "":
 			anyInvalid = fmt.Sprintf("the challenge for %s is %s: %s", c.Spec.DNSName, c.Status.State, c.Status.Reason)
 		}
 	}
 	if len(acts) > 0 {
 		return Result{Actions: acts, Reason: ReasonChallenges, Message: "creating and deleting challenges for the authorizations"}
 	}
-	if allFinal && anyInvalid == "" && st.LastError == "" && len(st.Authorizations) > 0 {
-		// Every challenge is valid. RFC 8555 §7.4: the client finalizes
-		// once it believes the server's requirements are met; reading the
-		// order first to see "ready" would cost a request per issuance.
-		// Should the server not be ready yet (orderNotReady), the error is
-		// recorded and the order is read before the next attempt.
-		return Result{Actions: append(deleteAll(owned, "every challenge is valid"), Finalize{URL: st.FinalizeURL, CSR: o.Spec.CSR}),
-			Reason: ReasonFinalizing, Message: "every challenge is valid: finalizing with the CSR (RFC 8555 §7.4)"}
+	if !allFinal {
+		return Result{Reason: ReasonWaiting, Message: "waiting for the challenges to finish; the order is looked at again when one does"}
 	}
-	if allFinal {
-		// Every challenge is done but the order still says pending: the
-		// server moves the order on its own; read it again shortly.
-		msg := "every challenge is final; reading the order's new state"
+	switch {
+	case st.LastError != "":
+		return sync(o, ReasonSyncing, readFirst)
+	case readSinceChallengesFinished(o, have):
+		// The server was asked after every challenge finished and still
+		// says pending.
+		why := "every challenge is final but the server still says the order is " + string(st.State)
 		if anyInvalid != "" {
-			msg = anyInvalid + "; reading the order's state"
+			why = anyInvalid + "; the server still says the order is " + string(st.State)
 		}
-		return poll(o, now, cfg, msg)
+		return stuck(o, now, cfg, why)
+	case anyInvalid != "":
+		return sync(o, ReasonSyncing, anyInvalid+"; reading the order's state")
+	case len(st.Authorizations) == 0:
+		return sync(o, ReasonSyncing, "the order lists no authorization; reading it again")
 	}
-	return Result{RequeueAt: now.Add(time.Minute), Reason: ReasonWaiting, Message: "waiting for the challenges to finish"}
+	// Every challenge is valid. RFC 8555 §7.4: the client finalizes once
+	// it believes the server's requirements are met; reading the order
+	// first to see "ready" would cost a request per issuance. Should the
+	// server not be ready yet (orderNotReady), the error is recorded and
+	// the order is read before the next attempt.
+	return Result{Actions: []Action{Finalize{URL: st.FinalizeURL, CSR: o.Spec.CSR}},
+		Reason: ReasonFinalizing, Message: "every challenge is valid: finalizing with the CSR (RFC 8555 §7.4)"}
+}
+
+// retryGate holds an order whose last call failed transiently until its
+// next attempt is due; it fails the order when the attempts are used up
+// or the order would expire first. stop is false when the decision goes
+// on (no error, or the attempt is due).
+func retryGate(o *Order, now time.Time, cfg Config) (Result, bool) {
+	st := o.Status
+	if st.LastError == "" || !st.Transient {
+		return Result{}, false
+	}
+	if st.FailedAttempts >= cfg.maxAttempts() {
+		return fail(o, now, ReasonRetriesExhausted, fmt.Sprintf("gave up after %d failed attempts without progress; the last: %s", st.FailedAttempts, st.LastError)), true
+	}
+	at, ok := RetryAt(&st, cfg)
+	if !ok {
+		// A host that recorded the error without its time: record it
+		// now, so the deadline stays put from here on.
+		next := st
+		t := now
+		next.LastErrorTime = &t
+		next.FailedAttempts = max(next.FailedAttempts, 1)
+		at, _ = RetryAt(&next, cfg)
+		return Result{Actions: []Action{UpdateStatus{Status: next}}, RequeueAt: at, Reason: ReasonRetrying,
+			Message: "a transient error (" + st.LastError + ") without a recorded time: recording it; retrying at " + stamp(at)}, true
+	}
+	if st.Expires != nil && st.State != StateValid && (!at.Before(*st.Expires) || !now.Before(*st.Expires)) {
+		return fail(o, now, ReasonExpired, fmt.Sprintf("the order expires at %s, before its next attempt at %s; the last error: %s",
+			stamp(*st.Expires), stamp(at), st.LastError)), true
+	}
+	if now.Before(at) {
+		return Result{RequeueAt: at, Reason: ReasonRetrying, Message: fmt.Sprintf("a transient error (%s), attempt %d of %d; retrying at %s",
+			st.LastError, st.FailedAttempts, cfg.maxAttempts(), stamp(at))}, true
+	}
+	return Result{}, false
+}
+
+// stuck records a server answer that leaves the machine nothing to do as a
+// transient failure, so the order is read again after a growing delay and
+// fails after MaxAttempts such answers.
+func stuck(o *Order, now time.Time, cfg Config, why string) Result {
+	next := o.Status
+	next.NoteFailure(why, true, nil, now)
+	if next.FailedAttempts >= cfg.maxAttempts() {
+		return fail(o, now, ReasonRetriesExhausted, fmt.Sprintf("gave up after %d attempts without progress: %s", next.FailedAttempts, why))
+	}
+	at, _ := RetryAt(&next, cfg)
+	return Result{Actions: []Action{UpdateStatus{Status: next}}, RequeueAt: at, Reason: ReasonServerStuck,
+		Message: why + "; reading the order again at " + stamp(at)}
+}
+
+// readSinceChallengesFinished reports whether the order was read after
+// every challenge and authorization read that the decision stands on.
+func readSinceChallengesFinished(o *Order, have map[string]*challenge.Challenge) bool {
+	s := o.Status.SyncedAt
+	if s == nil {
+		return false
+	}
+	for _, c := range have {
+		if c.Status.SyncedAt == nil || !s.After(*c.Status.SyncedAt) {
+			return false
+		}
+	}
+	for _, a := range o.Status.Authorizations {
+		if a.FetchedAt != nil && !s.After(*a.FetchedAt) {
+			return false
+		}
+	}
+	return true
+}
+
+func sync(o *Order, reason, msg string) Result {
+	return Result{Actions: []Action{Sync{URL: o.Status.URL}}, Reason: reason, Message: msg}
 }
 
 func poll(o *Order, now time.Time, cfg Config, msg string) Result {
@@ -225,10 +412,51 @@ func poll(o *Order, now time.Time, cfg Config, msg string) Result {
 			next = *ra // the server asked to be polled no sooner
 		}
 		if now.Before(next) {
-			return Result{RequeueAt: next, Reason: ReasonSyncing, Message: msg + "; looking again at " + next.UTC().Format(time.RFC3339)}
+			return Result{RequeueAt: next, Reason: ReasonSyncing, Message: msg + "; looking again at " + stamp(next)}
 		}
 	}
-	return Result{Actions: []Action{Sync{URL: o.Status.URL}}, Reason: ReasonSyncing, Message: msg}
+	return sync(o, ReasonSyncing, msg)
+}
+
+// Identifiers returns the identifiers an order asks for: its DNS names and
+// IP addresses as the spec lists them, and the common name as one more
+// when neither list holds it — an IP address as an IP identifier (RFC
+// 8738), never a DNS name; anything else as a DNS name. Names compare
+// without case, addresses in their canonical form. problem names the
+// field and value of an address that does not parse, or says that there
+// is no identifier at all.
+func Identifiers(s *Spec) (dnsNames, ips []string, problem string) {
+	dnsNames = append([]string(nil), s.DNSNames...)
+	ips = append([]string(nil), s.IPAddresses...)
+	for i, ip := range s.IPAddresses {
+		if _, err := netip.ParseAddr(ip); err != nil {
+			return nil, nil, fmt.Sprintf("spec.ipAddresses[%d]: %q is not an IP address", i, ip)
+		}
+	}
+	if cn := strings.TrimSpace(s.CommonName); cn != "" {
+		if addr, err := netip.ParseAddr(cn); err == nil {
+			have := false
+			for _, ip := range s.IPAddresses {
+				a, _ := netip.ParseAddr(ip)
+				have = have || a.Unmap() == addr.Unmap()
+			}
+			if !have {
+				ips = append(ips, addr.String())
+			}
+		} else {
+			have := false
+			for _, n := range s.DNSNames {
+				have = have || strings.EqualFold(strings.TrimSuffix(n, "."), strings.TrimSuffix(cn, "."))
+			}
+			if !have {
+				dnsNames = append(dnsNames, cn)
+			}
+		}
+	}
+	if len(dnsNames)+len(ips) == 0 {
+		return nil, nil, "the order names no identifier: set spec.commonName, spec.dnsNames or spec.ipAddresses"
+	}
+	return dnsNames, ips, ""
 }
 
 // wantedChallenges builds the Challenge for every authorization that is not
@@ -239,34 +467,33 @@ func wantedChallenges(o *Order) (map[string]challenge.Challenge, string) {
 		if a.InitialState == StateValid {
 			continue // authorization reuse
 		}
-		solver, ok := ChooseSolver(o.Spec.Solvers, a.Identifier, a.Wildcard, o.Labels)
+		offered := make([]challenge.Type, 0, len(a.Challenges))
+		for _, c := range a.Challenges {
+			offered = append(offered, c.Type)
+		}
+		solver, ok := ChooseSolver(o.Spec.Solvers, a.Identifier, a.Wildcard, offered, o.Labels)
 		if !ok {
-			need := "any solver"
+			need := "a solver"
 			if a.Wildcard {
 				need = "a DNS-01 solver (wildcard names need DNS-01)"
 			}
-			return nil, fmt.Sprintf("no solver applies to %s: configure %s whose selector matches it", display(a), need)
+			return nil, fmt.Sprintf("no solver applies to %s among the challenge types the server offers for it (%s): configure %s whose selector matches it",
+				display(a), typeList(offered), need)
 		}
-		typ := challenge.TypeHTTP01
-		if solver.DNS01 != nil {
-			typ = challenge.TypeDNS01
-		}
-		var offered *OfferedChallenge
+		typ, _ := solverType(solver)
+		var offer *OfferedChallenge
 		for j := range a.Challenges {
 			if a.Challenges[j].Type == typ {
-				offered = &a.Challenges[j]
+				offer = &a.Challenges[j]
 				break
 			}
-		}
-		if offered == nil {
-			return nil, fmt.Sprintf("the server offers no %s challenge for %s; choose another solver type", typ, display(a))
 		}
 		name := ChallengeName(o.Name, i)
 		ch := challenge.Challenge{
 			Name: name, Namespace: o.Namespace, CreationTimestamp: o.CreationTimestamp,
 			Spec: challenge.Spec{
-				AuthorizationURL: a.URL, URL: offered.URL, Type: typ, DNSName: a.Identifier, Token: offered.Token,
-				Key: o.Status.KeyAuthorizations[offered.Token], Wildcard: a.Wildcard, Solver: solver,
+				AuthorizationURL: a.URL, URL: offer.URL, Type: typ, DNSName: a.Identifier, Token: offer.Token,
+				Key: o.Status.KeyAuthorizations[offer.Token], Wildcard: a.Wildcard, Solver: solver,
 				Issuer: o.Spec.Issuer, Account: o.Spec.Account,
 			},
 		}
@@ -279,6 +506,28 @@ func wantedChallenges(o *Order) (map[string]challenge.Challenge, string) {
 		want[name] = ch
 	}
 	return want, ""
+}
+
+// authzOf is the authorization a challenge was made for (by URL), for
+// messages.
+func authzOf(o *Order, c *challenge.Challenge) Authorization {
+	for _, a := range o.Status.Authorizations {
+		if a.URL == c.Spec.AuthorizationURL {
+			return a
+		}
+	}
+	return Authorization{Identifier: c.Spec.DNSName, Wildcard: c.Spec.Wildcard}
+}
+
+func typeList(ts []challenge.Type) string {
+	if len(ts) == 0 {
+		return "none"
+	}
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = string(t)
+	}
+	return strings.Join(out, ", ")
 }
 
 func display(a Authorization) string {
@@ -298,7 +547,8 @@ func deleteAll(owned []*challenge.Challenge, why string) []Action {
 	return acts
 }
 
-// fail records a final failure with a reason a user can act on.
+// fail records a final failure with a reason a user can act on. The
+// server's Retry-After stays in the status, for the certificate's backoff.
 func fail(o *Order, now time.Time, reason, msg string) Result {
 	st := o.Status
 	st.State, st.Reason = StateErrored, msg
@@ -323,7 +573,7 @@ func failed(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) R
 	}
 	removeAt := st.FailureTime.Add(cfg.ttl())
 	if now.Before(removeAt) {
-		return Result{Actions: acts, RequeueAt: removeAt, Reason: ReasonFailed, Message: msg + "; the order is removed at " + removeAt.UTC().Format(time.RFC3339)}
+		return Result{Actions: acts, RequeueAt: removeAt, Reason: ReasonFailed, Message: msg + "; the order is removed at " + stamp(removeAt)}
 	}
 	return Result{Actions: append(acts, DeleteOrder{Reason: "failed more than " + cfg.ttl().String() + " ago"}), Reason: ReasonFailed, Message: msg}
 }

@@ -5,6 +5,13 @@
 // [Sync], [Finalize], [FetchCertificate], [UpdateStatus], [DeleteOrder] —
 // and when to look again. The host carries each out (package acmeclient
 // does the ACME calls, one request each) and writes the answer into
-// [Status] as the action's doc says. [ChooseSolver] picks the solver for an
-// identifier.
+// [Status] as the action's doc says, recording failures with
+// [Status.NoteFailure]. [ChooseSolver] picks the solver for an identifier;
+// [Identifiers] lists what an order asks for.
+//
+// Deadlines arrive: every RequeueAt is derived from times the status
+// records (a read, a failure and its attempt count, the server's
+// Retry-After, a failure time), so deciding again at RequeueAt with nothing
+// changed acts, or waits for a later time for another reason — never for
+// the same deadline moved forward with the clock ([RetryAt]).
 package order

@@ -90,15 +90,15 @@ func TestDecide(t *testing.T) {
 			want:   "DeleteChallenge{web-1-9: not needed by the order's authorizations} CreateChallenge{web-1-0 dns-01 web.example} CreateChallenge{web-1-1 dns-01 web.example}",
 			reason: ReasonChallenges,
 		},
-		"while challenges run, the order waits": {
+		"while challenges run, the order waits for one to change, not for a time": {
 			order:  func() *Order { return authorized(newOrder()) },
 			owned:  func(o *Order) []*challenge.Challenge { return wanted(o, challenge.StatePending) },
-			reason: ReasonWaiting, requeue: time.Minute,
+			reason: ReasonWaiting,
 		},
-		"all challenges valid: finalize without reading the order first (§7.4)": {
+		"all challenges valid: finalize without reading the order first, keeping the challenges (§7.4)": {
 			order: func() *Order { return authorized(newOrder()) },
 			owned: func(o *Order) []*challenge.Challenge { return wanted(o, challenge.StateValid) },
-			want:  "DeleteChallenge{web-1-0: every challenge is valid} DeleteChallenge{web-1-1: every challenge is valid} Finalize{https://ca/order/1/finalize}", reason: ReasonFinalizing,
+			want:  "Finalize{https://ca/order/1/finalize}", reason: ReasonFinalizing,
 		},
 		"all challenges valid after the server said orderNotReady: read the order first (§7.1.6)": {
 			order: func() *Order {
@@ -261,7 +261,7 @@ func TestChooseSolver(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			s, ok := ChooseSolver(tc.solvers, tc.name, tc.wildcard, tc.labels)
+			s, ok := ChooseSolver(tc.solvers, tc.name, tc.wildcard, nil, tc.labels)
 			got := "none"
 			if ok {
 				got = map[bool]string{true: "dns01", false: "http01"}[s.DNS01 != nil]
@@ -293,9 +293,14 @@ func allAuthorized(o *Order, owned []*challenge.Challenge) bool {
 }
 
 func FuzzOrder(f *testing.F) {
-	f.Add("pending", uint8(3), "web.example", true, uint8(2), int64(0))
-	f.Add("ready", uint8(0), "", false, uint8(0), int64(-3600))
-	f.Fuzz(func(t *testing.T, state string, nAuthz uint8, ident string, wildcard bool, nOwned uint8, failOff int64) {
+	f.Add("pending", uint8(3), "web.example", true, uint8(2), int64(0), uint8(0), uint8(0), int64(0), int64(0), int64(0), int64(0))
+	f.Add("ready", uint8(0), "", false, uint8(0), int64(-3600), uint8(0), uint8(0), int64(0), int64(0), int64(0), int64(0))
+	f.Add("ready", uint8(2), "web.example", false, uint8(1), int64(0), uint8(0b0011), uint8(2), int64(-3), int64(0), int64(-1), int64(600))
+	f.Add("valid", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b1000), uint8(1), int64(0), int64(0), int64(-2), int64(0))
+	f.Add("pending", uint8(2), "web.example", false, uint8(2), int64(0), uint8(0b10000), uint8(0), int64(0), int64(0), int64(5), int64(0))
+	f.Add("processing", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b0111), uint8(4), int64(-30), int64(90), int64(-1), int64(100))
+	f.Fuzz(func(t *testing.T, state string, nAuthz uint8, ident string, wildcard bool, nOwned uint8, failOff int64,
+		flags, attempts uint8, errOff, retryOff, syncOff, expOff int64) {
 		o := authorized(newOrder())
 		o.Status.State = State(state)
 		o.Status.Authorizations = nil
@@ -307,13 +312,43 @@ func FuzzOrder(f *testing.F) {
 		if failOff != 0 {
 			o.Status.FailureTime = tp(t0.Add(time.Duration(failOff) * time.Second))
 		}
+		// The error and timing facts a status records.
+		sec := func(n int64) time.Duration { return time.Duration(n%1_000_000) * time.Second }
+		if flags&1 != 0 {
+			o.Status.LastError = "503"
+			o.Status.Transient = flags&2 != 0
+			o.Status.FailedAttempts = int(attempts % 16)
+			if flags&4 != 0 {
+				o.Status.LastErrorTime = tp(t0.Add(sec(errOff)))
+			}
+		}
+		if flags&8 != 0 {
+			o.Status.RetryAfter = tp(t0.Add(sec(retryOff)))
+		}
+		if flags&16 != 0 {
+			o.Status.SyncedAt = tp(t0.Add(sec(syncOff)))
+		}
+		if flags&32 != 0 {
+			o.Status.Expires = tp(t0.Add(sec(expOff)))
+		}
+		if flags&64 != 0 {
+			o.Status.CertificateURL = "https://ca/cert/1"
+		}
+		if flags&128 != 0 {
+			o.Status.Certificate = []byte("PEM")
+		}
 		var owned []*challenge.Challenge
 		for i := 0; i < int(nOwned%4); i++ {
-			owned = append(owned, &challenge.Challenge{Name: ChallengeName(o.Name, i), Spec: challenge.Spec{URL: fmt.Sprintf("c%d", i), Type: challenge.TypeDNS01},
-				Status: challenge.Status{State: challenge.State([]string{"valid", "pending", "invalid"}[(i+int(nOwned/4))%3])}})
+			c := &challenge.Challenge{Name: ChallengeName(o.Name, i), Spec: challenge.Spec{URL: fmt.Sprintf("c%d", i), Type: challenge.TypeDNS01},
+				Status: challenge.Status{State: challenge.State([]string{"valid", "pending", "invalid", "errored"}[(i+int(nOwned/4))%4])}}
+			if (nOwned>>4)&1 != 0 {
+				c.Status.SyncedAt = tp(t0.Add(sec(syncOff) - time.Duration(i+1)*time.Second))
+			}
+			owned = append(owned, c)
 		}
-		res := Decide(o, owned, t0, Config{})
-		if names(res.Actions) != names(Decide(o, owned, t0, Config{}).Actions) {
+		cfg := Config{}
+		res := Decide(o, owned, t0, cfg)
+		if names(res.Actions) != names(Decide(o, owned, t0, cfg).Actions) {
 			t.Fatal("not deterministic")
 		}
 		created := map[string]bool{}
@@ -322,9 +357,14 @@ func FuzzOrder(f *testing.F) {
 			switch a := a.(type) {
 			case Finalize:
 				// Only a ready order, or one whose every authorization is
-				// valid (reused, or its challenge valid), is finalized.
+				// valid (reused, or its challenge valid), is finalized,
+				// and never right after a failed call: the order is read
+				// first.
 				if o.Status.State != StateReady && !allAuthorized(o, owned) {
 					t.Fatalf("finalized an order in state %q with authorizations not all valid", o.Status.State)
+				}
+				if o.Status.LastError != "" {
+					t.Fatalf("finalized again after a failed call without reading the order: %s", res.Message)
 				}
 			case CreateChallenge:
 				if created[a.Challenge.Name] || authz[a.Challenge.Spec.AuthorizationURL] {
@@ -334,9 +374,56 @@ func FuzzOrder(f *testing.F) {
 				if a.Challenge.Spec.Wildcard && a.Challenge.Spec.Type != challenge.TypeDNS01 {
 					t.Fatal("a wildcard challenge that is not DNS-01")
 				}
+			case UpdateStatus:
+				if a.Status.State != o.Status.State && !a.Status.State.Failed() {
+					t.Fatalf("the machine moved the order from %q to %q", o.Status.State, a.Status.State)
+				}
 			}
 		}
+		checkLiveness(t, res, t0, func(now time.Time) Result { return Decide(o, owned, now, cfg) })
 	})
+}
+
+// eventDriven are the reasons with which a decision may wait for no time:
+// only a change of the snapshot can move it on.
+var eventDriven = map[string]bool{ReasonWaiting: true, ReasonDone: true, ReasonNoOrderState: true}
+
+// checkLiveness holds a decision made at now to the liveness invariant:
+// deadlines arrive. A result without actions waits for a time after now
+// (or, for an event-driven reason, for none); deciding again at any
+// moment before that time, with nothing changed, waits for the same time;
+// and deciding at that time acts, or waits for a later time (or an event)
+// for another reason — never for the same deadline moved forward.
+func checkLiveness(t *testing.T, res Result, now time.Time, decide func(time.Time) Result) {
+	t.Helper()
+	if len(res.Actions) > 0 {
+		return
+	}
+	if res.RequeueAt.IsZero() {
+		if !eventDriven[res.Reason] {
+			t.Fatalf("no action and no deadline for %s: %s", res.Reason, res.Message)
+		}
+		return
+	}
+	if !res.RequeueAt.After(now) {
+		t.Fatalf("no action and a deadline %v not after now %v: %s", res.RequeueAt, now, res.Message)
+	}
+	mid := decide(now.Add(res.RequeueAt.Sub(now) / 2))
+	if len(mid.Actions) == 0 && !mid.RequeueAt.Equal(res.RequeueAt) {
+		t.Fatalf("the deadline moved with the clock: %v at %v, %v halfway (%s; %s)", res.RequeueAt, now, mid.RequeueAt, res.Message, mid.Message)
+	}
+	again := decide(res.RequeueAt)
+	switch {
+	case len(again.Actions) > 0:
+	case again.Reason == res.Reason:
+		t.Fatalf("at its deadline %v the decision waits again for %s (until %v): %s", res.RequeueAt, again.Reason, again.RequeueAt, again.Message)
+	case again.RequeueAt.IsZero():
+		if !eventDriven[again.Reason] {
+			t.Fatalf("at its deadline %v: no action and no deadline for %s: %s", res.RequeueAt, again.Reason, again.Message)
+		}
+	case !again.RequeueAt.After(res.RequeueAt):
+		t.Fatalf("at its deadline %v the decision waits until %v: %s", res.RequeueAt, again.RequeueAt, again.Message)
+	}
 }
 
 // A challenge starts from the authorization read that found it, so the

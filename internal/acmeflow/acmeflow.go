@@ -141,7 +141,7 @@ func (r *Runner) Step(ctx context.Context) (acted bool, next time.Time) {
 		all = append(all, c)
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
-	for _, c := range challenge.Schedule(all, r.Scheduler) {
+	for _, c := range challenge.Schedule(all, r.now(), r.Scheduler) {
 		c.Status.Processing = true
 		acted = true
 	}

@@ -2,10 +2,10 @@ package refhost
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/pem"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/certlife/certlife/certificate"
@@ -152,6 +152,29 @@ func orderName(req *certificate.CertificateRequest) string {
 	return fmt.Sprintf("%s-%08x", req.Name, uint32(stablehash.Sum64("order", string(req.Spec.Request))))
 }
 
+// orderSpec is the order for a request's CSR. The common name goes in as
+// itself: the order machine makes it an identifier — an IP address as an
+// IP identifier, never a DNS name.
+func (a *ACME) orderSpec(req *certificate.CertificateRequest, csr *x509.CertificateRequest, now time.Time) order.Spec {
+	spec := order.Spec{CSR: csr.Raw, Issuer: challenge.Issuer{Name: req.Spec.IssuerRef.Name, Kind: req.Spec.IssuerRef.Kind, Group: req.Spec.IssuerRef.Group},
+		CommonName: csr.Subject.CommonName, DNSNames: append([]string(nil), csr.DNSNames...), Solvers: a.Solvers, Profile: a.Profile, PreferredChain: a.PreferredChain}
+	for _, ip := range csr.IPAddresses {
+		spec.IPAddresses = append(spec.IPAddresses, ip.String())
+	}
+	if len(spec.Solvers) == 0 {
+		spec.Solvers = []order.SolverConfig{{Solver: challenge.Solver{HTTP01: &challenge.HTTP01Solver{}}}}
+	}
+	if a.RequestValidity {
+		d := certificate.DefaultDuration
+		if req.Spec.Duration != nil {
+			d = req.Spec.Duration.Duration
+		}
+		nb, na := now.Truncate(time.Second), now.Truncate(time.Second).Add(d)
+		spec.NotBefore, spec.NotAfter = &nb, &na
+	}
+	return spec
+}
+
 // Process implements Issuer.
 func (a *ACME) Process(ctx context.Context, req *certificate.CertificateRequest, now time.Time) (Outcome, error) {
 	name := orderName(req)
@@ -160,27 +183,7 @@ func (a *ACME) Process(ctx context.Context, req *certificate.CertificateRequest,
 		if err != nil {
 			return Outcome{Done: true, Status: Failed(now, "the request's CSR cannot be read: "+err.Error(), nil)}, nil
 		}
-		names := append([]string(nil), csr.DNSNames...)
-		if cn := csr.Subject.CommonName; cn != "" && !contains(names, cn) {
-			names = append(names, cn)
-		}
-		spec := order.Spec{CSR: csr.Raw, Issuer: challenge.Issuer{Name: req.Spec.IssuerRef.Name, Kind: req.Spec.IssuerRef.Kind, Group: req.Spec.IssuerRef.Group},
-			CommonName: csr.Subject.CommonName, DNSNames: names, Solvers: a.Solvers, Profile: a.Profile, PreferredChain: a.PreferredChain}
-		for _, ip := range csr.IPAddresses {
-			spec.IPAddresses = append(spec.IPAddresses, ip.String())
-		}
-		if len(spec.Solvers) == 0 {
-			spec.Solvers = []order.SolverConfig{{Solver: challenge.Solver{HTTP01: &challenge.HTTP01Solver{}}}}
-		}
-		if a.RequestValidity {
-			d := certificate.DefaultDuration
-			if req.Spec.Duration != nil {
-				d = req.Spec.Duration.Duration
-			}
-			nb, na := now.Truncate(time.Second), now.Truncate(time.Second).Add(d)
-			spec.NotBefore, spec.NotAfter = &nb, &na
-		}
-		a.Runner.Add(order.Order{Name: name, Namespace: req.Namespace, CreationTimestamp: now, Spec: spec})
+		a.Runner.Add(order.Order{Name: name, Namespace: req.Namespace, CreationTimestamp: now, Spec: a.orderSpec(req, csr, now)})
 	}
 	acted, next := a.Runner.Step(ctx)
 	if acted {
@@ -203,15 +206,6 @@ func (a *ACME) Process(ctx context.Context, req *certificate.CertificateRequest,
 		next = now.Add(time.Second)
 	}
 	return Outcome{RequeueAt: next}, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if strings.EqualFold(x, s) {
-			return true
-		}
-	}
-	return false
 }
 
 // topOfChain returns the last certificate of a PEM chain, the one whose
