@@ -29,8 +29,8 @@ func Example() {
 		ObjectMeta: certificate.ObjectMeta{Name: "webhook", Namespace: "system"},
 		Spec: certificate.Spec{
 			SecretName: "webhook-tls", DNSNames: []string{"webhook.system.svc"},
-			IssuerRef:  certificate.IssuerRef{Name: "internal"},
-			Duration:   &certificate.Duration{Duration: 30 * 24 * time.Hour},
+			IssuerRef: certificate.IssuerRef{Name: "internal"},
+			Duration:  &certificate.Duration{Duration: 30 * 24 * time.Hour},
 		},
 	})
 	if err != nil {
