@@ -1,6 +1,7 @@
 package certificate
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -168,4 +169,26 @@ func setCondition(conds []Condition, c Condition, now time.Time, generation int6
 func cloneStatus(s Status) Status {
 	s.Conditions = append([]Condition(nil), s.Conditions...)
 	return s
+}
+
+// ErrInvalidConfig is wrapped by every error Config.Validate returns.
+var ErrInvalidConfig = errors.New("certificate: invalid config")
+
+// Validate reports settings that cannot be applied, each naming its field;
+// nil when the config is valid. The zero value is valid.
+func (c Config) Validate() error {
+	var errs []error
+	if err := c.Backoff.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: backoff: %v", ErrInvalidConfig, err))
+	}
+	if f := c.Renewal.Timing.JitterFraction; f < 0 || f > 0.5 || f != f {
+		errs = append(errs, fmt.Errorf("%w: renewal.timing.jitterFraction: %v is outside (0, 0.5]", ErrInvalidConfig, f))
+	}
+	if c.Renewal.SafetyMargin < 0 {
+		errs = append(errs, fmt.Errorf("%w: renewal.safetyMargin: %v is negative", ErrInvalidConfig, c.Renewal.SafetyMargin))
+	}
+	if c.SecretInUseRecheck < 0 {
+		errs = append(errs, fmt.Errorf("%w: secretInUseRecheck: %v is negative", ErrInvalidConfig, c.SecretInUseRecheck))
+	}
+	return errors.Join(errs...)
 }

@@ -174,3 +174,17 @@ func TestNamesStayValidObjectNames(t *testing.T) {
 	assert.Equal(t, "web-2", RequestName("web", 2))
 	assert.NotEqual(t, RequestName(long, 1), RequestName(long[:252]+"z", 1), "names that share a long prefix stay apart")
 }
+
+func TestConfigValidate(t *testing.T) {
+	assert.NoError(t, Config{}.Validate(), "the zero value is valid")
+	var c Config
+	c.Backoff.Max = -time.Hour
+	c.Renewal.Timing.JitterFraction = 0.9
+	c.Renewal.SafetyMargin = -time.Minute
+	c.SecretInUseRecheck = -time.Second
+	err := c.Validate()
+	require.ErrorIs(t, err, ErrInvalidConfig)
+	for _, field := range []string{"backoff:", "renewal.timing.jitterFraction: 0.9", "renewal.safetyMargin: -1m0s", "secretInUseRecheck: -1s"} {
+		assert.Contains(t, err.Error(), field)
+	}
+}
