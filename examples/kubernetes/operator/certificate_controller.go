@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,6 +46,11 @@ type CertificateReconciler struct {
 	Rand     io.Reader
 	Recorder events.EventRecorder
 	Metrics  *Metrics
+
+	// replaced holds, per certificate UID, the resourceVersion its last
+	// status write replaced, until the cache shows a newer one: a pass
+	// on that version would decide on the state before its own write.
+	replaced sync.Map
 }
 
 // +kubebuilder:rbac:groups=certlife.dev,resources=certificates,verbs=get;list;watch
@@ -66,6 +72,14 @@ func (r *CertificateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	if crt.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
+	}
+	if rv, ok := r.replaced.Load(crt.UID); ok {
+		if rv == crt.ResourceVersion {
+			// The cache has not caught up with this operator's last status
+			// write; its watch event brings the next pass.
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
+		r.replaced.Delete(crt.UID)
 	}
 
 	// 1. Gather.
@@ -284,6 +298,7 @@ func (r *CertificateReconciler) writeStatus(ctx context.Context, crt *v1alpha1.C
 	if err := r.Client.Status().Update(ctx, upd); err != nil {
 		return err
 	}
+	r.replaced.Store(crt.UID, crt.ResourceVersion)
 	*crt = *upd
 	return nil
 }

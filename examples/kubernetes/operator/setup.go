@@ -74,11 +74,14 @@ func CacheOptions() cache.Options {
 }
 
 // NewManager makes a controller-runtime manager with the operator's
-// scheme and cache (mo's Scheme and Cache are replaced) and sets up its
-// controllers.
+// scheme and cache (mo's Scheme is replaced, and its Cache too but for
+// DefaultNamespaces, which restricts the operator to some namespaces) and
+// sets up its controllers.
 func NewManager(cfg *rest.Config, mo manager.Options, o Options) (manager.Manager, error) {
 	mo.Scheme = Scheme()
+	namespaces := mo.Cache.DefaultNamespaces
 	mo.Cache = CacheOptions()
+	mo.Cache.DefaultNamespaces = namespaces
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,345 @@
+package operator_test
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/certificate/localca"
+	"github.com/certlife/certlife/keys"
+
+	"github.com/certlife/certlife/examples/kubernetes/api/v1alpha1"
+	"github.com/certlife/certlife/examples/kubernetes/operator"
+)
+
+// The tests run against a real kube-apiserver and etcd (envtest), built
+// from the Go module proxy by .ci/k8s-assets:
+//
+//	export KUBEBUILDER_ASSETS="$(../../.ci/k8s-assets)"
+var (
+	restConfig *rest.Config
+	// k8s is the tests' own client: uncached, not counted.
+	k8s client.Client
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: the operator's tests run against a real API server. Run\n\texport KUBEBUILDER_ASSETS=\"$(.ci/k8s-assets)\"\nfrom the repository root (it builds kube-apiserver and etcd once), or .ci/test.")
+		os.Exit(1)
+	}
+	logf := io.Discard
+	if os.Getenv("OPERATOR_TEST_LOG") != "" {
+		logf = os.Stderr
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(logf), zap.UseDevMode(true), zap.Level(zapcore.Level(-1))))
+	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "config", "crd")}, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting envtest:", err)
+		os.Exit(1)
+	}
+	restConfig = cfg
+	if k8s, err = client.New(cfg, client.Options{Scheme: operator.Scheme()}); err != nil {
+		fmt.Fprintln(os.Stderr, "client:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
+	}
+	os.Exit(code)
+}
+
+// writes counts the API writes an operator's client makes, by verb and
+// kind, those that succeeded and those that failed.
+type writes struct {
+	mu     sync.Mutex
+	ok     map[string]int
+	failed map[string]int
+}
+
+func (w *writes) note(verb string, obj runtime.Object, err error) {
+	kind := fmt.Sprintf("%T", obj)
+	kind = kind[strings.LastIndex(kind, ".")+1:]
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		w.failed[verb+" "+kind]++
+		return
+	}
+	w.ok[verb+" "+kind]++
+}
+
+// take returns the successful writes counted so far and starts again.
+func (w *writes) take() (ok, failed map[string]int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ok, failed = w.ok, w.failed
+	w.ok, w.failed = map[string]int{}, map[string]int{}
+	return ok, failed
+}
+
+func (w *writes) total() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, v := range w.ok {
+		n += v
+	}
+	return n
+}
+
+// newCountingClient wraps the manager's client so every write is counted.
+func newCountingClient(w *writes) client.NewClientFunc {
+	return func(cfg *rest.Config, o client.Options) (client.Client, error) {
+		c, err := client.NewWithWatch(cfg, o)
+		if err != nil {
+			return nil, err
+		}
+		return interceptor.NewClient(c, interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				err := c.Create(ctx, obj, opts...)
+				w.note("create", obj, err)
+				return err
+			},
+			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+				err := c.Update(ctx, obj, opts...)
+				w.note("update", obj, err)
+				return err
+			},
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+				err := c.Patch(ctx, obj, p, opts...)
+				w.note("patch", obj, err)
+				return err
+			},
+			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+				err := c.Delete(ctx, obj, opts...)
+				w.note("delete", obj, err)
+				return err
+			},
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				err := c.SubResource(sub).Update(ctx, obj, opts...)
+				w.note("update/"+sub, obj, err)
+				return err
+			},
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+				err := c.SubResource(sub).Patch(ctx, obj, p, opts...)
+				w.note("patch/"+sub, obj, err)
+				return err
+			},
+		}), nil
+	}
+}
+
+// running is an operator started for a test.
+type running struct {
+	mgr     manager.Manager
+	writes  *writes
+	metrics *operator.Metrics
+	stop    func()
+}
+
+// harness is one test's namespace and clock.
+type harness struct {
+	t     *testing.T
+	ns    string
+	clock *clocktesting.FakeClock
+	ctx   context.Context
+}
+
+// newHarness makes a namespace for the test and a fake clock that moves
+// on its own at the real pace (so the work queues' short delays pass)
+// and that the test moves forward by days at a time.
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	ns := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(ns) > 50 {
+		ns = ns[:50]
+	}
+	ns = strings.TrimRight(ns, "-") + "-" + fmt.Sprint(time.Now().UnixNano()%100000)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	require.NoError(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	clk := clocktesting.NewFakeClock(time.Now().UTC().Truncate(time.Second))
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				clk.Step(5 * time.Millisecond)
+			}
+		}
+	}()
+	t.Cleanup(func() { close(done) })
+	return &harness{t: t, ns: ns, clock: clk, ctx: ctx}
+}
+
+// start runs an operator on the test's namespace, stopped at the end of
+// the test (or by the stop function it returns).
+func (h *harness) start(mod ...func(*manager.Options, *operator.Options)) *running {
+	h.t.Helper()
+	w := &writes{ok: map[string]int{}, failed: map[string]int{}}
+	mo := manager.Options{
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: new(true)},
+		NewClient:              newCountingClient(w),
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}}},
+		Logger:                 ctrl.Log.WithName(h.ns),
+	}
+	metrics := operator.NewMetrics()
+	o := operator.Options{Clock: h.clock, ClusterResourceNamespace: h.ns, Rand: rand.Reader, Metrics: metrics, Workers: 4}
+	for _, f := range mod {
+		f(&mo, &o)
+	}
+	mgr, err := operator.NewManager(restConfig, mo, o)
+	require.NoError(h.t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				h.t.Errorf("manager: %v", err)
+			}
+		})
+	}
+	h.t.Cleanup(stop)
+	return &running{mgr: mgr, writes: w, metrics: metrics, stop: stop}
+}
+
+// caIssuer makes a CA key pair in a Secret and an Issuer signing with it.
+func (h *harness) caIssuer(name string) *localca.CA {
+	h.t.Helper()
+	ca, err := localca.NewRoot(rand.Reader, "test CA "+name, keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, h.clock.Now().Add(-time.Hour), 10*365*24*time.Hour)
+	require.NoError(h.t, err)
+	keyPEM, err := ca.KeyPEM()
+	require.NoError(h.t, err)
+	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-ca", Namespace: h.ns}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{keys.SecretCertificate: ca.CertificatePEM(), keys.SecretPrivateKey: keyPEM}})
+	h.create(&v1alpha1.Issuer{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns},
+		Spec: v1alpha1.IssuerSpec{CA: &v1alpha1.CAIssuer{SecretName: name + "-ca"}}})
+	return ca
+}
+
+func (h *harness) create(obj client.Object) {
+	h.t.Helper()
+	obj.SetNamespace(h.ns)
+	if _, ok := obj.(*corev1.Namespace); ok {
+		obj.SetNamespace("")
+	}
+	require.NoError(h.t, k8s.Create(h.ctx, obj))
+}
+
+// certificate is a Certificate for name.example from issuer, ECDSA.
+func (h *harness) certificate(name, issuer string, mod ...func(*v1alpha1.CertificateSpec)) *v1alpha1.Certificate {
+	c := &v1alpha1.Certificate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns}, Spec: v1alpha1.CertificateSpec{
+		SecretName: name + "-tls", DNSNames: []string{name + ".example"},
+		IssuerRef:  v1alpha1.IssuerReference{Name: issuer},
+		PrivateKey: &v1alpha1.PrivateKey{Algorithm: "ECDSA"},
+	}}
+	for _, f := range mod {
+		f(&c.Spec)
+	}
+	return c
+}
+
+func (h *harness) get(name string) *v1alpha1.Certificate {
+	h.t.Helper()
+	var c v1alpha1.Certificate
+	require.NoError(h.t, k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, &c))
+	return &c
+}
+
+// eventually waits until cond holds, for at most a minute.
+func (h *harness) eventually(what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitReady waits until the certificate is Ready at revision rev.
+func (h *harness) waitReady(name string, rev int) *v1alpha1.Certificate {
+	h.t.Helper()
+	var c *v1alpha1.Certificate
+	h.eventually(fmt.Sprintf("%s Ready at revision %d", name, rev), func() bool {
+		c = &v1alpha1.Certificate{}
+		if err := k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, c); err != nil {
+			return false
+		}
+		ready := condition(c.Status.Conditions, certificate.ConditionReady)
+		return ready != nil && ready.Status == metav1.ConditionTrue && c.Status.Revision != nil && *c.Status.Revision == rev &&
+			c.Status.NextPrivateKeySecretName == ""
+	})
+	return c
+}
+
+func condition(cs []metav1.Condition, t string) *metav1.Condition {
+	for i := range cs {
+		if cs[i].Type == t {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+// settle waits until the operator has made no write for a while.
+func (h *harness) settle(r *running) {
+	h.t.Helper()
+	last, since := -1, time.Now()
+	for time.Since(since) < 500*time.Millisecond {
+		if n := r.writes.total(); n != last {
+			last, since = n, time.Now()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (h *harness) secret(name string) (*corev1.Secret, error) {
+	var s corev1.Secret
+	err := k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, &s)
+	return &s, err
+}
+
+func (h *harness) requests() []v1alpha1.CertificateRequest {
+	h.t.Helper()
+	var l v1alpha1.CertificateRequestList
+	require.NoError(h.t, k8s.List(h.ctx, &l, client.InNamespace(h.ns)))
+	return l.Items
+}
