@@ -123,7 +123,12 @@ func (r *CertificateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	logger.V(1).Info(res.Message, "stage", res.Stage, "reason", res.Reason, "issuing", res.IssuanceReason,
 		"actions", len(res.Actions), "done", len(done), "requeueAt", res.RequeueAt)
 	if len(done) > 0 {
-		r.event(&crt, eventType(res.Reason), res.Reason, string(res.Stage), res.Message)
+		reason, action, note := res.Reason, string(res.Stage), res.Message
+		if t := res.Steps[0]; t.Acted && res.IssuanceReason != "" && t.Reason == res.IssuanceReason {
+			// This pass began an issuance: say why first.
+			reason, action, note = t.Reason, string(t.Stage), t.Message+"; "+res.Message
+		}
+		r.event(&crt, eventType(reason), reason, action, note)
 	}
 	issued := before.Revision == nil && crt.Status.Revision != nil ||
 		before.Revision != nil && crt.Status.Revision != nil && *crt.Status.Revision > *before.Revision

@@ -1,9 +1,11 @@
 package operator_test
 
 import (
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/certificate/localca"
 	"github.com/certlife/certlife/keys"
 
 	"github.com/certlife/certlife/examples/kubernetes/api/v1alpha1"
@@ -113,7 +116,263 @@ func TestCAIssuerFirstIssuanceAndRenewal(t *testing.T) {
 	assert.True(t, crt.Status.NotBefore.After(renewAt.Add(-time.Second)), "the renewed certificate starts at the renewal")
 }
 
-var (
-	_ = apierrors.IsNotFound
-	_ = time.Second
-)
+// Deleting the Secret re-issues — once the cache grace has passed: within
+// it, a Secret missing right after the issuance is taken for a cache that
+// has not caught up.
+func TestSecretDeletedReissues(t *testing.T) {
+	h := newHarness(t)
+	h.caIssuer("ca")
+	h.start()
+	h.create(h.certificate("web", "ca"))
+	h.waitReady("web", 1)
+
+	h.clock.Step(6 * time.Minute) // past certificate.Config's default CacheGrace
+	s, err := h.secret("web-tls")
+	require.NoError(t, err)
+	require.NoError(t, k8s.Delete(h.ctx, s))
+	crt := h.waitReady("web", 2)
+	s2, err := h.secret("web-tls")
+	require.NoError(t, err)
+	assert.NotEqual(t, s.UID, s2.UID, "a new secret")
+	_, err = tls.X509KeyPair(s2.Data[keys.SecretCertificate], s2.Data[keys.SecretPrivateKey])
+	assert.NoError(t, err)
+	assert.Equal(t, crt.UID, s2.OwnerReferences[0].UID)
+}
+
+// Changing the spec re-issues with a new revision and a new request.
+func TestSpecChangeReissues(t *testing.T) {
+	h := newHarness(t)
+	h.caIssuer("ca")
+	h.start()
+	h.create(h.certificate("web", "ca"))
+	h.waitReady("web", 1)
+
+	crt := h.get("web")
+	crt.Spec.DNSNames = []string{"web.example", "www.example"}
+	require.NoError(t, k8s.Update(h.ctx, crt))
+	h.waitReady("web", 2)
+
+	s, err := h.secret("web-tls")
+	require.NoError(t, err)
+	pair, err := tls.X509KeyPair(s.Data[keys.SecretCertificate], s.Data[keys.SecretPrivateKey])
+	require.NoError(t, err)
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	require.NoError(t, err)
+	assert.Equal(t, []string{"web.example", "www.example"}, leaf.DNSNames)
+	names := []string{}
+	for _, r := range h.requests() {
+		names = append(names, r.Name)
+	}
+	assert.Equal(t, []string{"web-2"}, names, "revision 2's request; revision 1's is beyond the history limit")
+	h.eventually("an Event saying why it re-issued", func() bool {
+		return slices.Contains(h.eventReasons("web", "trigger"), certificate.ReasonRequestChanged)
+	})
+}
+
+// A failing issuer (a CA Secret that holds no CA) fails the request; the
+// certificate backs off and its status says until when; fixed, it issues
+// once the backoff has passed, not before.
+func TestFailingIssuerBacksOff(t *testing.T) {
+	h := newHarness(t)
+	// A leaf certificate where the CA should be.
+	notCA, err := localca.NewRoot(rand.Reader, "not a CA", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, h.clock.Now().Add(-time.Hour), 24*time.Hour)
+	require.NoError(t, err)
+	leafKey, _ := keys.Generate(rand.Reader, keys.KeySpec{Algorithm: keys.AlgorithmECDSA})
+	leafPEM, _ := keys.EncodePrivateKey(leafKey, keys.EncodingPKCS8)
+	csr, _ := keys.BuildCSR(rand.Reader, keys.RequestTemplate{CommonName: "leaf"}, leafKey)
+	cr := &certificate.CertificateRequest{ObjectMeta: certificate.ObjectMeta{Name: "x"}, Spec: certificate.RequestSpec{Request: csr}}
+	require.NoError(t, notCA.Issue(rand.Reader, cr, h.clock.Now()))
+	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ca-ca"}, Data: map[string][]byte{
+		keys.SecretCertificate: cr.Status.Certificate, keys.SecretPrivateKey: leafPEM}})
+	h.create(&v1alpha1.Issuer{ObjectMeta: metav1.ObjectMeta{Name: "ca"}, Spec: v1alpha1.IssuerSpec{CA: &v1alpha1.CAIssuer{SecretName: "ca-ca"}}})
+	op := h.start()
+	h.create(h.certificate("web", "ca"))
+
+	var crt *v1alpha1.Certificate
+	h.eventually("the backoff in status", func() bool {
+		crt = h.get("web")
+		return crt.Status.Backoff != nil && crt.Status.NextPrivateKeySecretName == ""
+	})
+	issuing := condition(crt.Status.Conditions, certificate.ConditionIssuing)
+	require.NotNil(t, issuing)
+	assert.Equal(t, metav1.ConditionFalse, issuing.Status)
+	assert.Equal(t, certificate.ReasonIssuanceFailed, issuing.Reason)
+	assert.Contains(t, issuing.Message, "is not a CA")
+	require.NotNil(t, crt.Status.LastFailureTime)
+	assert.Equal(t, 1, *crt.Status.FailedIssuanceAttempts)
+	// 1h after the first failure (backoff.Policy's default, no jitter).
+	assert.Equal(t, crt.Status.LastFailureTime.Add(time.Hour), crt.Status.Backoff.NextAttemptTime.Time)
+	assert.Contains(t, crt.Status.Backoff.Message, "next attempt at "+crt.Status.Backoff.NextAttemptTime.UTC().Format(time.RFC3339))
+	ready := condition(crt.Status.Conditions, certificate.ConditionReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, metav1.ConditionFalse, ready.Status)
+	assert.Equal(t, float64(1), op.metric("certlife_certificate_issuance_failures_total", h.ns, "Issuer", "ca", certificate.ReasonIssuanceFailed))
+
+	// The CA is fixed; nothing happens before the backoff ends.
+	require.NoError(t, k8s.Delete(h.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ca-ca", Namespace: h.ns}}))
+	h.caSecret("ca-ca")
+	h.clock.SetTime(crt.Status.Backoff.NextAttemptTime.Add(-time.Minute))
+	h.settle(op)
+	assert.Equal(t, []string{"web-1"}, requestNames(h), "no new attempt during the backoff")
+	assert.Nil(t, h.get("web").Status.Revision)
+
+	h.clock.SetTime(crt.Status.Backoff.NextAttemptTime.Add(time.Second))
+	crt = h.waitReady("web", 1)
+	assert.Nil(t, crt.Status.Backoff, "the backoff is cleared")
+	assert.Nil(t, crt.Status.LastFailureTime)
+}
+
+func requestNames(h *harness) []string {
+	names := []string{}
+	for _, r := range h.requests() {
+		names = append(names, r.Name)
+	}
+	return names
+}
+
+// A renewal that falls due outside the renewal windows is deferred, and
+// status says until when; it renews when the window opens, on the fake
+// clock the work queue measures the deferral's RequeueAfter with.
+func TestRenewalWindowDefersThenRenews(t *testing.T) {
+	h := newHarness(t)
+	h.caIssuer("ca")
+	op := h.start()
+	// Renewal falls due at two thirds of 90 days; the window opens two
+	// days later, 05:00–07:00 UTC.
+	due := h.clock.Now().Add(60 * 24 * time.Hour)
+	day := due.Add(48 * time.Hour).Weekday().String()
+	h.create(h.certificate("web", "ca", func(s *v1alpha1.CertificateSpec) {
+		s.Renewal = &v1alpha1.RenewalSpec{Policy: "Scheduled", Windows: []v1alpha1.RenewalWindow{{DaysOfWeek: []string{day}, Start: "05:00", End: "07:00"}}}
+	}))
+	crt := h.waitReady("web", 1)
+	renewAt := crt.Status.RenewalTime.Time
+	windowOpens := time.Date(renewAt.Year(), renewAt.Month(), renewAt.Day()+2, 5, 0, 0, 0, time.UTC)
+
+	h.clock.SetTime(renewAt.Add(time.Minute))
+	h.eventually("RenewalDeferred", func() bool {
+		c := condition(h.get("web").Status.Conditions, "RenewalDeferred")
+		return c != nil && c.Status == metav1.ConditionTrue
+	})
+	crt = h.get("web")
+	deferred := condition(crt.Status.Conditions, "RenewalDeferred")
+	assert.Contains(t, deferred.Message, "opens at "+windowOpens.Format(time.RFC3339))
+	assert.Equal(t, 1, *crt.Status.Revision, "not renewed outside the window")
+	assert.Equal(t, float64(1), op.metric("certlife_certificate_renewals_deferred_total", h.ns, "Issuer", "ca"))
+
+	h.clock.SetTime(windowOpens.Add(-time.Minute))
+	h.settle(op)
+	assert.Equal(t, 1, *h.get("web").Status.Revision, "not renewed before the window opens")
+
+	h.clock.SetTime(windowOpens.Add(time.Second)) // the deferral's RequeueAfter fires
+	crt = h.waitReady("web", 2)
+	assert.Nil(t, condition(crt.Status.Conditions, "RenewalDeferred"))
+	require.NotNil(t, crt.Status.Renewal)
+	assert.Equal(t, "Scheduled", crt.Status.Renewal.Policy)
+	assert.False(t, crt.Status.NotBefore.Time.Before(windowOpens), "renewed inside the window")
+}
+
+// An invalid Certificate is refused by the schema where a schema can say
+// so, and otherwise shows InvalidSpec in status, with nothing issued.
+func TestInvalidCertificate(t *testing.T) {
+	h := newHarness(t)
+	h.caIssuer("ca")
+	op := h.start()
+
+	tests := map[string]struct {
+		spec func(*v1alpha1.CertificateSpec)
+		want string
+	}{
+		"renewBefore and renewBeforePercentage together": {
+			spec: func(s *v1alpha1.CertificateSpec) {
+				s.RenewBefore = &metav1.Duration{Duration: time.Hour}
+				s.RenewBeforePercentage = new(int32(20))
+			},
+			want: "set renewBefore or renewBeforePercentage, not both",
+		},
+		"a duration under an hour": {
+			spec: func(s *v1alpha1.CertificateSpec) { s.Duration = &metav1.Duration{Duration: 30 * time.Minute} },
+			want: "must be at least 1h",
+		},
+		"no name at all": {
+			spec: func(s *v1alpha1.CertificateSpec) { s.DNSNames = nil },
+			want: "name at least one of",
+		},
+		"an ECDSA key of 2048 bits": {
+			spec: func(s *v1alpha1.CertificateSpec) { s.PrivateKey = &v1alpha1.PrivateKey{Algorithm: "ECDSA", Size: 2048} },
+			want: "an ECDSA size is 256, 384 or 521",
+		},
+		"an unknown usage": {
+			spec: func(s *v1alpha1.CertificateSpec) { s.Usages = []v1alpha1.KeyUsage{"everything"} },
+			want: "Unsupported value: \"everything\"",
+		},
+		"renewBefore beyond the duration": {
+			spec: func(s *v1alpha1.CertificateSpec) {
+				s.Duration = &metav1.Duration{Duration: 2 * time.Hour}
+				s.RenewBefore = &metav1.Duration{Duration: 3 * time.Hour}
+			},
+			want: "renewBefore must be less than the duration",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			err := k8s.Create(h.ctx, h.certificate("refused", "ca", tc.spec))
+			require.True(t, apierrors.IsInvalid(err), "want the schema to refuse it, got %v", err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+
+	// What the schema leaves to certificate.Validate: a DNS name with an
+	// underscore, a time zone that does not exist.
+	h.create(h.certificate("invalid", "ca", func(s *v1alpha1.CertificateSpec) {
+		s.DNSNames = []string{"bad_name.example"}
+		s.Renewal = &v1alpha1.RenewalSpec{Policy: "Scheduled", Windows: []v1alpha1.RenewalWindow{{Start: "05:00", End: "07:00", TimeZone: "Mars/Olympus_Mons"}}}
+	}))
+	var ready *metav1.Condition
+	h.eventually("InvalidSpec", func() bool {
+		ready = condition(h.get("invalid").Status.Conditions, certificate.ConditionReady)
+		return ready != nil
+	})
+	assert.Equal(t, metav1.ConditionFalse, ready.Status)
+	assert.Equal(t, certificate.ReasonInvalidSpec, ready.Reason)
+	assert.Contains(t, ready.Message, `spec.dnsNames[0]: "bad_name.example" is not a valid DNS name`)
+	assert.Contains(t, ready.Message, "Mars/Olympus_Mons")
+	h.settle(op)
+	assert.Empty(t, h.requests(), "nothing is requested for an invalid spec")
+	_, err := h.secret("invalid-tls")
+	assert.True(t, apierrors.IsNotFound(err))
+}
+
+// A SelfSigned issuer signs each certificate with its own next private
+// key, read from the Secret the request names.
+func TestSelfSignedIssuer(t *testing.T) {
+	h := newHarness(t)
+	h.create(&v1alpha1.Issuer{ObjectMeta: metav1.ObjectMeta{Name: "self"}, Spec: v1alpha1.IssuerSpec{SelfSigned: &v1alpha1.SelfSignedIssuer{}}})
+	h.start()
+	h.create(h.certificate("root", "self", func(s *v1alpha1.CertificateSpec) {
+		s.IsCA = true
+		s.CommonName = "test root"
+		s.Usages = []v1alpha1.KeyUsage{"cert sign", "digital signature"}
+	}))
+	h.waitReady("root", 1)
+	s, err := h.secret("root-tls")
+	require.NoError(t, err)
+	pair, err := tls.X509KeyPair(s.Data[keys.SecretCertificate], s.Data[keys.SecretPrivateKey])
+	require.NoError(t, err)
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	require.NoError(t, err)
+	assert.True(t, leaf.IsCA)
+	assert.NoError(t, leaf.CheckSignatureFrom(leaf), "self-signed")
+
+	// The root is a CA for a CA Issuer: its Secret is the operator's, so
+	// the issuer reads it from the cache.
+	h.create(&v1alpha1.Issuer{ObjectMeta: metav1.ObjectMeta{Name: "root"}, Spec: v1alpha1.IssuerSpec{CA: &v1alpha1.CAIssuer{SecretName: "root-tls"}}})
+	h.create(h.certificate("web", "root"))
+	h.waitReady("web", 1)
+	ws, err := h.secret("web-tls")
+	require.NoError(t, err)
+	wpair, err := tls.X509KeyPair(ws.Data[keys.SecretCertificate], ws.Data[keys.SecretPrivateKey])
+	require.NoError(t, err)
+	wleaf, err := x509.ParseCertificate(wpair.Certificate[0])
+	require.NoError(t, err)
+	assert.NoError(t, wleaf.CheckSignatureFrom(leaf), "signed by the self-signed root")
+}

@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -158,10 +160,10 @@ func newCountingClient(w *writes) client.NewClientFunc {
 
 // running is an operator started for a test.
 type running struct {
-	mgr     manager.Manager
-	writes  *writes
-	metrics *operator.Metrics
-	stop    func()
+	mgr      manager.Manager
+	writes   *writes
+	registry *prometheus.Registry
+	stop     func()
 }
 
 // harness is one test's namespace and clock.
@@ -217,6 +219,8 @@ func (h *harness) start(mod ...func(*manager.Options, *operator.Options)) *runni
 		Logger:                 ctrl.Log.WithName(h.ns),
 	}
 	metrics := operator.NewMetrics()
+	registry := prometheus.NewRegistry()
+	require.NoError(h.t, metrics.Register(registry))
 	o := operator.Options{Clock: h.clock, ClusterResourceNamespace: h.ns, Rand: rand.Reader, Metrics: metrics, Workers: 4}
 	for _, f := range mod {
 		f(&mo, &o)
@@ -236,21 +240,79 @@ func (h *harness) start(mod ...func(*manager.Options, *operator.Options)) *runni
 		})
 	}
 	h.t.Cleanup(stop)
-	return &running{mgr: mgr, writes: w, metrics: metrics, stop: stop}
+	return &running{mgr: mgr, writes: w, registry: registry, stop: stop}
 }
 
 // caIssuer makes a CA key pair in a Secret and an Issuer signing with it.
 func (h *harness) caIssuer(name string) *localca.CA {
 	h.t.Helper()
+	ca := h.caSecret(name + "-ca")
+	h.create(&v1alpha1.Issuer{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns},
+		Spec: v1alpha1.IssuerSpec{CA: &v1alpha1.CAIssuer{SecretName: name + "-ca"}}})
+	return ca
+}
+
+// caSecret makes a CA key pair in a Secret the operator does not manage.
+func (h *harness) caSecret(name string) *localca.CA {
+	h.t.Helper()
 	ca, err := localca.NewRoot(rand.Reader, "test CA "+name, keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, h.clock.Now().Add(-time.Hour), 10*365*24*time.Hour)
 	require.NoError(h.t, err)
 	keyPEM, err := ca.KeyPEM()
 	require.NoError(h.t, err)
-	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-ca", Namespace: h.ns}, Type: corev1.SecretTypeTLS,
+	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns}, Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{keys.SecretCertificate: ca.CertificatePEM(), keys.SecretPrivateKey: keyPEM}})
-	h.create(&v1alpha1.Issuer{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns},
-		Spec: v1alpha1.IssuerSpec{CA: &v1alpha1.CAIssuer{SecretName: name + "-ca"}}})
 	return ca
+}
+
+// eventReasons lists the reasons of the Events about a certificate whose
+// action is the given stage.
+func (h *harness) eventReasons(name, action string) []string {
+	var evs eventsv1.EventList
+	if err := k8s.List(h.ctx, &evs, client.InNamespace(h.ns)); err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range evs.Items {
+		if e.Regarding.Kind == "Certificate" && e.Regarding.Name == name && e.Action == action {
+			out = append(out, e.Reason)
+		}
+	}
+	return out
+}
+
+// metric is the value of a metric with the given label values (in the
+// order the metric's labels are declared), 0 when it has none.
+func (r *running) metric(name string, labelValues ...string) float64 {
+	families, err := r.registry.Gather()
+	if err != nil {
+		return -1
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range f.GetMetric() {
+			if len(m.GetLabel()) != len(labelValues) {
+				continue
+			}
+			// Gather sorts labels by name; match them as a set.
+			have := map[string]bool{}
+			for _, l := range m.GetLabel() {
+				have[l.GetValue()] = true
+			}
+			for _, v := range labelValues {
+				if !have[v] {
+					continue metrics
+				}
+			}
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return 0
 }
 
 func (h *harness) create(obj client.Object) {
