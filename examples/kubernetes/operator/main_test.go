@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -49,30 +50,47 @@ var (
 	k8s client.Client
 )
 
-func TestMain(m *testing.M) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: the operator's tests run against a real API server. Run\n\texport KUBEBUILDER_ASSETS=\"$(.ci/k8s-assets)\"\nfrom the repository root (it builds kube-apiserver and etcd once), or .ci/test.")
-		os.Exit(1)
+var (
+	envOnce  sync.Once
+	env      *envtest.Environment
+	envError error
+)
+
+// apiServer starts the API server the first time a test needs it.
+func apiServer(t *testing.T) {
+	t.Helper()
+	envOnce.Do(func() {
+		if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+			envError = fmt.Errorf("KUBEBUILDER_ASSETS is not set: this test runs against a real API server. From the repository root run\n\texport KUBEBUILDER_ASSETS=\"$(.ci/k8s-assets)\"\n(it builds kube-apiserver and etcd once), or run .ci/test")
+			return
+		}
+		e := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "config", "crd")}, ErrorIfCRDPathMissing: true}
+		cfg, err := e.Start()
+		if err != nil {
+			envError = fmt.Errorf("starting envtest: %w", err)
+			return
+		}
+		env, restConfig = e, cfg
+		k8s, envError = client.New(cfg, client.Options{Scheme: operator.Scheme()})
+	})
+	if envError != nil {
+		t.Fatal(envError)
 	}
+}
+
+func TestMain(m *testing.M) {
 	logf := io.Discard
 	if os.Getenv("OPERATOR_TEST_LOG") != "" {
 		logf = os.Stderr
 	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(logf), zap.UseDevMode(true), zap.Level(zapcore.Level(-1))))
-	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "config", "crd")}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting envtest:", err)
-		os.Exit(1)
-	}
-	restConfig = cfg
-	if k8s, err = client.New(cfg, client.Options{Scheme: operator.Scheme()}); err != nil {
-		fmt.Fprintln(os.Stderr, "client:", err)
-		os.Exit(1)
-	}
+	logger := zap.New(zap.WriteTo(logf), zap.UseDevMode(true), zap.Level(zapcore.Level(-1)))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
 	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
+	if env != nil {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
+		}
 	}
 	os.Exit(code)
 }
@@ -179,6 +197,7 @@ type harness struct {
 // and that the test moves forward by days at a time.
 func newHarness(t *testing.T) *harness {
 	t.Helper()
+	apiServer(t)
 	ns := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 	if len(ns) > 50 {
 		ns = ns[:50]
