@@ -226,4 +226,3 @@ func allFieldsSet(v reflect.Value) bool {
 	}
 	return !v.IsZero()
 }
-
