@@ -65,8 +65,7 @@ func (r *CertificateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	var crt v1alpha1.Certificate
 	if err := r.Gatherer.Cache.Get(ctx, req.NamespacedName, &crt); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Metrics.forget(req.Namespace, req.Name) // its Secrets and requests go with it (owner references)
-			return ctrl.Result{}, nil
+			return ctrl.Result{}, nil // its Secrets and requests go with it (owner references)
 		}
 		return ctrl.Result{}, err
 	}
@@ -125,10 +124,12 @@ func (r *CertificateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if len(done) > 0 {
 		reason, action, note := res.Reason, string(res.Stage), res.Message
 		if t := res.Steps[0]; t.Acted && res.IssuanceReason != "" && t.Reason == res.IssuanceReason {
-			// This pass began an issuance: say why first.
+			// This pass began an issuance: say why.
 			reason, action, note = t.Reason, string(t.Stage), t.Message+"; "+res.Message
 		}
-		r.event(&crt, eventType(reason), reason, action, note)
+		if !quietReasons[reason] {
+			r.event(&crt, eventType(reason), reason, action, note)
+		}
 	}
 	issued := before.Revision == nil && crt.Status.Revision != nil ||
 		before.Revision != nil && crt.Status.Revision != nil && *crt.Status.Revision > *before.Revision
@@ -394,6 +395,14 @@ func failureOf(before, after *v1alpha1.CertificateStatus) string {
 		}
 	}
 	return "Unknown"
+}
+
+// quietReasons are the steps of an issuance no Event reports: the Events
+// say why an issuance began and how it ended (Issued, or the failure),
+// and status shows the steps between.
+var quietReasons = map[string]bool{
+	certificate.ReasonWaitingForKey: true, certificate.ReasonKeyReady: true, certificate.ReasonRequestCreated: true,
+	certificate.ReasonRequestPending: true, certificate.ReasonNotIssuing: true, certificate.ReasonRevisionHistory: true,
 }
 
 // warningReasons are the reasons an Event reports as a warning.

@@ -53,4 +53,6 @@ const (
 	indexSecretName = "operator.certlife.dev/secret-name"
 	// indexIssuer: a CertificateRequest's issuer, "Kind/name".
 	indexIssuer = "operator.certlife.dev/issuer"
+	// indexCASecret: the CA Secret an Issuer or ClusterIssuer signs with.
+	indexCASecret = "operator.certlife.dev/ca-secret"
 )

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"crypto/x509"
 	"fmt"
 	"io"
@@ -68,6 +69,13 @@ func (is Issuers) lookup(ctx context.Context, namespace string, ref v1alpha1.Iss
 	return spec, secretsNS, err == nil, err
 }
 
+// errNoCASecret: the CA Secret an issuer names does not exist (yet).
+type errNoCASecret struct{ namespace, name string }
+
+func (e errNoCASecret) Error() string {
+	return fmt.Sprintf("the CA secret %s/%s does not exist", e.namespace, e.name)
+}
+
 // loadCA reads a CA key pair from a Secret (tls.crt, tls.key).
 func (is Issuers) loadCA(ctx context.Context, namespace, name string) (*localca.CA, error) {
 	s, err := is.Gatherer.secret(ctx, namespace, name)
@@ -75,7 +83,7 @@ func (is Issuers) loadCA(ctx context.Context, namespace, name string) (*localca.
 		return nil, err
 	}
 	if s == nil {
-		return nil, fmt.Errorf("the CA secret %s/%s does not exist", namespace, name)
+		return nil, errNoCASecret{namespace, name}
 	}
 	ca, err := localca.FromPEM(s.Data[keys.SecretCertificate], s.Data[keys.SecretPrivateKey])
 	if err != nil {
@@ -112,6 +120,7 @@ func (r *RequestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, nil // final: the certificate stages replace it when they need another
 	}
 	now := r.Clock.Now()
+	var out ctrl.Result
 	spec, secretsNS, ours, err := r.Issuers.lookup(ctx, cr.Namespace, cr.Spec.IssuerRef)
 	switch {
 	case !ours:
@@ -124,10 +133,20 @@ func (r *RequestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		certificate.SetPending(core, "waiting for "+err.Error(), now)
 	case spec.CA != nil:
 		ca, err := r.Issuers.loadCA(ctx, secretsNS, spec.CA.SecretName)
-		if err != nil {
+		var missing errNoCASecret
+		switch {
+		case errors.As(err, &missing):
+			// Not a failure: the CA may be on its way (a Certificate
+			// being issued). The Issuer turning Ready brings the request
+			// back; so does the recheck.
+			certificate.SetPending(core, "waiting: "+err.Error(), now)
+			out.RequeueAfter = pendingRecheck
+		case err != nil:
 			certificate.SetFailed(core, err.Error(), now, time.Time{})
-		} else if err := ca.Issue(r.Rand, core, now); err != nil {
-			return ctrl.Result{}, err
+		default:
+			if err := ca.Issue(r.Rand, core, now); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
 	case spec.SelfSigned != nil:
 		if err := r.selfSign(ctx, core, now); err != nil {
@@ -139,7 +158,7 @@ func (r *RequestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 
 	st := RequestStatusFromCore(core.Status)
 	if equality.Semantic.DeepEqual(cr.Status, st) {
-		return ctrl.Result{}, nil
+		return out, nil
 	}
 	upd := cr.DeepCopy()
 	upd.Status = st
@@ -166,7 +185,7 @@ func (r *RequestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 		log.FromContext(ctx).V(1).Info("answered", "answer", answer, "message", ready.Message)
 	}
-	return ctrl.Result{}, nil
+	return out, nil
 }
 
 // answerOf names an answered request's answer.
@@ -211,9 +230,14 @@ const (
 	ReasonACMENotAvailable = "ACMENotAvailable"
 )
 
-// issuerRecheck is how often an issuer's readiness is looked at again
-// without a change to it (a CA Secret is not watched).
-const issuerRecheck = time.Hour
+// issuerRecheck is how often a Ready issuer is looked at again without a
+// change to it or its CA Secret (a CA Secret the operator does not manage
+// is not watched); pendingRecheck is how often a request or an issuer
+// waiting for a CA Secret to exist looks again.
+const (
+	issuerRecheck  = time.Hour
+	pendingRecheck = 30 * time.Second
+)
 
 // IssuerReconciler keeps an Issuer's or a ClusterIssuer's Ready condition.
 type IssuerReconciler struct {
@@ -254,6 +278,7 @@ func (r *IssuerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		switch {
 		case err != nil:
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonCAUnusable, err.Error()
+			out.RequeueAfter = pendingRecheck
 		case !now.Before(ca.Certificate().NotAfter):
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonCAExpired, "the CA certificate "+describeCA(ca.Certificate())+" has expired"
 		default:

@@ -68,6 +68,11 @@ func TestCAIssuerFirstIssuanceAndRenewal(t *testing.T) {
 	require.NotNil(t, block)
 	assert.Equal(t, ca.Certificate().Raw, block.Bytes, "ca.crt is the CA")
 	assert.Equal(t, "web.example", s.Annotations[certificate.AnnotationAltNames])
+	assert.Equal(t, float64(crt.Status.NotAfter.Unix()), op.metric("certlife_certificate_expiration_timestamp_seconds", h.ns, "web"))
+	assert.Equal(t, float64(crt.Status.RenewalTime.Unix()), op.metric("certlife_certificate_renewal_timestamp_seconds", h.ns, "web"))
+	assert.Equal(t, float64(1), op.metric("certlife_certificate_ready_status", h.ns, "web", "True"))
+	assert.Equal(t, float64(0), op.metric("certlife_certificate_ready_status", h.ns, "web", "False"))
+	assert.Equal(t, float64(1), op.metric("certlife_certificate_issuances_total", h.ns, "Issuer", "ca"))
 
 	reqs := h.requests()
 	require.Len(t, reqs, 1)

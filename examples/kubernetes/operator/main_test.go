@@ -57,7 +57,7 @@ var (
 )
 
 // apiServer starts the API server the first time a test needs it.
-func apiServer(t *testing.T) {
+func apiServer(t testing.TB) {
 	t.Helper()
 	envOnce.Do(func() {
 		if os.Getenv("KUBEBUILDER_ASSETS") == "" {
@@ -186,7 +186,7 @@ type running struct {
 
 // harness is one test's namespace and clock.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	ns    string
 	clock *clocktesting.FakeClock
 	ctx   context.Context
@@ -195,7 +195,7 @@ type harness struct {
 // newHarness makes a namespace for the test and a fake clock that moves
 // on its own at the real pace (so the work queues' short delays pass)
 // and that the test moves forward by days at a time.
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	apiServer(t)
 	ns := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
@@ -203,7 +203,7 @@ func newHarness(t *testing.T) *harness {
 		ns = ns[:50]
 	}
 	ns = strings.TrimRight(ns, "-") + "-" + fmt.Sprint(time.Now().UnixNano()%100000)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	t.Cleanup(cancel)
 	require.NoError(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	clk := clocktesting.NewFakeClock(time.Now().UTC().Truncate(time.Second))

@@ -1,7 +1,11 @@
 package operator
 
 import (
+	"context"
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/renewal"
@@ -13,8 +17,10 @@ import (
 // controller-runtime's registry (sigs.k8s.io/controller-runtime/pkg/metrics
 // .Registry) to serve them on the manager's metrics endpoint.
 //
-// Per certificate (labels namespace, name), from the status each pass
-// leaves:
+// Per certificate (labels namespace, name), read from the status in the
+// operator's cache when Prometheus scrapes — nothing is held per
+// certificate between scrapes, and a deleted certificate's series go with
+// it:
 //
 //	certlife_certificate_expiration_timestamp_seconds  notAfter
 //	certlife_certificate_renewal_timestamp_seconds     when renewal is due
@@ -29,21 +35,15 @@ import (
 //	certlife_certificate_renewals_forced_total         renewals the fail-safe forced outside the windows (RenewalWindowBypassed turned True)
 //	certlife_issuer_answers_total                      requests an issuer answered, by answer (Issued, Failed, Denied, InvalidRequest)
 type Metrics struct {
-	expiration, renewal, ready                 *prometheus.GaugeVec
 	issuances, failures, deferred, forced, ans *prometheus.CounterVec
+	perCertificate                             *certificateCollector
 }
 
-// NewMetrics makes the metrics, unregistered.
+// NewMetrics makes the metrics, unregistered; the per-certificate ones
+// read the cache of the manager Setup is given.
 func NewMetrics() *Metrics {
-	cert := []string{"namespace", "name"}
 	issuer := []string{"namespace", "issuer_kind", "issuer_name"}
 	return &Metrics{
-		expiration: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "certlife_certificate_expiration_timestamp_seconds",
-			Help: "The date after which the certificate expires, in seconds since the Unix epoch."}, cert),
-		renewal: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "certlife_certificate_renewal_timestamp_seconds",
-			Help: "The date from which the certificate is due for renewal, in seconds since the Unix epoch."}, cert),
-		ready: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "certlife_certificate_ready_status",
-			Help: "The status of the certificate's Ready condition: 1 for the condition label it has."}, append(cert, "condition")),
 		issuances: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "certlife_certificate_issuances_total",
 			Help: "Certificates issued and written into their Secret."}, issuer),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "certlife_certificate_issuance_failures_total",
@@ -54,12 +54,13 @@ func NewMetrics() *Metrics {
 			Help: "Renewals the fail-safe forced outside the renewal windows as expiry neared."}, issuer),
 		ans: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "certlife_issuer_answers_total",
 			Help: "CertificateRequests an issuer answered, by answer."}, append(issuer, "answer")),
+		perCertificate: newCertificateCollector(),
 	}
 }
 
 // Register registers the metrics with r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.expiration, m.renewal, m.ready, m.issuances, m.failures, m.deferred, m.forced, m.ans} {
+	for _, c := range []prometheus.Collector{m.perCertificate, m.issuances, m.failures, m.deferred, m.forced, m.ans} {
 		if err := r.Register(c); err != nil {
 			return err
 		}
@@ -69,41 +70,77 @@ func (m *Metrics) Register(r prometheus.Registerer) error {
 
 var conditionStatuses = []string{certificate.StatusTrue, certificate.StatusFalse, certificate.StatusUnknown}
 
-// observe records the status a pass left on crt (its whole status as now
-// stored) and what changed from before.
+// certificateCollector makes the per-certificate series from the cache
+// at each scrape.
+type certificateCollector struct {
+	reader                     atomic.Pointer[client.Reader]
+	expiration, renewal, ready *prometheus.Desc
+}
+
+func newCertificateCollector() *certificateCollector {
+	cert := []string{"namespace", "name"}
+	return &certificateCollector{
+		expiration: prometheus.NewDesc("certlife_certificate_expiration_timestamp_seconds",
+			"The date after which the certificate expires, in seconds since the Unix epoch.", cert, nil),
+		renewal: prometheus.NewDesc("certlife_certificate_renewal_timestamp_seconds",
+			"The date from which the certificate is due for renewal, in seconds since the Unix epoch.", cert, nil),
+		ready: prometheus.NewDesc("certlife_certificate_ready_status",
+			"The status of the certificate's Ready condition: 1 for the condition label it has.", append(cert, "condition"), nil),
+	}
+}
+
+// Describe sends the descriptions of the per-certificate series.
+func (c *certificateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.expiration
+	ch <- c.renewal
+	ch <- c.ready
+}
+
+// Collect sends each cached certificate's series.
+func (c *certificateCollector) Collect(ch chan<- prometheus.Metric) {
+	r := c.reader.Load()
+	if r == nil {
+		return
+	}
+	var list v1alpha1.CertificateList
+	if err := (*r).List(context.Background(), &list, client.UnsafeDisableDeepCopy); err != nil {
+		return
+	}
+	for i := range list.Items {
+		crt := &list.Items[i]
+		ns, name := crt.Namespace, crt.Name
+		if t := crt.Status.NotAfter; t != nil {
+			ch <- prometheus.MustNewConstMetric(c.expiration, prometheus.GaugeValue, float64(t.Unix()), ns, name)
+		}
+		if t := crt.Status.RenewalTime; t != nil {
+			ch <- prometheus.MustNewConstMetric(c.renewal, prometheus.GaugeValue, float64(t.Unix()), ns, name)
+		}
+		ready := certificate.StatusUnknown
+		for _, cond := range crt.Status.Conditions {
+			if cond.Type == certificate.ConditionReady {
+				ready = string(cond.Status)
+			}
+		}
+		for _, s := range conditionStatuses {
+			v := 0.0
+			if s == ready {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.ready, prometheus.GaugeValue, v, ns, name, s)
+		}
+	}
+}
+
+// observe counts what changed in crt's status during a pass.
 func (m *Metrics) observe(crt *v1alpha1.Certificate, before, after *v1alpha1.CertificateStatus, issued bool, failure string) {
 	if m == nil {
 		return
-	}
-	ns, name := crt.Namespace, crt.Name
-	if t := after.NotAfter; t != nil {
-		m.expiration.WithLabelValues(ns, name).Set(float64(t.Unix()))
-	} else {
-		m.expiration.DeleteLabelValues(ns, name)
-	}
-	if t := after.RenewalTime; t != nil {
-		m.renewal.WithLabelValues(ns, name).Set(float64(t.Unix()))
-	} else {
-		m.renewal.DeleteLabelValues(ns, name)
-	}
-	ready := certificate.StatusUnknown
-	for _, c := range after.Conditions {
-		if c.Type == certificate.ConditionReady {
-			ready = string(c.Status)
-		}
-	}
-	for _, s := range conditionStatuses {
-		v := 0.0
-		if s == ready {
-			v = 1
-		}
-		m.ready.WithLabelValues(ns, name, s).Set(v)
 	}
 	kind := crt.Spec.IssuerRef.Kind
 	if kind == "" {
 		kind = certificate.DefaultIssuerKind
 	}
-	iss := []string{ns, kind, crt.Spec.IssuerRef.Name}
+	iss := []string{crt.Namespace, kind, crt.Spec.IssuerRef.Name}
 	if issued {
 		m.issuances.WithLabelValues(iss...).Inc()
 	}
@@ -115,16 +152,6 @@ func (m *Metrics) observe(crt *v1alpha1.Certificate, before, after *v1alpha1.Cer
 	}
 	if turnedTrue(before, after, renewal.ConditionRenewalWindowBypassed) {
 		m.forced.WithLabelValues(iss...).Inc()
-	}
-}
-
-// forget drops a deleted certificate's series.
-func (m *Metrics) forget(namespace, name string) {
-	if m == nil {
-		return
-	}
-	for _, g := range []*prometheus.GaugeVec{m.expiration, m.renewal, m.ready} {
-		g.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "name": name})
 	}
 }
 

@@ -63,14 +63,31 @@ func Scheme() *runtime.Scheme {
 
 // CacheOptions are the operator's cache settings: of Secrets only those
 // labelled LabelManaged are held (next private keys and target Secrets the
-// operator wrote), and no object keeps its managedFields.
+// operator wrote), and no object keeps its managedFields or kubectl's
+// last-applied configuration.
 func CacheOptions() cache.Options {
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{LabelManaged: "true"})},
 		},
-		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultTransform: stripMetadata,
 	}
+}
+
+// stripMetadata drops from cached objects what no decision reads: managed
+// fields, and the last configuration kubectl applied (a copy of the
+// whole object).
+func stripMetadata(in any) (any, error) {
+	if obj, ok := in.(metav1.Object); ok {
+		obj.SetManagedFields(nil)
+		if a := obj.GetAnnotations(); a != nil {
+			if _, ok := a[corev1.LastAppliedConfigAnnotation]; ok {
+				delete(a, corev1.LastAppliedConfigAnnotation)
+				obj.SetAnnotations(a)
+			}
+		}
+	}
+	return in, nil
 }
 
 // NewManager makes a controller-runtime manager with the operator's
@@ -133,6 +150,10 @@ func Setup(mgr manager.Manager, o Options) error {
 	}
 
 	g := Gatherer{Cache: mgr.GetClient(), API: mgr.GetAPIReader()}
+	if o.Metrics != nil {
+		var cached client.Reader = mgr.GetCache()
+		o.Metrics.perCertificate.reader.Store(&cached)
+	}
 	recorder := mgr.GetEventRecorder(o.EventSource)
 	issuers := Issuers{Gatherer: g, ClusterResourceNamespace: o.ClusterResourceNamespace}
 	newQueue := func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
@@ -162,6 +183,22 @@ func Setup(mgr manager.Manager, o Options) error {
 		return err
 	}
 
+	if err := idx.IndexField(ctx, &v1alpha1.Issuer{}, indexCASecret, func(obj client.Object) []string {
+		if ca := obj.(*v1alpha1.Issuer).Spec.CA; ca != nil {
+			return []string{ca.SecretName}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &v1alpha1.ClusterIssuer{}, indexCASecret, func(obj client.Object) []string {
+		if ca := obj.(*v1alpha1.ClusterIssuer).Spec.CA; ca != nil {
+			return []string{ca.SecretName}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	for _, cluster := range []bool{false, true} {
 		var obj client.Object = &v1alpha1.Issuer{}
 		name := "issuer"
@@ -169,6 +206,8 @@ func Setup(mgr manager.Manager, o Options) error {
 			obj, name = &v1alpha1.ClusterIssuer{}, "clusterissuer"
 		}
 		if err := ctrl.NewControllerManagedBy(mgr).Named(name).For(obj).
+			// A CA Secret the operator manages (one a Certificate wrote).
+			Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(caSecretIssuers(g.Cache, cluster, o.ClusterResourceNamespace))).
 			WithOptions(controller.Options{NewQueue: newQueue}).
 			Complete(&IssuerReconciler{Client: mgr.GetClient(), Issuers: issuers, Clock: o.Clock, Cluster: cluster}); err != nil {
 			return err
@@ -217,6 +256,33 @@ func secretCertificates(c client.Reader) handler.MapFunc {
 			for _, o := range list.Items {
 				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&o)})
 			}
+		}
+		return out
+	}
+}
+
+// caSecretIssuers maps a Secret to the issuers (or cluster issuers)
+// signing with it.
+func caSecretIssuers(c client.Reader, cluster bool, clusterNS string) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		var out []reconcile.Request
+		match := client.MatchingFields{indexCASecret: obj.GetName()}
+		if cluster {
+			var list v1alpha1.ClusterIssuerList
+			if obj.GetNamespace() != clusterNS || c.List(ctx, &list, match) != nil {
+				return nil
+			}
+			for i := range list.Items {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			}
+			return out
+		}
+		var list v1alpha1.IssuerList
+		if c.List(ctx, &list, client.InNamespace(obj.GetNamespace()), match) != nil {
+			return nil
+		}
+		for i := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 		return out
 	}

@@ -1,0 +1,160 @@
+package operator_test
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/certlife/certlife/certificate"
+
+	"github.com/certlife/certlife/examples/kubernetes/api/v1alpha1"
+)
+
+// createAll creates n certificates from the CA issuer at once (from a few
+// goroutines) and returns when each was created.
+func createAll(b *testing.B, h *harness, n int, algorithm string) map[string]time.Time {
+	b.Helper()
+	created := map[string]time.Time{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	names := make(chan string)
+	for range 8 {
+		wg.Go(func() {
+			for name := range names {
+				c := h.certificate(name, "ca", func(s *v1alpha1.CertificateSpec) { s.PrivateKey = &v1alpha1.PrivateKey{Algorithm: algorithm} })
+				require.NoError(b, k8s.Create(h.ctx, c))
+				mu.Lock()
+				created[name] = time.Now()
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range n {
+		names <- fmt.Sprintf("c%04d", i)
+	}
+	close(names)
+	wg.Wait()
+	return created
+}
+
+// readyTimes polls until all n certificates are Ready and returns when
+// each was first seen so.
+//
+// With settled, a certificate counts once its issuance is wholly done (the
+// next private key deleted and forgotten).
+func readyTimes(b *testing.B, h *harness, n int, timeout time.Duration, settled bool) map[string]time.Time {
+	b.Helper()
+	ready := map[string]time.Time{}
+	deadline := time.Now().Add(timeout)
+	for len(ready) < n {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d certificates Ready after %v", len(ready), n, timeout)
+		}
+		var list v1alpha1.CertificateList
+		require.NoError(b, k8s.List(h.ctx, &list, client.InNamespace(h.ns)))
+		now := time.Now()
+		for _, c := range list.Items {
+			if _, seen := ready[c.Name]; seen {
+				continue
+			}
+			if r := condition(c.Status.Conditions, certificate.ConditionReady); r != nil && r.Status == metav1.ConditionTrue &&
+				(!settled || c.Status.NextPrivateKeySecretName == "") {
+				ready[c.Name] = now
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return ready
+}
+
+// Time from a Certificate's creation to Ready with the CA issuer, over 100
+// Certificates created at once (ECDSA P-256 keys), in envtest: the median
+// and the slowest, in milliseconds.
+func BenchmarkCreateToReady100(b *testing.B) {
+	for range b.N {
+		h := newHarness(b)
+		h.caIssuer("ca")
+		h.start()
+		h.eventually("the issuer", func() bool { return issuerReady(h, "ca") })
+		created := createAll(b, h, 100, "ECDSA")
+		ready := readyTimes(b, h, 100, 5*time.Minute, false)
+		var d []time.Duration
+		for name, t := range created {
+			d = append(d, ready[name].Sub(t))
+		}
+		slices.Sort(d)
+		b.ReportMetric(float64(d[len(d)/2].Milliseconds()), "ms-median-to-ready")
+		b.ReportMetric(float64(d[len(d)-1].Milliseconds()), "ms-slowest-to-ready")
+	}
+}
+
+// Live heap of the operator per Ready Certificate: the heap after GC with
+// 1,000 Certificates Ready, less the heap before any, over 1,000.
+func BenchmarkHeapPerCertificate1000(b *testing.B) {
+	benchmarkHeap(b, 1000, "ECDSA")
+}
+
+// The same with RSA 2048 keys (certlife's default): bigger keys and CSRs.
+func BenchmarkHeapPerCertificate1000RSA(b *testing.B) {
+	benchmarkHeap(b, 1000, "RSA")
+}
+
+func benchmarkHeap(b *testing.B, n int, algorithm string) {
+	for range b.N {
+		h := newHarness(b)
+		h.caIssuer("ca")
+		op := h.start()
+		h.eventually("the issuer", func() bool { return issuerReady(h, "ca") })
+		h.settle(op)
+		before := liveHeap()
+		start := time.Now()
+		createAll(b, h, n, algorithm)
+		readyTimes(b, h, n, 20*time.Minute, true)
+		h.settle(op)
+		after := liveHeap()
+		if path := os.Getenv("OPERATOR_HEAP_PROFILE"); path != "" {
+			// Set runtime.MemProfileRate low (GODEBUG=memprofilerate=512)
+			// for a finer profile.
+			f, err := os.Create(path)
+			require.NoError(b, err)
+			require.NoError(b, pprof.WriteHeapProfile(f))
+			require.NoError(b, f.Close())
+		}
+		b.ReportMetric(float64(after-before)/float64(n), "B/certificate")
+		b.ReportMetric(time.Since(start).Seconds(), "s-all-ready")
+		ok, failed := op.writes.take()
+		writes := 0
+		for _, v := range ok {
+			writes += v
+		}
+		b.ReportMetric(float64(writes)/float64(n), "writes/certificate")
+		b.Logf("writes %v, failed %v", ok, failed)
+		op.stop()
+	}
+}
+
+func liveHeap() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+func issuerReady(h *harness, name string) bool {
+	var iss v1alpha1.Issuer
+	if err := k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, &iss); err != nil {
+		return false
+	}
+	c := condition(iss.Status.Conditions, "Ready")
+	return c != nil && c.Status == metav1.ConditionTrue
+}
