@@ -121,15 +121,12 @@ func (r *CertificateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 	logger.V(1).Info(res.Message, "stage", res.Stage, "reason", res.Reason, "issuing", res.IssuanceReason,
 		"actions", len(res.Actions), "done", len(done), "requeueAt", res.RequeueAt)
-	if len(done) > 0 {
-		reason, action, note := res.Reason, string(res.Stage), res.Message
-		if t := res.Steps[0]; t.Acted && res.IssuanceReason != "" && t.Reason == res.IssuanceReason {
-			// This pass began an issuance: say why.
-			reason, action, note = t.Reason, string(t.Stage), t.Message+"; "+res.Message
+	if len(done) > 0 && !quietReasons[res.Reason] {
+		note := res.Message
+		if c := condition(before.Conditions, certificate.ConditionIssuing); res.Reason == certificate.ReasonIssued && c != nil && c.Status == metav1.ConditionTrue {
+			note += "; issued because " + c.Reason + ": " + c.Message
 		}
-		if !quietReasons[reason] {
-			r.event(&crt, eventType(reason), reason, action, note)
-		}
+		r.event(&crt, eventType(res.Reason), res.Reason, string(res.Stage), note)
 	}
 	issued := before.Revision == nil && crt.Status.Revision != nil ||
 		before.Revision != nil && crt.Status.Revision != nil && *crt.Status.Revision > *before.Revision
@@ -397,9 +394,9 @@ func failureOf(before, after *v1alpha1.CertificateStatus) string {
 	return "Unknown"
 }
 
-// quietReasons are the steps of an issuance no Event reports: the Events
-// say why an issuance began and how it ended (Issued, or the failure),
-// and status shows the steps between.
+// quietReasons are the steps of an issuance no Event reports: an Event
+// says how an issuance ended — Issued (with why it was issued), or the
+// failure — and the Issuing condition shows it while it runs.
 var quietReasons = map[string]bool{
 	certificate.ReasonWaitingForKey: true, certificate.ReasonKeyReady: true, certificate.ReasonRequestCreated: true,
 	certificate.ReasonRequestPending: true, certificate.ReasonNotIssuing: true, certificate.ReasonRevisionHistory: true,
@@ -440,6 +437,15 @@ func mergeInto(dst, src map[string]string) map[string]string {
 	}
 	maps.Copy(dst, src)
 	return dst
+}
+
+func condition(cs []metav1.Condition, t string) *metav1.Condition {
+	for i := range cs {
+		if cs[i].Type == t {
+			return &cs[i]
+		}
+	}
+	return nil
 }
 
 // uidOf is the UID of the object of that name the snapshot holds, "" for

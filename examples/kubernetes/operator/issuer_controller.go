@@ -2,8 +2,8 @@ package operator
 
 import (
 	"context"
-	"errors"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"time"

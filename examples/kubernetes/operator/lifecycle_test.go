@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -170,7 +171,9 @@ func TestSpecChangeReissues(t *testing.T) {
 	}
 	assert.Equal(t, []string{"web-2"}, names, "revision 2's request; revision 1's is beyond the history limit")
 	h.eventually("an Event saying why it re-issued", func() bool {
-		return slices.Contains(h.eventReasons("web", "trigger"), certificate.ReasonRequestChanged)
+		return slices.ContainsFunc(h.eventNotes("web", certificate.ReasonIssued), func(n string) bool {
+			return strings.Contains(n, "issued revision 2") && strings.Contains(n, "issued because "+certificate.ReasonRequestChanged)
+		})
 	})
 }
 

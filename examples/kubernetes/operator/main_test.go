@@ -283,17 +283,17 @@ func (h *harness) caSecret(name string) *localca.CA {
 	return ca
 }
 
-// eventReasons lists the reasons of the Events about a certificate whose
-// action is the given stage.
-func (h *harness) eventReasons(name, action string) []string {
+// eventNotes lists the notes of the Events about a certificate with the
+// given reason.
+func (h *harness) eventNotes(name, reason string) []string {
 	var evs eventsv1.EventList
 	if err := k8s.List(h.ctx, &evs, client.InNamespace(h.ns)); err != nil {
 		return nil
 	}
 	var out []string
 	for _, e := range evs.Items {
-		if e.Regarding.Kind == "Certificate" && e.Regarding.Name == name && e.Action == action {
-			out = append(out, e.Reason)
+		if e.Regarding.Kind == "Certificate" && e.Regarding.Name == name && e.Reason == reason {
+			out = append(out, e.Note)
 		}
 	}
 	return out

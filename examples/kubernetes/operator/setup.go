@@ -63,14 +63,15 @@ func Scheme() *runtime.Scheme {
 
 // CacheOptions are the operator's cache settings: of Secrets only those
 // labelled LabelManaged are held (next private keys and target Secrets the
-// operator wrote), and no object keeps its managedFields or kubectl's
-// last-applied configuration.
+// operator wrote), no object keeps its managedFields or kubectl's
+// last-applied configuration, and equal certificates, CA certificates,
+// label and annotation keys are shared among the cached objects.
 func CacheOptions() cache.Options {
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{LabelManaged: "true"})},
 		},
-		DefaultTransform: stripMetadata,
+		DefaultTransform: newInterner().transform,
 	}
 }
 
