@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"io"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -133,19 +135,21 @@ func Setup(mgr manager.Manager, o Options) error {
 		}
 		return nil
 	}
-	if err := idx.IndexField(ctx, &corev1.Secret{}, indexOwner, controllerUID); err != nil {
+	if err := namespacedIndex(ctx, mgr.GetCache(), &corev1.Secret{}, indexOwner, controllerUID); err != nil {
 		return err
 	}
-	if err := idx.IndexField(ctx, &v1alpha1.CertificateRequest{}, indexOwner, controllerUID); err != nil {
+	if err := namespacedIndex(ctx, mgr.GetCache(), &v1alpha1.CertificateRequest{}, indexOwner, controllerUID); err != nil {
 		return err
 	}
-	if err := idx.IndexField(ctx, &v1alpha1.CertificateRequest{}, indexIssuer, func(obj client.Object) []string {
-		return []string{issuerKey(obj.(*v1alpha1.CertificateRequest).Spec.IssuerRef)}
+	if err := namespacedIndex(ctx, mgr.GetCache(), &v1alpha1.Certificate{}, indexSecretName, func(obj client.Object) []string {
+		return []string{obj.(*v1alpha1.Certificate).Spec.SecretName}
 	}); err != nil {
 		return err
 	}
-	if err := idx.IndexField(ctx, &v1alpha1.Certificate{}, indexSecretName, func(obj client.Object) []string {
-		return []string{obj.(*v1alpha1.Certificate).Spec.SecretName}
+	// ClusterIssuers' requests are looked up across namespaces: a
+	// controller-runtime index.
+	if err := idx.IndexField(ctx, &v1alpha1.CertificateRequest{}, indexIssuer, func(obj client.Object) []string {
+		return []string{issuerKey(obj.(*v1alpha1.CertificateRequest).Spec.IssuerRef)}
 	}); err != nil {
 		return err
 	}
@@ -215,6 +219,32 @@ func Setup(mgr manager.Manager, o Options) error {
 		}
 	}
 	return nil
+}
+
+// namespacedIndex is IndexField for lookups within one namespace
+// (client.InNamespace with client.MatchingFields), which are all the
+// operator makes on it: controller-runtime's IndexField also indexes each
+// object under an all-namespaces key, one more set per object and value.
+// The index is named and keyed as controller-runtime's cache reader looks
+// it up ("field:<name>", "<namespace>/<value>"); the tests hold the two
+// together.
+func namespacedIndex(ctx context.Context, c cache.Cache, obj client.Object, field string, values client.IndexerFunc) error {
+	inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return err
+	}
+	return inf.AddIndexers(toolscache.Indexers{"field:" + field: func(raw any) ([]string, error) {
+		o, ok := raw.(client.Object)
+		if !ok || o.GetNamespace() == "" {
+			return nil, fmt.Errorf("index %s: %T is not a namespaced object", field, raw)
+		}
+		vals := values(o)
+		out := make([]string, len(vals))
+		for i, v := range vals {
+			out[i] = o.GetNamespace() + "/" + v
+		}
+		return out, nil
+	}})
 }
 
 func issuerKey(ref v1alpha1.IssuerReference) string {
