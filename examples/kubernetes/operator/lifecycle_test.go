@@ -384,3 +384,19 @@ func TestSelfSignedIssuer(t *testing.T) {
 	require.NoError(t, err)
 	assert.NoError(t, wleaf.CheckSignatureFrom(leaf), "signed by the self-signed root")
 }
+
+// Issuing=True set by hand on the status renews at once, whatever the
+// renewal time says.
+func TestManualTrigger(t *testing.T) {
+	h := newHarness(t)
+	h.caIssuer("ca")
+	h.start()
+	h.create(h.certificate("web", "ca"))
+	crt := h.waitReady("web", 1)
+
+	crt.Status.Conditions = append(crt.Status.Conditions, metav1.Condition{Type: certificate.ConditionIssuing, Status: metav1.ConditionTrue,
+		Reason: certificate.ReasonManualTrigger, Message: "by hand", LastTransitionTime: metav1.NewTime(h.clock.Now())})
+	require.NoError(t, k8s.Status().Update(h.ctx, crt))
+	crt = h.waitReady("web", 2)
+	assert.True(t, crt.Status.RenewalTime.After(h.clock.Now().Add(50*24*time.Hour)), "renewed long before its renewal time")
+}
