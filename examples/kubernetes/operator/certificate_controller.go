@@ -47,10 +47,10 @@ type CertificateReconciler struct {
 	Recorder events.EventRecorder
 	Metrics  *Metrics
 
-	// replaced holds, per certificate UID, the resourceVersion its last
+	// replaced holds, per certificate, the resourceVersion its last
 	// status write replaced, until the cache shows a newer one: a pass
 	// on that version would decide on the state before its own write.
-	replaced sync.Map
+	replaced sync.Map // types.NamespacedName → string
 }
 
 // +kubebuilder:rbac:groups=certlife.dev,resources=certificates,verbs=get;list;watch
@@ -65,6 +65,7 @@ func (r *CertificateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	var crt v1alpha1.Certificate
 	if err := r.Gatherer.Cache.Get(ctx, req.NamespacedName, &crt); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.replaced.Delete(req.NamespacedName)
 			return ctrl.Result{}, nil // its Secrets and requests go with it (owner references)
 		}
 		return ctrl.Result{}, err
@@ -72,13 +73,13 @@ func (r *CertificateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if crt.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
-	if rv, ok := r.replaced.Load(crt.UID); ok {
+	if rv, ok := r.replaced.Load(req.NamespacedName); ok {
 		if rv == crt.ResourceVersion {
 			// The cache has not caught up with this operator's last status
 			// write; its watch event brings the next pass.
 			return ctrl.Result{RequeueAfter: conflictRetry}, nil
 		}
-		r.replaced.Delete(crt.UID)
+		r.replaced.Delete(req.NamespacedName)
 	}
 
 	// 1. Gather.
@@ -301,7 +302,7 @@ func (r *CertificateReconciler) writeStatus(ctx context.Context, crt *v1alpha1.C
 	if err := r.Client.Status().Update(ctx, upd); err != nil {
 		return err
 	}
-	r.replaced.Store(crt.UID, crt.ResourceVersion)
+	r.replaced.Store(client.ObjectKeyFromObject(crt), crt.ResourceVersion)
 	*crt = *upd
 	return nil
 }

@@ -400,3 +400,19 @@ func TestManualTrigger(t *testing.T) {
 	crt = h.waitReady("web", 2)
 	assert.True(t, crt.Status.RenewalTime.After(h.clock.Now().Add(50*24*time.Hour)), "renewed long before its renewal time")
 }
+
+// A ClusterIssuer signs for any namespace with a CA Secret from the
+// cluster resource namespace.
+func TestClusterIssuer(t *testing.T) {
+	h := newHarness(t) // the operator's cluster resource namespace is the test's
+	h.caSecret("cluster-ca")
+	require.NoError(t, k8s.Create(h.ctx, &v1alpha1.ClusterIssuer{ObjectMeta: metav1.ObjectMeta{Name: h.ns},
+		Spec: v1alpha1.IssuerSpec{CA: &v1alpha1.CAIssuer{SecretName: "cluster-ca"}}}))
+	t.Cleanup(func() { _ = k8s.Delete(h.ctx, &v1alpha1.ClusterIssuer{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}) })
+	h.start()
+	h.create(h.certificate("web", h.ns, func(s *v1alpha1.CertificateSpec) { s.IssuerRef.Kind = "ClusterIssuer" }))
+	h.waitReady("web", 1)
+	s, err := h.secret("web-tls")
+	require.NoError(t, err)
+	assert.Equal(t, "ClusterIssuer", s.Annotations[certificate.AnnotationIssuerKind])
+}
