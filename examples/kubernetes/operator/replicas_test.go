@@ -25,7 +25,9 @@ func TestLeaderElectionOnlyOneActs(t *testing.T) {
 		mo.LeaderElectionID = "certlife-operator"
 		mo.LeaderElectionNamespace = h.ns
 		mo.LeaderElectionReleaseOnCancel = true
-		mo.LeaseDuration, mo.RenewDeadline, mo.RetryPeriod = new(3*time.Second), new(2*time.Second), new(200*time.Millisecond)
+		// Generous enough for a loaded machine; a clean stop releases the
+		// lease at once, so the handover does not wait for it.
+		mo.LeaseDuration, mo.RenewDeadline, mo.RetryPeriod = new(15*time.Second), new(10*time.Second), new(500*time.Millisecond)
 	}
 	a := h.start(elect)
 	<-a.mgr.Elected() // a leads; b starts after it, so it waits
