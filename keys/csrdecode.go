@@ -148,9 +148,9 @@ func lowTagForm(s cryptobyte.String) bool { return len(s) > 0 && s[0]&0x1f != 0x
 func parseCSRFast(der []byte) (_ *x509.CertificateRequest, ok bool) {
 	in := cryptobyte.String(der)
 	var raw, req cryptobyte.String
-	// encoding/asn1 accepts trailing elements inside each SEQUENCE it maps
-	// to a struct and never reads them; so does the decoder. After the
-	// outermost one, x509 rejects any byte.
+	// encoding/asn1 accepts bytes after the last field inside each
+	// SEQUENCE it maps to a struct, without reading them; so does the
+	// decoder. After the outermost SEQUENCE, x509 rejects any byte.
 	if !readElement(&in, cbasn1.SEQUENCE, &raw, &req) || !in.Empty() {
 		return nil, false
 	}

@@ -193,6 +193,7 @@ type csrParts struct {
 	tbsTrailer   []byte   // bytes after the attributes, inside the info
 	reqTrailer   []byte   // bytes after the signature, inside the request
 	afterRequest []byte   // bytes after the request
+	signature    []byte   // signature bits; the request is signed when nil
 }
 
 var partsKey = func() *ecdsa.PrivateKey {
@@ -233,9 +234,13 @@ func (p csrParts) build(t testing.TB) []byte {
 			b.AddBytes(p.tbsTrailer)
 		})
 	})
-	h := sha256.Sum256(tbs)
-	sig, err := partsKey.Sign(rand.Reader, h[:], crypto.SHA256)
-	require.NoError(t, err)
+	sig := p.signature
+	if sig == nil {
+		h := sha256.Sum256(tbs)
+		var err error
+		sig, err = partsKey.Sign(rand.Reader, h[:], crypto.SHA256)
+		require.NoError(t, err)
+	}
 	out := der(func(b *cryptobyte.Builder) {
 		b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
 			b.AddBytes(tbs)
@@ -588,24 +593,100 @@ func FuzzDecodeCSR(f *testing.F) {
 		m[i]++
 		f.Add(m)
 	}
-	f.Fuzz(func(t *testing.T, der []byte) {
-		want, wantErr := x509.ParseCertificateRequest(der)
-		if fast, ok := parseCSRFast(der); ok {
-			if wantErr != nil {
-				t.Fatalf("the fast decoder reads what x509 rejects (%v)", wantErr)
-			}
-			requireSameCSR(t, want, fast)
+	f.Fuzz(requireDecodeCSRIsX509)
+}
+
+// requireDecodeCSRIsX509 fails unless DecodeCSR reads der as x509 does:
+// both fail, or both give the same fields; and whatever the fast decoder
+// reads on its own, x509 reads the same.
+func requireDecodeCSRIsX509(t *testing.T, der []byte) {
+	want, wantErr := x509.ParseCertificateRequest(der)
+	if fast, ok := parseCSRFast(der); ok {
+		if wantErr != nil {
+			t.Fatalf("the fast decoder reads what x509 rejects (%v)", wantErr)
 		}
-		got, err := decodeCSRDER(der)
-		if (err == nil) != (wantErr == nil) {
-			t.Fatalf("DecodeCSR error %v, x509 error %v", err, wantErr)
+		requireSameCSR(t, want, fast)
+	}
+	got, err := decodeCSRDER(der)
+	if (err == nil) != (wantErr == nil) {
+		t.Fatalf("DecodeCSR error %v, x509 error %v", err, wantErr)
+	}
+	if err != nil {
+		if !strings.HasPrefix(err.Error(), "keys: request: ") || strings.Contains(err.Error(), "cannot parse URI") {
+			t.Fatalf("error %q", err)
 		}
-		if err != nil {
-			if !strings.HasPrefix(err.Error(), "keys: request: ") || strings.Contains(err.Error(), "cannot parse URI") {
-				t.Fatalf("error %q", err)
-			}
-			return
+		return
+	}
+	requireSameCSR(t, want, got)
+}
+
+// Where FuzzDecodeCSRParts puts its bytes in a request.
+const (
+	partSubject = iota
+	partSANs
+	partExtensions
+	partAttribute
+	partPublicKeyInfo
+	partSignatureAlgorithm
+	partCount
+)
+
+// FuzzDecodeCSRParts is FuzzDecodeCSR with the fuzzed bytes placed inside
+// an otherwise well-formed request — as its subject, its subject
+// alternative names, its requested extensions, an attribute, its public
+// key info or its signature algorithm — so that the fuzzer explores each
+// inner structure without having to keep the outer lengths right.
+func FuzzDecodeCSRParts(f *testing.F) {
+	spki, err := x509.MarshalPKIXPublicKey(partsKey.Public())
+	require.NoError(f, err)
+	ed := mustKey(f, KeySpec{Algorithm: AlgorithmEd25519})
+	edSPKI, err := x509.MarshalPKIXPublicKey(ed.Public())
+	require.NoError(f, err)
+	rsaSPKI, err := x509.MarshalPKIXPublicKey(mustKey(f, KeySpec{}).Public())
+	require.NoError(f, err)
+	seeds := map[uint8][][]byte{
+		partSubject: {
+			name([]atv{{oidCN, cbasn1.UTF8String, []byte("a.example")}}, []atv{{oidO, cbasn1.PrintableString, []byte("certlife")}, {oidC, cbasn1.PrintableString, []byte("NO")}}),
+			name([]atv{{oidOU, cbasn1.T61String, []byte("caf\xe9")}, {oidL, tagBMPString, bmp("Zürich")}, {oidSerial, tagNumericString, []byte("12 3")}, {oidEmail, cbasn1.IA5String, []byte("a@b")}}),
+			name([]atv{{oidCN, cbasn1.INTEGER, []byte{1}}}),
+		},
+		partSANs: {
+			sans(sanDNS, []byte("a.example"), sanEmail, []byte("a@a.example"), sanIP, []byte{10, 0, 0, 1}, sanURI, []byte("https://a.example:8443/x")),
+			sans(sanURI, []byte("spiffe://c/ns"), sanIP, make([]byte, 16), cbasn1.Tag(8).ContextSpecific(), []byte{42}),
+		},
+		partExtensions: {
+			extensions(ext{oid: oidSAN, val: sans(sanDNS, []byte("a"))}, ext{oid: asn1.ObjectIdentifier{2, 5, 29, 15}, critical: boolPtr(true), val: []byte{3, 2, 5, 160}}),
+			extensions(ext{oid: asn1.ObjectIdentifier{2, 5, 29, 19}, critical: boolPtr(false), val: []byte{0x30, 0}}),
+		},
+		partAttribute: {
+			extReq(ext{oid: oidSAN, val: sans(sanDNS, []byte("a"))}),
+			attribute(oidChallengePassword, []byte{0x13, 2, 'p', 'w'}),
+			attribute(oidExtReq),
+		},
+		partPublicKeyInfo:      {spki, edSPKI, rsaSPKI},
+		partSignatureAlgorithm: {algorithm(asn1.ObjectIdentifier{1, 2, 840, 10045, 4, 3, 2}), algorithm(asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 1, 11}, []byte{5, 0})},
+	}
+	for where, parts := range seeds {
+		for _, p := range parts {
+			f.Add(p, where)
 		}
-		requireSameCSR(t, want, got)
+	}
+	f.Fuzz(func(t *testing.T, part []byte, where uint8) {
+		p := csrParts{signature: []byte{0x30, 0}}
+		switch where % partCount {
+		case partSubject:
+			p.subject = append([]byte{}, part...)
+		case partSANs:
+			p.attrs = [][]byte{extReq(ext{oid: oidSAN, val: part})}
+		case partExtensions:
+			p.attrs = [][]byte{attribute(oidExtReq, part)}
+		case partAttribute:
+			p.attrs = [][]byte{part}
+		case partPublicKeyInfo:
+			p.spki = append([]byte{}, part...)
+		case partSignatureAlgorithm:
+			p.sigAlg = append([]byte{}, part...)
+		}
+		requireDecodeCSRIsX509(t, p.build(t))
 	})
 }
