@@ -406,7 +406,7 @@ func checkDecision(t *testing.T, s *Snapshot, now time.Time, cfg Config) {
 			// An issuance writes only a settled answer: the request's
 			// chain, for the next key, from a request that matches.
 			var from *request
-			p := newPass(s)
+			p := newPass(s, now, cfg)
 			for i := range p.requests {
 				if string(p.requests[i].Status.Certificate) == string(a.Chain) && p.requests[i].revision == nextRevision(c) {
 					from = &p.requests[i]
@@ -429,7 +429,7 @@ func checkDecision(t *testing.T, s *Snapshot, now time.Time, cfg Config) {
 	}
 	// A failure is counted only from a settled answer.
 	if final.LastFailureTime != nil && !timePtrEqual(final.LastFailureTime, c.Status.LastFailureTime) {
-		p := newPass(s)
+		p := newPass(s, now, cfg)
 		req := p.requestFor(nextRevision(c))
 		k := p.nextKey(final.NextPrivateKeySecretName) // the key the pass settled on (it may adopt one)
 		if req == nil || k == nil || k.err != nil || requestMismatch(req, &c.Spec, k.key.Public(), "") != "" {
@@ -440,10 +440,10 @@ func checkDecision(t *testing.T, s *Snapshot, now time.Time, cfg Config) {
 	// request no longer matches the spec.
 	if issuing(c) == nil && issuing(&Certificate{Status: final}) != nil && (c.Status.LastFailureTime != nil || c.Status.RetryAfter != nil) {
 		in := backoffInput(c)
-		if p := newPass(s); p.leaf() != nil {
+		if p := newPass(s, now, cfg); p.leaf() != nil {
 			in.NotAfter = p.leaf().NotAfter
 		}
-		if b := cfg.Backoff.Decide(in, now); b.Wait && !failedRequestMismatchesSpec(newPass(s)) {
+		if b := cfg.Backoff.Decide(in, now); b.Wait && !failedRequestMismatchesSpec(newPass(s, now, cfg)) {
 			t.Fatalf("issuance started at %v before the backoff allows (%v)", now, b.NextAttempt)
 		}
 	}

@@ -99,7 +99,7 @@ func FuzzReconcile(f *testing.F) {
 		// issuance was already under way (a manual trigger).
 		if issuing(c) == nil && c.Status.LastFailureTime != nil && issuing(&Certificate{Status: final}) != nil {
 			b := Config{}.Backoff.Decide(backoffInput(c), now)
-			if b.Wait && !failedRequestMismatchesSpec(newPass(s)) {
+			if b.Wait && !failedRequestMismatchesSpec(newPass(s, t0, Config{})) {
 				t.Fatalf("issuance started at %v before the backoff allows (%v)", now, b.NextAttempt)
 			}
 		}

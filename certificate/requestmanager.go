@@ -66,7 +66,7 @@ func Requestmanager(s *Snapshot, now time.Time, cfg Config) Result {
 	if res, ok := checkInput(s, now, StageRequestmanager); !ok {
 		return res
 	}
-	p := newPass(s)
+	p := newPass(s, now, cfg)
 	return finish(p, requestmanager(p, now))
 }
 

@@ -96,6 +96,13 @@ type pass struct {
 	// compiled (nil for none, or when they are invalid).
 	specErr  error
 	schedule *renewal.Schedule
+
+	// now and cfg are the decision's; renewal is the renewal decision for
+	// the secret's certificate at now (nil when there is none), recomputed
+	// when a write changes the certificate.
+	now     time.Time
+	cfg     Config
+	renewal *renewal.Decision
 }
 
 // request is a CertificateRequest with what the stages read of it parsed.
@@ -114,9 +121,9 @@ type nextKey struct {
 	err    error
 }
 
-func newPass(s *Snapshot) *pass {
+func newPass(s *Snapshot, now time.Time, cfg Config) *pass {
 	c := s.Certificate
-	p := &pass{cert: c, others: s.OtherOwners, ari: s.ARI, secret: s.Secret}
+	p := &pass{cert: c, others: s.OtherOwners, ari: s.ARI, secret: s.Secret, now: now, cfg: cfg}
 	p.specErr = Validate(&c.Spec)
 	if r := c.Spec.Renewal; r != nil && len(r.Windows) > 0 {
 		p.schedule, _ = renewal.Compile(r.Windows)
@@ -125,6 +132,7 @@ func newPass(s *Snapshot) *pass {
 		p.parsed, _ = keys.ParseSecretData(s.Secret.Data)
 	}
 	p.drift = secretDrift(p)
+	p.renewal = decideRenewal(p)
 	for _, r := range s.Requests {
 		if r == nil {
 			continue
@@ -255,6 +263,7 @@ func (p *pass) applyWrite(w WriteSecret) {
 	p.secret = sec
 	p.parsed, _ = keys.ParseSecretDataKnownKey(sec.Data, key)
 	p.drift = nil
+	p.renewal = decideRenewal(p)
 }
 
 func merge(dst, src map[string]string) map[string]string {

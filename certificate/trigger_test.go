@@ -226,7 +226,7 @@ func TestTriggerChecksAreNilSafeInAnyOrder(t *testing.T) {
 						t.Fatalf("snapshot %d: check %s panicked: %v", i, ch.name, r)
 					}
 				}()
-				ch.fn(newPass(s))
+				ch.fn(newPass(s, t0, Config{}))
 			}()
 		}
 	}
