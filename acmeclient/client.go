@@ -19,6 +19,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/cryptosigner"
 	"golang.org/x/crypto/acme"
+	"k8s.io/utils/clock"
 )
 
 // Config configures a Client. DirectoryURL and Key are required; every
@@ -35,9 +36,10 @@ type Config struct {
 	HTTPClient *http.Client
 	// UserAgent is prepended to the User-Agent of every request.
 	UserAgent string
-	// Now is the clock for SyncedAt, Retry-After and the like; nil means
-	// time.Now. Hosts on a fake clock pass theirs.
-	Now func() time.Time
+	// Clock is the time of SyncedAt, Retry-After and the like; nil means
+	// the wall clock. Hosts on a fake clock (k8s.io/utils/clock/testing)
+	// pass theirs.
+	Clock clock.PassiveClock
 	// MaxBadNonceRetries bounds the retries of a request the server
 	// rejected for a bad nonce (RFC 8555 §6.5); zero means 20, which a
 	// server rejecting half of all nonces fails once in a million.
@@ -54,7 +56,7 @@ type Client struct {
 	transport  *Transport
 	hc         *http.Client
 	key        crypto.Signer
-	now        func() time.Time
+	clock      clock.PassiveClock
 	maxRetries int
 	userAgent  string
 
@@ -98,15 +100,15 @@ func New(cfg Config) (*Client, error) {
 	tr := &Transport{Base: base}
 	tr.setDirectoryURL(cfg.DirectoryURL)
 	hc.Transport = tr
-	now := cfg.Now
-	if now == nil {
-		now = time.Now
+	var clk clock.PassiveClock = clock.RealClock{}
+	if cfg.Clock != nil {
+		clk = cfg.Clock
 	}
 	retries := cfg.MaxBadNonceRetries
 	if retries == 0 {
 		retries = 20
 	}
-	c := &Client{transport: tr, hc: hc, key: cfg.Key, now: now, maxRetries: retries, userAgent: cfg.UserAgent}
+	c := &Client{transport: tr, hc: hc, key: cfg.Key, clock: clk, maxRetries: retries, userAgent: cfg.UserAgent}
 	c.acme = &acme.Client{
 		Key: cfg.Key, HTTPClient: hc, DirectoryURL: cfg.DirectoryURL, UserAgent: cfg.UserAgent,
 		// Retry a bad nonce (HTTP 400 is the only 4xx x/crypto/acme
@@ -121,6 +123,8 @@ func New(cfg Config) (*Client, error) {
 	}
 	return c, nil
 }
+
+func (c *Client) now() time.Time { return c.clock.Now() }
 
 // Transport returns the client's transport, for its request counts.
 func (c *Client) Transport() *Transport { return c.transport }

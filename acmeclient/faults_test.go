@@ -44,6 +44,8 @@ func (c *fakeClock) Now() time.Time {
 	return c.t
 }
 
+func (c *fakeClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
 func (c *fakeClock) wait(ctx context.Context, until time.Time) error {
 	c.mu.Lock()
 	if until.After(c.t) {
@@ -224,7 +226,7 @@ func newFaultEnv(t *testing.T) *faultEnv {
 	hc := fr.srv.Client()
 	hc.Timeout = 2 * time.Second // a hung request is a timeout
 	client, err := acmeclient.New(acmeclient.Config{DirectoryURL: strings.Replace(srv.DirectoryURL, mustHost(t, srv.DirectoryURL), mustHost(t, fr.srv.URL), 1),
-		Key: key, HTTPClient: hc, Now: clock.Now})
+		Key: key, HTTPClient: hc, Clock: clock})
 	require.NoError(t, err)
 	_, err = client.EnsureAccount(context.Background(), acmeclient.AccountOptions{AgreeToTerms: true})
 	require.NoError(t, err)

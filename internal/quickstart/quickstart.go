@@ -111,7 +111,7 @@ func (r *run) setUp(ctx context.Context) error {
 		return err
 	}
 	client, err := acmeclient.New(acmeclient.Config{DirectoryURL: srv.DirectoryURL, Key: accountKey, HTTPClient: srv.HTTPClient(),
-		Now: r.clk.Now, UserAgent: "certlife-quickstart"})
+		Clock: r.clk, UserAgent: "certlife-quickstart"})
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,7 @@ func TestACMEIssuerThroughTheReferenceHost(t *testing.T) {
 	start := time.Now().Truncate(time.Second)
 	clk := testingclock.NewFakePassiveClock(start)
 	accountKey, _ := keys.Generate(rand.Reader, keys.KeySpec{Algorithm: keys.AlgorithmECDSA})
-	client, err := acmeclient.New(acmeclient.Config{DirectoryURL: srv.DirectoryURL, Key: accountKey, HTTPClient: srv.HTTPClient(), Now: clk.Now})
+	client, err := acmeclient.New(acmeclient.Config{DirectoryURL: srv.DirectoryURL, Key: accountKey, HTTPClient: srv.HTTPClient(), Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
