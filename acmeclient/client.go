@@ -63,7 +63,13 @@ type Client struct {
 	mu         sync.Mutex
 	accountURL string
 	dir        *Directory
+	// nonces are the Replay-Nonces of the responses to signedPost's own
+	// requests, newest last (x/crypto/acme keeps those of its own).
+	nonces []string
 }
+
+// maxPooledNonces bounds the client's own nonces; the oldest go first.
+const maxPooledNonces = 32
 
 // ErrConfig is wrapped by New's errors.
 var ErrConfig = errors.New("acmeclient: invalid config")
@@ -293,6 +299,7 @@ func (c *Client) signedPost(ctx context.Context, kind Kind, url string, payload 
 		if err != nil {
 			return rec, nil, err
 		}
+		c.keepNonce(res.Header)
 		b, err := io.ReadAll(io.LimitReader(res.Body, 4<<20))
 		res.Body.Close()
 		if err != nil {
@@ -324,8 +331,32 @@ func (c *Client) ua() string {
 	return ua
 }
 
-// nonce takes a nonce from the transport's pool, or fetches one.
+// keepNonce keeps the Replay-Nonce of a response to signedPost's own
+// request, for its next request (RFC 8555 §7.2).
+func (c *Client) keepNonce(h http.Header) {
+	n := h.Get("Replay-Nonce")
+	if n == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nonces = append(c.nonces, n)
+	if len(c.nonces) > maxPooledNonces {
+		c.nonces = c.nonces[len(c.nonces)-maxPooledNonces:]
+	}
+}
+
+// nonce takes the newest nonce signedPost kept, or fetches one with a
+// HEAD of newNonce (RFC 8555 §7.2).
 func (c *Client) nonce(ctx context.Context, newNonce string) (string, error) {
+	c.mu.Lock()
+	if n := len(c.nonces); n > 0 {
+		nonce := c.nonces[n-1]
+		c.nonces = c.nonces[:n-1]
+		c.mu.Unlock()
+		return nonce, nil
+	}
+	c.mu.Unlock()
 	ctx, _ = withCall(ctx, KindNonce)
 	req, err := http.NewRequestWithContext(ctx, http.MethodHead, newNonce, nil)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/acme"
 
 	"github.com/certlife/certlife/acmeclient"
@@ -57,11 +58,19 @@ func (p *pathCounter) total() int {
 // Ours: newOrder, authorization, challenge, finalize and certificate once
 // each (RFC 8555 §7.4's minimum), plus the polls the server's asynchronous
 // validation and issuance need, and no newNonce request after the first
-// (every response carries the next nonce).
+// (every response carries the next nonce). The first issuance of a
+// client costs one newNonce more: finalize is signed apart from
+// x/crypto/acme, and that signer has no nonce of its own yet.
 func TestRequestsPerIssuance(t *testing.T) {
 	e := newEnv(t, acmetest.Options{})
 	e.client.Transport().ResetCounts()
-	key, der := csr(t, "count.example")
+	key, der := csr(t, "first.example")
+	e.leafOf(mustIssue(t, e, http01Spec(der, "first.example")), key, "first.example")
+	first := e.client.Transport().Counts()
+	require.Equal(t, 1, first.ByKind[acmeclient.KindNonce], "the first finalize fetches a nonce: %v", first)
+
+	e.client.Transport().ResetCounts()
+	key, der = csr(t, "count.example")
 	e.leafOf(mustIssue(t, e, http01Spec(der, "count.example")), key, "count.example")
 	ours := e.client.Transport().Counts()
 	for kind, want := range map[acmeclient.Kind]int{acmeclient.KindNewOrder: 1, acmeclient.KindChallenge: 1, acmeclient.KindFinalize: 1,

@@ -50,9 +50,10 @@
 // with two requests it has no single-shot form or option for — finalize,
 // and newOrder with "replaces" (RFC 9773 §5) — signed here with go-jose.
 // All requests go through one Transport, which counts them by kind and
-// keeps one pool of nonces for both signers: a fresh nonce comes from the
-// last response whenever there is one, so an issuance costs no newNonce
-// request after the first.
+// passes them on unchanged. Each signer keeps the Replay-Nonce of the
+// responses to its own requests for its next one (RFC 8555 §7.2), so a
+// newNonce request is made only when a signer has none: the first time
+// each signs, and when more requests run at once than it holds nonces.
 //
 // ARI (RFC 9773): RenewalInfo fetches a certificate's suggested renewal
 // window, to pass to the renewal package; CreateOrder sends replaces when
