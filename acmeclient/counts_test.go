@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/acme"
 
 	"github.com/certlife/certlife/acmeclient"
+	"github.com/certlife/certlife/challenge"
 	"github.com/certlife/certlife/internal/acmeflow"
 	"github.com/certlife/certlife/internal/acmetest"
 	"github.com/certlife/certlife/order"
@@ -108,7 +109,7 @@ func TestRequestsPerIssuance(t *testing.T) {
 		}
 	}
 	ka, _ := c.HTTP01ChallengeResponse(ch.Token)
-	if err := e.http01.Present(ch.Token, ka); err != nil {
+	if err := e.http01.Present(ctx, acmeclient.Presentation{Type: challenge.TypeHTTP01, Identifier: "stock.example", Token: ch.Token, KeyAuthorization: ka}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Accept(ctx, ch); err != nil {

@@ -42,8 +42,9 @@
 //	}
 //
 // and for a challenge: SyncChallenge and Accept here, Present, SelfCheck
-// and CleanUp with Solvers (an HTTP01Solver to mount on port 80, a
-// DNS01Provider for the zone, and their self-checks).
+// and CleanUp with Solvers: one Presenter per challenge type (an
+// HTTP01Handler to mount on port 80, a DNS provider's for the zone) and
+// its self-check.
 //
 // Built on golang.org/x/crypto/acme (accounts with external account
 // binding, authorizations, challenges, orders, certificates, profiles),

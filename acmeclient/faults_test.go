@@ -230,7 +230,7 @@ func newFaultEnv(t *testing.T) *faultEnv {
 	require.NoError(t, err)
 	_, err = client.EnsureAccount(context.Background(), acmeclient.AccountOptions{AgreeToTerms: true})
 	require.NoError(t, err)
-	e := &env{t: t, srv: srv, client: client, http01: &acmeclient.HTTP01Solver{}}
+	e := &env{t: t, srv: srv, client: client, http01: &acmeclient.HTTP01Handler{}}
 	srv.SetHTTP01Handler(e.http01)
 	srv.DNS().AddZone("example")
 	e.runner = &acmeflow.Runner{

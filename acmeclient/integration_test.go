@@ -35,7 +35,7 @@ type env struct {
 	srv    *acmetest.Server
 	client *acmeclient.Client
 	runner *acmeflow.Runner
-	http01 *acmeclient.HTTP01Solver
+	http01 *acmeclient.HTTP01Handler
 	events []acmeflow.Event
 }
 
@@ -77,7 +77,7 @@ func newEnv(t testing.TB, opts acmetest.Options) *env {
 	if _, err := client.EnsureAccount(ctx, acmeclient.AccountOptions{AgreeToTerms: true, Contact: []string{"mailto:ops@example.com"}}); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, srv: srv, client: client, http01: &acmeclient.HTTP01Solver{}}
+	e := &env{t: t, srv: srv, client: client, http01: &acmeclient.HTTP01Handler{}}
 	srv.SetHTTP01Handler(e.http01)
 	srv.DNS().AddZone("example")
 	e.runner = &acmeflow.Runner{
@@ -469,20 +469,21 @@ func TestDNS01CheckerFindsTheAuthoritativeServer(t *testing.T) {
 	p, _ := strconv.Atoi(port)
 	check := acmeclient.DNS01Checker{Resolver: d.Addr(), Port: p, Timeout: 2 * time.Second}
 	ctx := context.Background()
-	if err := check.Check(ctx, "*.www.zone.example", "ka"); !errors.Is(err, acmeclient.ErrDNS01NotFound) {
+	wild := acmeclient.Presentation{Type: challenge.TypeDNS01, Identifier: "www.zone.example", Wildcard: true, KeyAuthorization: "ka"}
+	if err := check.Check(ctx, wild); !errors.Is(err, acmeclient.ErrDNS01NotFound) {
 		t.Fatalf("before presenting: %v", err)
 	}
-	if err := d.Present(ctx, acmeclient.DNS01Name("www.zone.example"), acmeclient.DNS01Value("ka")); err != nil {
+	if err := d.Present(ctx, wild); err != nil {
 		t.Fatal(err)
 	}
-	if err := check.Check(ctx, "*.www.zone.example", "ka"); err != nil {
+	if err := check.Check(ctx, wild); err != nil {
 		t.Fatalf("after presenting: %v", err)
 	}
 	if d.Queries("NS") == 0 {
 		t.Fatal("the checker did not look for the zone's nameservers")
 	}
 	unknown := acmeclient.DNS01Checker{Resolver: d.Addr(), Port: p, Timeout: 2 * time.Second}
-	if err := unknown.Check(ctx, "www.nozone.example", "ka"); err == nil || !strings.Contains(err.Error(), "no zone encloses") {
+	if err := unknown.Check(ctx, acmeclient.Presentation{Type: challenge.TypeDNS01, Identifier: "www.nozone.example", KeyAuthorization: "ka"}); err == nil || !strings.Contains(err.Error(), "no zone encloses") {
 		t.Fatalf("a name in no known zone: %v", err)
 	}
 }

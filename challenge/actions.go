@@ -49,13 +49,14 @@ type SelfCheck struct {
 // returned state.
 type Accept struct{ URL string }
 
-// CleanUp asks the host to stop presenting the key authorization.
-// Idempotent.
+// CleanUp asks the host to stop presenting the key authorization: what
+// the Present with the same fields put up. Idempotent.
 type CleanUp struct {
 	Type           Type
 	DNSName, Token string
 	Key            string
 	Solver         Solver
+	Wildcard       bool
 }
 
 // UpdateStatus asks the host to write Status; always last in a result.

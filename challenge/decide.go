@@ -161,7 +161,7 @@ func Decide(c *Challenge, now time.Time, cfg Config) Result {
 	}
 	st := c.Status
 	sp := c.Spec
-	cleanUp := CleanUp{Type: sp.Type, DNSName: sp.DNSName, Token: sp.Token, Key: sp.Key, Solver: sp.Solver}
+	cleanUp := cleanUpOf(sp)
 	if !st.Processing {
 		if st.Presented {
 			// Left presented by a run that ended: clean up. A later run
@@ -283,7 +283,7 @@ func retryGate(c *Challenge, now time.Time, cfg Config) (Result, bool) {
 		next.NextAttemptAt = &t
 		var acts []Action
 		if st.Presented {
-			acts = append(acts, CleanUp{Type: c.Spec.Type, DNSName: c.Spec.DNSName, Token: c.Spec.Token, Key: c.Spec.Key, Solver: c.Spec.Solver})
+			acts = append(acts, cleanUpOf(c.Spec))
 		}
 		return Result{Actions: append(acts, UpdateStatus{next}), RequeueAt: at, Reason: ReasonYielding,
 			Message: fmt.Sprintf("a transient error (%s); the retry at %s is more than %v away: giving the scheduler slot back until then",
@@ -301,7 +301,7 @@ func giveUp(c *Challenge, reason, msg string) Result {
 	next.State, next.Reason = StateErrored, msg
 	var acts []Action
 	if c.Status.Presented {
-		acts = append(acts, CleanUp{Type: c.Spec.Type, DNSName: c.Spec.DNSName, Token: c.Spec.Token, Key: c.Spec.Key, Solver: c.Spec.Solver})
+		acts = append(acts, cleanUpOf(c.Spec))
 	}
 	return Result{Actions: append(acts, UpdateStatus{next}), Reason: reason, Message: msg}
 }
@@ -315,4 +315,9 @@ func unpresented(st Status) Status {
 		st.PresentedAt, st.SelfCheckAt, st.SelfCheckPassed = nil, nil, false
 	}
 	return st
+}
+
+// cleanUpOf is the clean-up of what Present put up for a spec.
+func cleanUpOf(sp Spec) CleanUp {
+	return CleanUp{Type: sp.Type, DNSName: sp.DNSName, Token: sp.Token, Key: sp.Key, Solver: sp.Solver, Wildcard: sp.Wildcard}
 }

@@ -45,7 +45,9 @@ type Issuer struct {
 	Group string `json:"group,omitempty"`
 }
 
-// HTTP01Solver configures an HTTP-01 solver; Options are the host's.
+// HTTP01Solver configures an HTTP-01 solver (the configuration only:
+// acmeclient.HTTP01Handler is what serves the tokens); Options are the
+// host's.
 type HTTP01Solver struct {
 	Options map[string]string `json:"options,omitempty"`
 }

@@ -245,7 +245,7 @@ func (s *Server) HTTP01Port() int { return s.httpLn.Addr().(*net.TCPAddr).Port }
 func (s *Server) HTTP01Addr() string { return s.httpLn.Addr().String() }
 
 // SetHTTP01Handler sets what answers on the HTTP-01 port (for example an
-// acmeclient.HTTP01Solver); nil answers 404 to everything.
+// acmeclient.HTTP01Handler); nil answers 404 to everything.
 func (s *Server) SetHTTP01Handler(h http.Handler) {
 	s.h01mu.Lock()
 	defer s.h01mu.Unlock()

@@ -65,7 +65,7 @@ type run struct {
 	clk     *testingclock.FakePassiveClock
 	srv     *acmetest.Server
 	h       *refhost.Host
-	http01  *acmeclient.HTTP01Solver
+	http01  *acmeclient.HTTP01Handler
 	res     Result
 
 	lastBackoff string
@@ -119,7 +119,7 @@ func (r *run) setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.http01 = &acmeclient.HTTP01Solver{}
+	r.http01 = &acmeclient.HTTP01Handler{}
 	srv.SetHTTP01Handler(r.http01)
 	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		var d net.Dialer

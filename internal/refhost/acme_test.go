@@ -62,7 +62,7 @@ func TestACMEIssuerThroughTheReferenceHost(t *testing.T) {
 	if _, err := client.EnsureAccount(context.Background(), acmeclient.AccountOptions{AgreeToTerms: true}); err != nil {
 		t.Fatal(err)
 	}
-	http01 := &acmeclient.HTTP01Solver{}
+	http01 := &acmeclient.HTTP01Handler{}
 	srv.SetHTTP01Handler(http01)
 	runner := &acmeflow.Runner{Client: client, Solvers: acmeclient.Solvers{HTTP01: http01}, Now: clk.Now,
 		OrderConfig: order.Config{PollInterval: time.Second}, ChallengeConfig: challenge.Config{PollInterval: time.Second}}
