@@ -16,9 +16,9 @@ import (
 	"golang.org/x/crypto/acme"
 
 	"github.com/certlife/certlife/acmeclient"
+	"github.com/certlife/certlife/acmeclient/acmetest"
 	"github.com/certlife/certlife/challenge"
 	"github.com/certlife/certlife/internal/acmeflow"
-	"github.com/certlife/certlife/internal/acmetest"
 	"github.com/certlife/certlife/order"
 )
 
@@ -85,7 +85,7 @@ func TestRequestsPerIssuance(t *testing.T) {
 	}
 
 	// The bare x/crypto/acme flow.
-	pc := &pathCounter{base: e.srv.HTTPClient().Transport, n: map[string]int{}}
+	pc := &pathCounter{base: e.srv.Client().Transport, n: map[string]int{}}
 	akey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	c := &acme.Client{Key: akey, DirectoryURL: e.srv.DirectoryURL, HTTPClient: &http.Client{Transport: pc}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

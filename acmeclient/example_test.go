@@ -7,10 +7,11 @@ import (
 	"crypto/rand"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/certlife/certlife/acmeclient"
+	"github.com/certlife/certlife/acmeclient/acmetest"
 	"github.com/certlife/certlife/challenge"
-	"github.com/certlife/certlife/internal/acmetest"
 	"github.com/certlife/certlife/order"
 )
 
@@ -24,7 +25,7 @@ func Example() {
 	}
 	defer srv.Close()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	client, err := acmeclient.New(acmeclient.Config{DirectoryURL: srv.DirectoryURL, Key: key, HTTPClient: srv.HTTPClient()})
+	client, err := acmeclient.New(acmeclient.Config{DirectoryURL: srv.DirectoryURL, Key: key, HTTPClient: srv.Client()})
 	if err != nil {
 		panic(err)
 	}
@@ -35,7 +36,7 @@ func Example() {
 
 	o := &order.Order{Name: "web-1", Spec: order.Spec{DNSNames: []string{"web.example"}, CSR: []byte("a DER CSR")}}
 	for step := 0; step < 2; step++ {
-		res := order.Decide(o, nil, srv.Now(), order.Config{})
+		res := order.Decide(o, nil, time.Now(), order.Config{})
 		for _, a := range res.Actions {
 			switch a := a.(type) {
 			case order.CreateOrder:

@@ -23,9 +23,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/certlife/certlife/acmeclient"
+	"github.com/certlife/certlife/acmeclient/acmetest"
 	"github.com/certlife/certlife/challenge"
 	"github.com/certlife/certlife/internal/acmeflow"
-	"github.com/certlife/certlife/internal/acmetest"
 	"github.com/certlife/certlife/order"
 )
 
@@ -123,7 +123,7 @@ func newFront(t testing.TB, pebble *acmetest.Server, clock *fakeClock) *front {
 			pr.SetURL(&url.URL{Scheme: target.Scheme, Host: target.Host})
 			pr.Out.Host = pr.In.Host // Pebble's URLs point at the front
 		},
-		Transport: pebble.HTTPClient().Transport,
+		Transport: pebble.Client().Transport,
 		ErrorLog:  nil,
 	}
 	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))

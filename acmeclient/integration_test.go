@@ -22,9 +22,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/certlife/certlife/acmeclient"
+	"github.com/certlife/certlife/acmeclient/acmetest"
 	"github.com/certlife/certlife/challenge"
 	"github.com/certlife/certlife/internal/acmeflow"
-	"github.com/certlife/certlife/internal/acmetest"
 	"github.com/certlife/certlife/order"
 	"github.com/certlife/certlife/renewal"
 )
@@ -69,7 +69,7 @@ func newEnv(t testing.TB, opts acmetest.Options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := acmeclient.New(acmeclient.Config{DirectoryURL: srv.DirectoryURL, Key: key, HTTPClient: srv.HTTPClient(), UserAgent: "certlife-test"})
+	client, err := acmeclient.New(acmeclient.Config{DirectoryURL: srv.DirectoryURL, Key: key, HTTPClient: srv.Client(), UserAgent: "certlife-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +403,7 @@ func TestExternalAccountBinding(t *testing.T) {
 	}
 	defer srv.Close()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	c, err := acmeclient.New(acmeclient.Config{DirectoryURL: srv.DirectoryURL, Key: key, HTTPClient: srv.HTTPClient()})
+	c, err := acmeclient.New(acmeclient.Config{DirectoryURL: srv.DirectoryURL, Key: key, HTTPClient: srv.Client()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,10 +23,10 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/certlife/certlife/acmeclient"
+	"github.com/certlife/certlife/acmeclient/acmetest"
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/challenge"
 	"github.com/certlife/certlife/internal/acmeflow"
-	"github.com/certlife/certlife/internal/acmetest"
 	"github.com/certlife/certlife/internal/refhost"
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/order"
@@ -110,7 +110,7 @@ func (r *run) setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	client, err := acmeclient.New(acmeclient.Config{DirectoryURL: srv.DirectoryURL, Key: accountKey, HTTPClient: srv.HTTPClient(),
+	client, err := acmeclient.New(acmeclient.Config{DirectoryURL: srv.DirectoryURL, Key: accountKey, HTTPClient: srv.Client(),
 		Clock: r.clk, UserAgent: "certlife-quickstart"})
 	if err != nil {
 		return err

@@ -11,10 +11,10 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/certlife/certlife/acmeclient"
+	"github.com/certlife/certlife/acmeclient/acmetest"
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/challenge"
 	"github.com/certlife/certlife/internal/acmeflow"
-	"github.com/certlife/certlife/internal/acmetest"
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/order"
 )
@@ -55,7 +55,7 @@ func TestACMEIssuerThroughTheReferenceHost(t *testing.T) {
 	start := time.Now().Truncate(time.Second)
 	clk := testingclock.NewFakePassiveClock(start)
 	accountKey, _ := keys.Generate(rand.Reader, keys.KeySpec{Algorithm: keys.AlgorithmECDSA})
-	client, err := acmeclient.New(acmeclient.Config{DirectoryURL: srv.DirectoryURL, Key: accountKey, HTTPClient: srv.HTTPClient(), Clock: clk})
+	client, err := acmeclient.New(acmeclient.Config{DirectoryURL: srv.DirectoryURL, Key: accountKey, HTTPClient: srv.Client(), Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
