@@ -25,7 +25,7 @@ type Config struct {
 	// the wait doubles, up to PollInterval. A Retry-After the server sends
 	// is followed instead, but never sooner than FirstPoll after the
 	// read. It is also the first wait before a failed self-check is
-	// repeated. Zero means 250ms.
+	// repeated. Zero means 200ms.
 	FirstPoll time.Duration
 	// PollInterval is the longest wait between reads of an accepted
 	// challenge's authorization. Zero means 5s.
@@ -65,7 +65,7 @@ func (c Config) pollInterval() time.Duration { return orDefault(c.PollInterval, 
 
 // firstPoll is FirstPoll, never more than ceiling.
 func (c Config) firstPoll(ceiling time.Duration) time.Duration {
-	return min(orDefault(c.FirstPoll, 250*time.Millisecond), ceiling)
+	return min(orDefault(c.FirstPoll, 200*time.Millisecond), ceiling)
 }
 
 // spaced is the next look after one at last at something unchanged since

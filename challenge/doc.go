@@ -14,7 +14,7 @@
 // again at RequeueAt with nothing changed acts, or waits for a later time
 // for another reason — never for the same deadline moved forward. Reads of
 // an accepted challenge and repeats of a failed self-check come
-// [Config.FirstPoll] (250 ms) after the change, then after waits that
+// [Config.FirstPoll] (200 ms) after the change, then after waits that
 // double while nothing changes, up to [Config.PollInterval] (5 s) or
 // [Config.SelfCheckInterval] (10 s), or when the server's Retry-After says.
 //

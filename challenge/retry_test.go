@@ -291,11 +291,11 @@ func TestPollsStartSoonAndSlowDownWhileNothingChanges(t *testing.T) {
 		reason string
 		want   time.Duration // RequeueAt after t0
 	}{
-		"the first read 250 ms after the accept (RFC 8555 §7.5.1)": {
-			status: accepted(0, 0), reason: ReasonValidating, want: 250 * ms,
+		"the first read 200 ms after the accept (RFC 8555 §7.5.1)": {
+			status: accepted(0, 0), reason: ReasonValidating, want: 200 * ms,
 		},
-		"a read that found nothing new 250 ms after: the next 250 ms later": {
-			status: accepted(250*ms, 0), reason: ReasonValidating, want: 500 * ms,
+		"a read that found nothing new 200 ms after: the next 200 ms later": {
+			status: accepted(200*ms, 0), reason: ReasonValidating, want: 400 * ms,
 		},
 		"then a second after a read 1 s after the accept": {
 			status: accepted(time.Second, 0), reason: ReasonValidating, want: 2 * time.Second,
@@ -310,10 +310,10 @@ func TestPollsStartSoonAndSlowDownWhileNothingChanges(t *testing.T) {
 			status: func() Status { st := accepted(0, 0); st.RetryAfter = tp(t0.Add(3 * time.Second)); return st }(), reason: ReasonValidating, want: 3 * time.Second,
 		},
 		"a Retry-After of 0 never makes reads come sooner than the first poll": {
-			status: func() Status { st := accepted(0, 0); st.RetryAfter = tp(t0); return st }(), reason: ReasonValidating, want: 250 * ms,
+			status: func() Status { st := accepted(0, 0); st.RetryAfter = tp(t0); return st }(), reason: ReasonValidating, want: 200 * ms,
 		},
-		"a self-check that failed at the presentation is repeated 250 ms later": {
-			status: checkFailed(0, 0), reason: ReasonSelfChecking, want: 250 * ms,
+		"a self-check that failed at the presentation is repeated 200 ms later": {
+			status: checkFailed(0, 0), reason: ReasonSelfChecking, want: 200 * ms,
 		},
 		"a self-check still failing 4 s after the presentation is repeated 4 s later": {
 			status: checkFailed(4*time.Second, 0), reason: ReasonSelfChecking, want: 8 * time.Second,

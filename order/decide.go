@@ -21,7 +21,7 @@ type Config struct {
 	// the order has been unchanged, so the wait doubles, up to
 	// PollInterval. A Retry-After the server sends with the order is
 	// followed instead, but never sooner than FirstPoll after the read.
-	// Zero means 250ms.
+	// Zero means 200ms.
 	FirstPoll time.Duration
 	// PollInterval is the longest wait between reads of an order the
 	// server is working on. Zero means 5s.
@@ -56,7 +56,7 @@ func (c Config) poll() time.Duration {
 func (c Config) firstPoll() time.Duration {
 	first := c.FirstPoll
 	if first <= 0 {
-		first = 250 * time.Millisecond
+		first = 200 * time.Millisecond
 	}
 	return min(first, c.poll())
 }

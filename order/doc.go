@@ -16,7 +16,7 @@
 // the same deadline moved forward with the clock ([RetryAt], [PollAt]).
 //
 // Polls are fast and polite: an order the server is working on is read
-// [Config.FirstPoll] (250 ms) after the call that changed it, then after
+// [Config.FirstPoll] (200 ms) after the call that changed it, then after
 // waits that double while nothing changes, up to [Config.PollInterval]
 // (5 s), or when the server's Retry-After says.
 package order

@@ -527,14 +527,14 @@ func TestPollsStartSoonAndSlowDownWhileNothingChanges(t *testing.T) {
 		cfg   Config
 		want  time.Duration // RequeueAt after t0
 	}{
-		"the first read 250 ms after the finalize that made it processing": {
-			order: func() *Order { return processing(0, 0) }, want: 250 * ms,
+		"the first read 200 ms after the finalize that made it processing": {
+			order: func() *Order { return processing(0, 0) }, want: 200 * ms,
 		},
-		"a read 250 ms after the change that found nothing new: the next 250 ms later": {
-			order: func() *Order { return processing(250*ms, 0) }, want: 500 * ms,
+		"a read 200 ms after the change that found nothing new: the next 200 ms later": {
+			order: func() *Order { return processing(200*ms, 0) }, want: 400 * ms,
 		},
-		"then 500 ms later": {
-			order: func() *Order { return processing(500*ms, 0) }, want: 1000 * ms,
+		"then 400 ms later": {
+			order: func() *Order { return processing(400*ms, 0) }, want: 800 * ms,
 		},
 		"then a second later": {
 			order: func() *Order { return processing(1000*ms, 0) }, want: 2000 * ms,
@@ -563,7 +563,7 @@ func TestPollsStartSoonAndSlowDownWhileNothingChanges(t *testing.T) {
 			want: time.Minute + time.Second,
 		},
 		"a Retry-After of 0 never makes reads come sooner than the first poll": {
-			order: func() *Order { o := processing(0, 0); o.Status.RetryAfter = tp(t0); return o }, want: 250 * ms,
+			order: func() *Order { o := processing(0, 0); o.Status.RetryAfter = tp(t0); return o }, want: 200 * ms,
 		},
 	}
 	for name, tc := range tests {
