@@ -71,7 +71,7 @@ type Client struct {
 // maxPooledNonces bounds the client's own nonces; the oldest go first.
 const maxPooledNonces = 32
 
-// ErrConfig is wrapped by New's errors.
+// ErrConfig is wrapped by the errors of New and NewIssuer.
 var ErrConfig = errors.New("acmeclient: invalid config")
 
 // New returns a Client. It makes no request.

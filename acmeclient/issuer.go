@@ -141,10 +141,8 @@ type Issuer struct {
 	shown   map[string]bool
 }
 
-// ErrIssuerConfig is wrapped by NewIssuer's errors.
-var ErrIssuerConfig = errors.New("acmeclient: invalid issuer config")
-
-// NewIssuer returns an Issuer. It makes no request.
+// NewIssuer returns an Issuer. It makes no request. Its errors wrap
+// ErrConfig and name every field that is wrong.
 func NewIssuer(cfg IssuerConfig) (*Issuer, error) {
 	var problems []string
 	if cfg.Client == nil {
@@ -181,7 +179,7 @@ func NewIssuer(cfg IssuerConfig) (*Issuer, error) {
 		}
 	}
 	if len(problems) > 0 {
-		return nil, fmt.Errorf("%w: %s", ErrIssuerConfig, strings.Join(problems, "; "))
+		return nil, fmt.Errorf("%w: IssuerConfig: %s", ErrConfig, strings.Join(problems, "; "))
 	}
 	return &Issuer{cfg: cfg, selectors: selectors, shown: map[string]bool{}}, nil
 }

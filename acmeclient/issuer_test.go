@@ -395,7 +395,7 @@ func TestNewIssuerChecksTheConfigByField(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, err := acmeclient.NewIssuer(tc.cfg)
-			require.ErrorIs(t, err, acmeclient.ErrIssuerConfig)
+			require.ErrorIs(t, err, acmeclient.ErrConfig)
 			for _, w := range tc.want {
 				assert.Contains(t, err.Error(), w)
 			}

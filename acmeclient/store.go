@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -117,18 +116,6 @@ func (m *MemoryStore) List(_ context.Context) (map[string]*State, error) {
 		out[k] = s
 	}
 	return out, nil
-}
-
-// Keys returns the keys held, sorted.
-func (m *MemoryStore) Keys() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	keys := make([]string, 0, len(m.states))
-	for k := range m.states {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func decodeState(key string, b []byte) (*State, error) {
