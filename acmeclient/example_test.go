@@ -15,9 +15,10 @@ import (
 	"github.com/certlife/certlife/order"
 )
 
-// The first steps of an order, one single-shot call per action: each takes
-// the order's status and returns the status to write back. Pebble, in
-// process, stands in for the CA.
+// The first steps of an order driven by hand, one single-shot call per
+// action: each takes the order's status and returns the status to write
+// back (an Issuer does all of this for a host). Pebble, in process, stands
+// in for the CA.
 func Example() {
 	srv, err := acmetest.Start(acmetest.Options{})
 	if err != nil {
@@ -25,7 +26,7 @@ func Example() {
 	}
 	defer srv.Close()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	client, err := acmeclient.New(acmeclient.Config{DirectoryURL: srv.DirectoryURL, Key: key, HTTPClient: srv.Client()})
+	client, err := acmeclient.New(srv.ClientConfig(key))
 	if err != nil {
 		panic(err)
 	}
