@@ -288,6 +288,42 @@ func TestIssuerRestartResumesTheSameOrder(t *testing.T) {
 	assert.Zero(t, client.Transport().Counts().Total, "answered from the stored order")
 }
 
+// A request deleted before it was answered is forgotten: what its
+// challenges present is taken down and its state removed. An answered
+// request's state goes on its own once it is older than KeepAnswered.
+func TestIssuerForgetsAndRemovesOldStates(t *testing.T) {
+	e := newEnv(t, acmetest.Options{}, func(c *acmeclient.IssuerConfig) {
+		c.Solvers.HTTP01Check = notYet{} // never accepted: presented until forgotten
+		c.KeepAnswered = time.Millisecond
+	})
+	ctx := timeout(t)
+	r, _ := newRequest(t, "deleted", "deleted.example")
+	for e.srv.HTTP01Handler().Presented() == 0 {
+		_, err := e.issuer.Step(ctx, r)
+		require.NoError(t, err)
+	}
+	require.NoError(t, e.issuer.Forget(ctx, r))
+	assert.Zero(t, e.srv.HTTP01Handler().Presented(), "the token is still served")
+	st, err := e.store.Get(ctx, acmeclient.OrderName(r))
+	require.NoError(t, err)
+	assert.Nil(t, st, "the state is still there")
+
+	// A state answered an hour ago is removed by a later step that
+	// schedules a challenge (and so looks at every state).
+	require.NoError(t, e.store.Put(ctx, "answered", &acmeclient.State{AnsweredAt: ptr(time.Now().Add(-time.Hour))}))
+	r2, _ := newRequest(t, "later", "later.example")
+	for e.srv.HTTP01Handler().Presented() == 0 {
+		_, err := e.issuer.Step(ctx, r2)
+		require.NoError(t, err)
+	}
+	all, err := e.store.List(ctx)
+	require.NoError(t, err)
+	assert.NotContains(t, all, "answered", "an answered state an hour old is kept")
+	assert.Contains(t, all, acmeclient.OrderName(r2))
+}
+
+func ptr[T any](v T) *T { return &v }
+
 // notYet is a self-check that never passes.
 type notYet struct{}
 
