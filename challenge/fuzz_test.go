@@ -14,13 +14,15 @@ import (
 )
 
 func FuzzChallenge(f *testing.F) {
-	f.Add(uint16(0), "pending", int64(0), int64(0), int64(5), "", uint8(0), int64(0), int64(0), int64(0))
-	f.Add(uint16(0xffff), "invalid", int64(-10), int64(3), int64(-100), "503", uint8(3), int64(-2), int64(100), int64(-5))
-	f.Add(uint16(1|2|8|16|32|512|2048), "pending", int64(-60), int64(0), int64(0), "503", uint8(6), int64(0), int64(0), int64(-60))
-	f.Add(uint16(2|16|32|512|1024), "pending", int64(0), int64(0), int64(0), "503", uint8(6), int64(0), int64(160), int64(0))
-	f.Add(uint16(1|2|32|256), "pending", int64(0), int64(0), int64(0), "", uint8(0), int64(0), int64(0), int64(0))
-	f.Add(uint16(1|2|4|16|32|128|512), "processing", int64(-5), int64(0), int64(40), "timeout", uint8(1), int64(-1), int64(0), int64(0))
-	f.Fuzz(func(t *testing.T, flags uint16, state string, synced, selfCheck, retry int64, lastErr string, attempts uint8, errOff, nextOff, presentedOff int64) {
+	f.Add(uint16(0), "pending", int64(0), int64(0), int64(5), "", uint8(0), int64(0), int64(0), int64(0), int64(0))
+	f.Add(uint16(0xffff), "invalid", int64(-10), int64(3), int64(-100), "503", uint8(3), int64(-2), int64(100), int64(-5), int64(0))
+	f.Add(uint16(1|2|8|16|32|512|2048), "pending", int64(-60), int64(0), int64(0), "503", uint8(6), int64(0), int64(0), int64(-60), int64(0))
+	f.Add(uint16(2|16|32|512|1024), "pending", int64(0), int64(0), int64(0), "503", uint8(6), int64(0), int64(160), int64(0), int64(0))
+	f.Add(uint16(1|2|32|256), "pending", int64(0), int64(0), int64(0), "", uint8(0), int64(0), int64(0), int64(0), int64(0))
+	f.Add(uint16(1|2|4|16|32|128|512), "processing", int64(-5), int64(0), int64(40), "timeout", uint8(1), int64(-1), int64(0), int64(0), int64(0))
+	f.Add(uint16(1|2|4|32|2048), "processing", int64(0), int64(0), int64(0), "", uint8(0), int64(0), int64(0), int64(-1), int64(-1500))
+	f.Add(uint16(1|2|32|64|2048), "pending", int64(-2), int64(0), int64(0), "", uint8(0), int64(0), int64(0), int64(-3), int64(0))
+	f.Fuzz(func(t *testing.T, flags uint16, state string, synced, selfCheck, retry int64, lastErr string, attempts uint8, errOff, nextOff, presentedOff, changedOff int64) {
 		c := newChallenge("a", "a.example", TypeDNS01, t0)
 		sec := func(n int64) time.Duration { return time.Duration(n%1_000_000) * time.Second }
 		st := &c.Status
@@ -52,6 +54,11 @@ func FuzzChallenge(f *testing.F) {
 		}
 		if flags&4096 != 0 {
 			c.Spec.URL = ""
+		}
+		if changedOff != 0 {
+			// Milliseconds: polls after a change come less than a
+			// second apart.
+			st.ChangedAt = tp(t0.Add(time.Duration(changedOff%100_000_000) * time.Millisecond))
 		}
 		res := Decide(c, t0, cfg)
 		if fmt.Sprint(res) != fmt.Sprint(Decide(c, t0, cfg)) {

@@ -293,14 +293,16 @@ func allAuthorized(o *Order, owned []*challenge.Challenge) bool {
 }
 
 func FuzzOrder(f *testing.F) {
-	f.Add("pending", uint8(3), "web.example", true, uint8(2), int64(0), uint8(0), uint8(0), int64(0), int64(0), int64(0), int64(0))
-	f.Add("ready", uint8(0), "", false, uint8(0), int64(-3600), uint8(0), uint8(0), int64(0), int64(0), int64(0), int64(0))
-	f.Add("ready", uint8(2), "web.example", false, uint8(1), int64(0), uint8(0b0011), uint8(2), int64(-3), int64(0), int64(-1), int64(600))
-	f.Add("valid", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b1000), uint8(1), int64(0), int64(0), int64(-2), int64(0))
-	f.Add("pending", uint8(2), "web.example", false, uint8(2), int64(0), uint8(0b10000), uint8(0), int64(0), int64(0), int64(5), int64(0))
-	f.Add("processing", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b0111), uint8(4), int64(-30), int64(90), int64(-1), int64(100))
+	f.Add("pending", uint8(3), "web.example", true, uint8(2), int64(0), uint8(0), uint8(0), int64(0), int64(0), int64(0), int64(0), int64(0))
+	f.Add("ready", uint8(0), "", false, uint8(0), int64(-3600), uint8(0), uint8(0), int64(0), int64(0), int64(0), int64(0), int64(0))
+	f.Add("ready", uint8(2), "web.example", false, uint8(1), int64(0), uint8(0b0011), uint8(2), int64(-3), int64(0), int64(-1), int64(600), int64(0))
+	f.Add("valid", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b1000), uint8(1), int64(0), int64(0), int64(-2), int64(0), int64(0))
+	f.Add("pending", uint8(2), "web.example", false, uint8(2), int64(0), uint8(0b10000), uint8(0), int64(0), int64(0), int64(5), int64(0), int64(0))
+	f.Add("processing", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b0111), uint8(4), int64(-30), int64(90), int64(-1), int64(100), int64(0))
+	f.Add("processing", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b10000), uint8(0), int64(0), int64(0), int64(0), int64(0), int64(-1500))
+	f.Add("processing", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b11000), uint8(0), int64(0), int64(3), int64(0), int64(0), int64(-250))
 	f.Fuzz(func(t *testing.T, state string, nAuthz uint8, ident string, wildcard bool, nOwned uint8, failOff int64,
-		flags, attempts uint8, errOff, retryOff, syncOff, expOff int64) {
+		flags, attempts uint8, errOff, retryOff, syncOff, expOff, changedOff int64) {
 		o := authorized(newOrder())
 		o.Status.State = State(state)
 		o.Status.Authorizations = nil
@@ -330,6 +332,11 @@ func FuzzOrder(f *testing.F) {
 		}
 		if flags&32 != 0 {
 			o.Status.Expires = tp(t0.Add(sec(expOff)))
+		}
+		if changedOff != 0 {
+			// Milliseconds: polls after a change come less than a
+			// second apart.
+			o.Status.ChangedAt = tp(t0.Add(time.Duration(changedOff%100_000_000) * time.Millisecond))
 		}
 		if flags&64 != 0 {
 			o.Status.CertificateURL = "https://ca/cert/1"

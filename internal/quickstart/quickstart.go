@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,10 +22,9 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/certlife/certlife/acmeclient"
+	"github.com/certlife/certlife/acmeclient/acmetest"
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/challenge"
-	"github.com/certlife/certlife/internal/acmeflow"
-	"github.com/certlife/certlife/internal/acmetest"
 	"github.com/certlife/certlife/internal/refhost"
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/order"
@@ -65,7 +63,7 @@ type run struct {
 	clk     *testingclock.FakePassiveClock
 	srv     *acmetest.Server
 	h       *refhost.Host
-	http01  *acmeclient.HTTP01Solver
+	http01  *acmeclient.HTTP01Handler // what answers HTTP-01 behind the firewall
 	res     Result
 
 	lastBackoff string
@@ -110,8 +108,9 @@ func (r *run) setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	client, err := acmeclient.New(acmeclient.Config{DirectoryURL: srv.DirectoryURL, Key: accountKey, HTTPClient: srv.HTTPClient(),
-		Now: r.clk.Now, UserAgent: "certlife-quickstart"})
+	cfg := srv.ClientConfig(accountKey)
+	cfg.Clock, cfg.UserAgent = r.clk, "certlife-quickstart"
+	client, err := acmeclient.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -119,31 +118,26 @@ func (r *run) setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.http01 = &acmeclient.HTTP01Solver{}
-	srv.SetHTTP01Handler(r.http01)
-	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, srv.DNS().Addr())
-	}}
-	dialer := &net.Dialer{Resolver: resolver, Timeout: 5 * time.Second}
-	selfCheck := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: dialer.DialContext, DisableKeepAlives: true}}
-	runner := &acmeflow.Runner{
-		Client:          client,
-		Solvers:         acmeclient.Solvers{HTTP01: r.http01, HTTP01Check: &acmeclient.HTTP01Checker{Client: selfCheck, Port: srv.HTTP01Port()}},
-		OrderConfig:     order.Config{PollInterval: time.Second},
-		ChallengeConfig: challenge.Config{PollInterval: time.Second, SelfCheckInterval: time.Second},
-		Now:             r.clk.Now,
+	r.http01 = srv.HTTP01Handler()
+	issuerCfg := acmeclient.IssuerConfig{
+		Client: client, Store: acmeclient.NewMemoryStore(), Solvers: srv.Solvers(), RequestValidity: true,
+		Order:     order.Config{PollInterval: time.Second},
+		Challenge: challenge.Config{PollInterval: time.Second, SelfCheckInterval: time.Second},
 	}
 	if r.verbose {
-		runner.Trace = func(e acmeflow.Event) {
+		issuerCfg.Trace = func(e acmeclient.Event) {
 			fmt.Fprintf(r.w, "%s  %-14s %-22s %s\n", r.stamp(e.Time), "acme "+strings.SplitN(e.Resource, "/", 2)[0], e.Reason, strings.Join(e.Actions, " "))
 		}
+	}
+	issuer, err := acmeclient.NewIssuer(issuerCfg)
+	if err != nil {
+		return err
 	}
 	r.h, err = refhost.New(refhost.Options{Clock: r.clk, Rand: rand.Reader, Observe: r.observe})
 	if err != nil {
 		return err
 	}
-	r.h.SetIssuer("pebble", &refhost.ACME{Runner: runner, RequestValidity: true})
+	r.h.SetIssuer("pebble", &refhost.ACME{Issuer: issuer})
 	fmt.Fprintf(r.w, "Pebble (Let's Encrypt's test CA) is serving ACME at %s\n", srv.DirectoryURL)
 	fmt.Fprintf(r.w, "ACME account %s; HTTP-01 answered on 127.0.0.1:%d\n", acct.URL, srv.HTTP01Port())
 	fmt.Fprintf(r.w, "The clock is a fake one from here on: each line is one decision — time, stage, reason, actions.\n\n")

@@ -11,10 +11,9 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/certlife/certlife/acmeclient"
+	"github.com/certlife/certlife/acmeclient/acmetest"
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/challenge"
-	"github.com/certlife/certlife/internal/acmeflow"
-	"github.com/certlife/certlife/internal/acmetest"
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/order"
 )
@@ -55,23 +54,24 @@ func TestACMEIssuerThroughTheReferenceHost(t *testing.T) {
 	start := time.Now().Truncate(time.Second)
 	clk := testingclock.NewFakePassiveClock(start)
 	accountKey, _ := keys.Generate(rand.Reader, keys.KeySpec{Algorithm: keys.AlgorithmECDSA})
-	client, err := acmeclient.New(acmeclient.Config{DirectoryURL: srv.DirectoryURL, Key: accountKey, HTTPClient: srv.HTTPClient(), Now: clk.Now})
+	cfg := srv.ClientConfig(accountKey)
+	cfg.Clock = clk
+	client, err := acmeclient.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.EnsureAccount(context.Background(), acmeclient.AccountOptions{AgreeToTerms: true}); err != nil {
+	issuer, err := acmeclient.NewIssuer(acmeclient.IssuerConfig{Client: client, Account: acmeclient.AccountOptions{AgreeToTerms: true},
+		Store: acmeclient.NewMemoryStore(), Solvers: srv.Solvers(), RequestValidity: true,
+		Order: order.Config{PollInterval: time.Second}, Challenge: challenge.Config{PollInterval: time.Second}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	http01 := &acmeclient.HTTP01Solver{}
-	srv.SetHTTP01Handler(http01)
-	runner := &acmeflow.Runner{Client: client, Solvers: acmeclient.Solvers{HTTP01: http01}, Now: clk.Now,
-		OrderConfig: order.Config{PollInterval: time.Second}, ChallengeConfig: challenge.Config{PollInterval: time.Second}}
 
 	h, err := New(Options{Clock: clk, Rand: rand.Reader})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.SetIssuer("pebble", &ACME{Runner: runner, RequestValidity: true})
+	h.SetIssuer("pebble", &ACME{Issuer: issuer})
 	c := &certificate.Certificate{ObjectMeta: certificate.ObjectMeta{Name: "web", Namespace: "default"},
 		Spec: certificate.Spec{SecretName: "web-tls", DNSNames: []string{"web.example"}, IssuerRef: certificate.IssuerRef{Name: "pebble"},
 			PrivateKey: &keys.KeySpec{Algorithm: keys.AlgorithmECDSA}}}
@@ -110,5 +110,13 @@ func TestACMEIssuerThroughTheReferenceHost(t *testing.T) {
 	second := check(2)
 	if !second.NotBefore.After(first.NotBefore.Add(59 * 24 * time.Hour)) {
 		t.Fatalf("renewed certificate valid from %v; the first from %v", second.NotBefore, first.NotBefore)
+	}
+	// The renewal named the certificate it replaces (RFC 9773 §5).
+	deadline := time.Now().Add(5 * time.Second)
+	for replaced, _ := srv.Replaced(first); !replaced; replaced, _ = srv.Replaced(first) {
+		if time.Now().After(deadline) {
+			t.Fatal("the server did not record the renewal as replacing the first certificate")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -2,19 +2,13 @@ package refhost
 
 import (
 	"context"
-	"crypto/x509"
-	"encoding/pem"
-	"fmt"
 	"io"
 	"time"
 
+	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/certificate"
-	"github.com/certlife/certlife/challenge"
-	"github.com/certlife/certlife/internal/acmeflow"
 	"github.com/certlife/certlife/internal/localca"
-	"github.com/certlife/certlife/internal/stablehash"
 	"github.com/certlife/certlife/keys"
-	"github.com/certlife/certlife/order"
 )
 
 // Issuer answers CertificateRequests.
@@ -129,97 +123,22 @@ func (l *LocalCA) Process(_ context.Context, req *certificate.CertificateRequest
 	return Outcome{Done: true, Status: Issued(chain, l.CA.CertPEM)}, nil
 }
 
-// ACME issues through an ACME server: one order per request, driven by the
-// order and challenge machines of a Runner.
+// ACME answers requests over ACME with the public acmeclient.Issuer: one
+// order per request, its state in the issuer's store. The host sets
+// acmeclient.AnnotationReplaces on the requests it creates for a
+// certificate whose secret holds one (RFC 9773 §5).
 type ACME struct {
-	Runner *acmeflow.Runner
-	// Solvers the orders offer; one HTTP-01 solver for every name when
-	// empty.
-	Solvers []order.SolverConfig
-	// Profile the orders ask for.
-	Profile string
-	// RequestValidity makes each order ask for notBefore = now and notAfter
-	// = now + the request's duration (cert-manager's
-	// enableDurationFeature), for CAs that honour them.
-	RequestValidity bool
-	// PreferredChain is the issuer common name of the chain to prefer.
-	PreferredChain string
+	Issuer *acmeclient.Issuer
 }
 
-// orderName is one order per request and CSR: a request re-created after a
-// failure carries a new CSR and gets a new order.
-func orderName(req *certificate.CertificateRequest) string {
-	return fmt.Sprintf("%s-%08x", req.Name, uint32(stablehash.Sum64("order", string(req.Spec.Request))))
-}
-
-// orderSpec is the order for a request's CSR. The common name goes in as
-// itself: the order machine makes it an identifier — an IP address as an
-// IP identifier, never a DNS name.
-func (a *ACME) orderSpec(req *certificate.CertificateRequest, csr *x509.CertificateRequest, now time.Time) order.Spec {
-	spec := order.Spec{CSR: csr.Raw, Issuer: challenge.Issuer{Name: req.Spec.IssuerRef.Name, Kind: req.Spec.IssuerRef.Kind, Group: req.Spec.IssuerRef.Group},
-		CommonName: csr.Subject.CommonName, DNSNames: append([]string(nil), csr.DNSNames...), Solvers: a.Solvers, Profile: a.Profile, PreferredChain: a.PreferredChain}
-	for _, ip := range csr.IPAddresses {
-		spec.IPAddresses = append(spec.IPAddresses, ip.String())
+// Process implements Issuer: one step of the request's order.
+func (a *ACME) Process(ctx context.Context, req *certificate.CertificateRequest, _ time.Time) (Outcome, error) {
+	res, err := a.Issuer.Step(ctx, req)
+	if err != nil {
+		return Outcome{}, err
 	}
-	if len(spec.Solvers) == 0 {
-		spec.Solvers = []order.SolverConfig{{Solver: challenge.Solver{HTTP01: &challenge.HTTP01Solver{}}}}
+	if res.Answered {
+		return Outcome{Done: true, Status: req.Status}, nil
 	}
-	if a.RequestValidity {
-		d := certificate.DefaultDuration
-		if req.Spec.Duration != nil {
-			d = req.Spec.Duration.Duration
-		}
-		nb, na := now.Truncate(time.Second), now.Truncate(time.Second).Add(d)
-		spec.NotBefore, spec.NotAfter = &nb, &na
-	}
-	return spec
-}
-
-// Process implements Issuer.
-func (a *ACME) Process(ctx context.Context, req *certificate.CertificateRequest, now time.Time) (Outcome, error) {
-	name := orderName(req)
-	if _, ok := a.Runner.Order(name); !ok {
-		csr, err := keys.DecodeCSR(req.Spec.Request)
-		if err != nil {
-			return Outcome{Done: true, Status: Failed(now, "the request's CSR cannot be read: "+err.Error(), nil)}, nil
-		}
-		a.Runner.Add(order.Order{Name: name, Namespace: req.Namespace, CreationTimestamp: now, Spec: a.orderSpec(req, csr, now)})
-	}
-	acted, next := a.Runner.Step(ctx)
-	if acted {
-		next = now // the machines have more to do at once
-	}
-	o, _ := a.Runner.Order(name)
-	switch {
-	case o.Status.State == order.StateValid && len(o.Status.Certificate) > 0:
-		a.Runner.Remove(ctx, name)
-		return Outcome{Done: true, Status: Issued(o.Status.Certificate, topOfChain(o.Status.Certificate))}, nil
-	case o.Status.State.Failed():
-		a.Runner.Remove(ctx, name)
-		var retry *time.Time
-		if o.Status.RetryAfter != nil && o.Status.RetryAfter.After(now) {
-			retry = o.Status.RetryAfter
-		}
-		return Outcome{Done: true, Status: Failed(now, "the ACME order is "+string(o.Status.State)+": "+o.Status.Reason, retry)}, nil
-	}
-	if next.IsZero() {
-		next = now.Add(time.Second)
-	}
-	return Outcome{RequeueAt: next}, nil
-}
-
-// topOfChain returns the last certificate of a PEM chain, the one whose
-// issuer is the root: what a host writes to ca.crt for an ACME chain.
-func topOfChain(chain []byte) []byte {
-	var last []byte
-	rest := chain
-	for {
-		b, r := pem.Decode(rest)
-		if b == nil {
-			break
-		}
-		last = pem.EncodeToMemory(b)
-		rest = r
-	}
-	return last
+	return Outcome{RequeueAt: res.RequeueAt}, nil
 }

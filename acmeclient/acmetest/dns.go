@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/certlife/certlife/acmeclient"
 )
 
 // DNS is a small authoritative DNS server on loopback for tests: every
@@ -100,15 +102,16 @@ func (d *DNS) AddZone(zone string) {
 	d.zones[fqdn(zone)] = true
 }
 
-// Present adds a TXT value (acmeclient.DNS01Provider).
-func (d *DNS) Present(_ context.Context, fqdn, value string) error {
-	d.SetTXT(fqdn, value)
+// Present publishes a DNS-01 presentation's TXT value: the server is an
+// acmeclient.Presenter for DNS-01.
+func (d *DNS) Present(_ context.Context, p acmeclient.Presentation) error {
+	d.SetTXT(p.DNS01Name(), p.DNS01Value())
 	return nil
 }
 
-// CleanUp removes a TXT value (acmeclient.DNS01Provider).
-func (d *DNS) CleanUp(_ context.Context, fqdn, value string) error {
-	d.ClearTXT(fqdn, value)
+// CleanUp removes a DNS-01 presentation's TXT value.
+func (d *DNS) CleanUp(_ context.Context, p acmeclient.Presentation) error {
+	d.ClearTXT(p.DNS01Name(), p.DNS01Value())
 	return nil
 }
 

@@ -1,10 +1,11 @@
 package acmetest
 
 import (
+	"context"
+	"crypto"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,8 @@ import (
 	"github.com/letsencrypt/pebble/v2/db"
 	"github.com/letsencrypt/pebble/v2/va"
 	"github.com/letsencrypt/pebble/v2/wfe"
+
+	"github.com/certlife/certlife/acmeclient"
 )
 
 // Profile is a certificate profile the server offers (RFC draft
@@ -47,8 +50,16 @@ type Options struct {
 	// AlwaysValid skips validation: every challenge passes
 	// (PEBBLE_VA_ALWAYS_VALID).
 	AlwaysValid bool
-	// AuthzReusePercent: how often an existing valid authorization is
-	// reused for a new order (PEBBLE_AUTHZREUSE), 0–100.
+	// AuthzReusePercent is how often a new order reuses a valid
+	// authorization the account holds for the same identifier
+	// (PEBBLE_AUTHZREUSE), 0–100, exactly.
+	//
+	// Pebble itself reuses one more time in a hundred than it is told: it
+	// creates a new authorization when rand.Intn(100) > percent, so told
+	// 0 it still reuses one time in 100. Start passes percent−1 for 1–100,
+	// and for 0 hides the account's valid authorizations from Pebble
+	// while it creates each order, so that no order reuses one that was
+	// valid when it was asked for.
 	AuthzReusePercent int
 	// Intermediates between the leaf and the root; zero means 1
 	// (PEBBLE_CHAIN_LENGTH).
@@ -73,18 +84,24 @@ type Options struct {
 // endpoint over TLS, a DNS server it resolves every name with, and an
 // HTTP server on the port it validates HTTP-01 challenges against.
 type Server struct {
-	// DirectoryURL is the ACME directory.
+	// URL is the base URL of the ACME endpoint, https://127.0.0.1:port.
+	URL string
+	// DirectoryURL is the ACME directory (RFC 8555 §7.1.1).
 	DirectoryURL string
 
-	acme   *httptest.Server
-	db     *db.MemoryStore
-	ca     *ca.CAImpl
-	dns    *DNS
-	http01 *http.Server
-	httpLn net.Listener
-	h01mu  sync.Mutex
-	h01    http.Handler
-	done   chan struct{}
+	acme    *httptest.Server
+	db      *db.MemoryStore
+	ca      *ca.CAImpl
+	dns     *DNS
+	http01  *http.Server
+	httpLn  net.Listener
+	h01mu   sync.Mutex
+	h01     http.Handler
+	handler *acmeclient.HTTP01Handler
+	done    chan struct{}
+	// newOrders is held exclusively while Pebble creates an order with
+	// the account's valid authorizations hidden (AuthzReusePercent 0).
+	newOrders sync.RWMutex
 }
 
 // envMu serialises the environment variables Pebble reads while its
@@ -102,7 +119,8 @@ func Start(opts Options) (*Server, error) {
 	}
 	logger := log.New(logOut, "pebble ", log.LstdFlags)
 
-	s := &Server{done: make(chan struct{})}
+	s := &Server{done: make(chan struct{}), handler: &acmeclient.HTTP01Handler{}}
+	s.h01 = s.handler
 	var err error
 	if s.dns, err = startDNS(); err != nil {
 		return nil, err
@@ -140,7 +158,7 @@ func Start(opts Options) (*Server, error) {
 	httpPort := s.httpLn.Addr().(*net.TCPAddr).Port
 	env := map[string]string{
 		"PEBBLE_WFE_NONCEREJECT": strconv.Itoa(opts.NonceRejectPercent),
-		"PEBBLE_AUTHZREUSE":      strconv.Itoa(opts.AuthzReusePercent),
+		"PEBBLE_AUTHZREUSE":      strconv.Itoa(max(opts.AuthzReusePercent-1, 0)),
 		"PEBBLE_VA_NOSLEEP":      "1",
 		"PEBBLE_VA_SLEEPTIME":    "",
 		"PEBBLE_VA_ALWAYS_VALID": "",
@@ -166,9 +184,14 @@ func Start(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("acmetest: EAB key %q: %w", id, err)
 		}
 	}
-	s.acme = httptest.NewUnstartedServer(w.Handler())
+	h := w.Handler()
+	if opts.AuthzReusePercent == 0 {
+		h = s.withoutReuse(h)
+	}
+	s.acme = httptest.NewUnstartedServer(h)
 	s.acme.Config.ErrorLog = log.New(io.Discard, "", 0)
 	s.acme.StartTLS()
+	s.URL = s.acme.URL
 	s.DirectoryURL = s.acme.URL + wfe.DirectoryPath
 	return s, nil
 }
@@ -234,9 +257,39 @@ func (s *Server) Close() {
 	}
 }
 
-// HTTPClient returns a client that trusts the ACME server's TLS
+// Client returns an HTTP client that trusts the ACME server's TLS
 // certificate (not the certificates it issues: see Roots).
-func (s *Server) HTTPClient() *http.Client { return s.acme.Client() }
+func (s *Server) Client() *http.Client { return s.acme.Client() }
+
+// ClientConfig is the acmeclient configuration for this server and an
+// account key: its directory, and an HTTP client that trusts it.
+func (s *Server) ClientConfig(key crypto.Signer) acmeclient.Config {
+	return acmeclient.Config{DirectoryURL: s.DirectoryURL, Key: key, HTTPClient: s.Client()}
+}
+
+// Solvers are presenters and self-checks for both challenge types, wired
+// to this server: HTTP-01 through HTTP01Handler, which answers on the
+// port the server validates against, DNS-01 through its DNS server, and
+// self-checks that resolve names through that DNS server, as the CA
+// does.
+func (s *Server) Solvers() acmeclient.Solvers {
+	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, s.dns.Addr())
+	}}
+	dialer := &net.Dialer{Resolver: resolver, Timeout: 5 * time.Second}
+	check := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: dialer.DialContext, DisableKeepAlives: true}}
+	return acmeclient.Solvers{
+		HTTP01:      s.handler,
+		HTTP01Check: acmeclient.HTTP01Checker{Client: check, Port: s.HTTP01Port()},
+		DNS01:       s.dns,
+		DNS01Check:  acmeclient.DNS01Checker{Nameservers: []string{s.dns.Addr()}},
+	}
+}
+
+// HTTP01Handler is the HTTP-01 presenter whose tokens the HTTP-01 port
+// serves (unless SetHTTP01Handler put another handler there).
+func (s *Server) HTTP01Handler() *acmeclient.HTTP01Handler { return s.handler }
 
 // HTTP01Port is the port the server validates HTTP-01 challenges on.
 func (s *Server) HTTP01Port() int { return s.httpLn.Addr().(*net.TCPAddr).Port }
@@ -244,11 +297,15 @@ func (s *Server) HTTP01Port() int { return s.httpLn.Addr().(*net.TCPAddr).Port }
 // HTTP01Addr is the loopback address of the HTTP-01 server.
 func (s *Server) HTTP01Addr() string { return s.httpLn.Addr().String() }
 
-// SetHTTP01Handler sets what answers on the HTTP-01 port (for example an
-// acmeclient.HTTP01Solver); nil answers 404 to everything.
+// SetHTTP01Handler sets what answers on the HTTP-01 port, for example a
+// handler that fails some requests and passes the others on to
+// HTTP01Handler; nil puts HTTP01Handler back.
 func (s *Server) SetHTTP01Handler(h http.Handler) {
 	s.h01mu.Lock()
 	defer s.h01mu.Unlock()
+	if h == nil {
+		h = s.handler
+	}
 	s.h01 = h
 }
 
@@ -256,10 +313,6 @@ func (s *Server) serveHTTP01(w http.ResponseWriter, r *http.Request) {
 	s.h01mu.Lock()
 	h := s.h01
 	s.h01mu.Unlock()
-	if h == nil {
-		http.NotFound(w, r)
-		return
-	}
 	h.ServeHTTP(w, r)
 }
 
@@ -314,11 +367,3 @@ func (s *Server) Replaced(leaf *x509.Certificate) (bool, error) {
 	defer o.RUnlock()
 	return o.IsReplaced, nil
 }
-
-// PEM encodes a certificate, for tests and examples.
-func PEM(c *x509.Certificate) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
-}
-
-// Now is the wall clock Pebble runs on (it has no other).
-func (s *Server) Now() time.Time { return time.Now() }
