@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/certlife/certlife/internal/host"
+	"github.com/certlife/certlife/examples/internal/host"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 

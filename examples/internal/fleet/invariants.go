@@ -8,7 +8,7 @@ import (
 
 	"github.com/certlife/certlife/backoff"
 	"github.com/certlife/certlife/certificate"
-	"github.com/certlife/certlife/internal/refhost"
+	"github.com/certlife/certlife/examples/internal/fleethost"
 	"github.com/certlife/certlife/renewal"
 )
 
@@ -103,7 +103,7 @@ func (t *tracker) manual(name string, now time.Time) {
 	}
 }
 
-func (t *tracker) observe(e refhost.Event) {
+func (t *tracker) observe(e fleethost.Event) {
 	if e.Certificate == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package refhost
+package fleethost
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/certificate"
-	"github.com/certlife/certlife/internal/localca"
+	"github.com/certlife/certlife/examples/internal/simca"
 	"github.com/certlife/certlife/keys"
 )
 
@@ -63,14 +63,14 @@ func (f Fault) String() string {
 
 // LocalCA issues from a local CA, at once.
 type LocalCA struct {
-	CA   *localca.CA
+	CA   *simca.CA
 	Rand io.Reader
 	// Fault, when set, decides a misbehaviour per request.
 	Fault func(req *certificate.CertificateRequest, now time.Time) Fault
 	// RetryAfter of a rate-limited request; zero means 2 hours.
 	RetryAfter time.Duration
 	// TrustRequests skips the check of each CSR's signature (see
-	// localca.Options.TrustRequest): for the simulation only.
+	// simca.Options.TrustRequest): for the simulation only.
 	TrustRequests bool
 	// Count of requests answered, by fault.
 	Count map[Fault]int
@@ -105,7 +105,7 @@ func (l *LocalCA) Process(_ context.Context, req *certificate.CertificateRequest
 	if req.Spec.Duration != nil {
 		d = req.Spec.Duration.Duration
 	}
-	opts := localca.Options{NotBefore: now, NotAfter: now.Add(d), IsCA: req.Spec.IsCA, TrustRequest: l.TrustRequests}
+	opts := simca.Options{NotBefore: now, NotAfter: now.Add(d), IsCA: req.Spec.IsCA, TrustRequest: l.TrustRequests}
 	switch fault {
 	case FaultWrongKey:
 		k, err := keys.Generate(l.Rand, keys.KeySpec{Algorithm: keys.AlgorithmEd25519})

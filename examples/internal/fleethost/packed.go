@@ -1,4 +1,4 @@
-package refhost
+package fleethost
 
 import (
 	"slices"

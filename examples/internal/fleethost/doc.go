@@ -1,6 +1,8 @@
-// Package refhost is certlife's reference host: the small program a host
-// author reads and copies. It keeps Certificates, Secrets and
-// CertificateRequests in versioned in-memory stores (a write with a stale
+// Package fleethost is the fleet simulation's host: the loop of the
+// reference host (examples/refhost, the one to read and copy), made lean
+// enough to hold ten thousand certificates and hard on itself — reads that
+// lag behind writes, packed storage, a parse cache for its own writes. It
+// keeps Certificates, Secrets and CertificateRequests in versioned in-memory stores (a write with a stale
 // resource version fails, as with the Kubernetes API; reads may lag behind
 // writes, as an informer cache does), and runs the loop:
 //
@@ -24,8 +26,8 @@
 // What it holds per certificate is kept small, since a host holds a whole
 // fleet: secrets and requests are stored packed (their small maps as
 // sorted pairs, unpacked on each read), parsed secrets and compiled specs
-// live in one small LRU cache (only certificates being worked on need
-// them), indexes hold a single name as a string, and expectations are
+// live in one small LRU cache keyed by resource version (only
+// certificates being worked on need them), indexes hold a single name as a string, and expectations are
 // dropped once their writes show. In the fleet simulation that is about
 // 3.8 KB per certificate, PEM included.
-package refhost
+package fleethost

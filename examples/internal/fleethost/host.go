@@ -1,4 +1,4 @@
-package refhost
+package fleethost
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 
 	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/certificate"
-	"github.com/certlife/certlife/internal/host"
+	"github.com/certlife/certlife/examples/internal/host"
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/renewal"
 )

@@ -1,4 +1,4 @@
-package localca_test
+package simca_test
 
 import (
 	"crypto/ecdsa"
@@ -9,18 +9,18 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/certlife/certlife/internal/localca"
+	"github.com/certlife/certlife/examples/internal/simca"
 )
 
 func ExampleCA_Sign() {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	ca, _ := localca.New(rand.Reader, "example root", now)
+	ca, _ := simca.New(rand.Reader, "example root", now)
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	der, _ := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
 		Subject: pkix.Name{CommonName: "app.example"}, DNSNames: []string{"app.example"},
 	}, key)
 	csr, _ := x509.ParseCertificateRequest(der)
-	chain, err := ca.Sign(rand.Reader, csr, localca.Options{NotBefore: now, NotAfter: now.Add(24 * time.Hour)})
+	chain, err := ca.Sign(rand.Reader, csr, simca.Options{NotBefore: now, NotAfter: now.Add(24 * time.Hour)})
 	fmt.Println(err == nil, len(chain) > 0)
 	// Output: true true
 }

@@ -1,4 +1,4 @@
-package refhost
+package fleethost
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/certlife/certlife/certificate"
-	"github.com/certlife/certlife/internal/localca"
+	"github.com/certlife/certlife/examples/internal/simca"
 	"github.com/certlife/certlife/keys"
 )
 
@@ -48,7 +48,7 @@ type fixture struct {
 func newFixture(t testing.TB, lag time.Duration) *fixture {
 	t.Helper()
 	clk := testingclock.NewFakePassiveClock(t0)
-	root, err := localca.New(rand.Reader, "reference CA", t0.AddDate(-1, 0, 0))
+	root, err := simca.New(rand.Reader, "reference CA", t0.AddDate(-1, 0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

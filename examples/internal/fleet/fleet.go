@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"runtime"
 	"runtime/pprof"
@@ -21,9 +22,8 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/certlife/certlife/certificate"
-	"github.com/certlife/certlife/internal/localca"
-	"github.com/certlife/certlife/internal/refhost"
-	"github.com/certlife/certlife/internal/stablehash"
+	"github.com/certlife/certlife/examples/internal/fleethost"
+	"github.com/certlife/certlife/examples/internal/simca"
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/renewal"
 )
@@ -212,7 +212,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	for _, s := range shards {
 		s.track.mergeInto(&sum, perMinute)
 		for f, n := range s.ca.Count {
-			if f != refhost.FaultNone {
+			if f != fleethost.FaultNone {
 				sum.Faults[f.String()] += n
 			}
 		}
@@ -271,8 +271,8 @@ type shard struct {
 	cfg   Config
 	index int
 	clk   *testingclock.FakePassiveClock
-	h     *refhost.Host
-	ca    *refhost.LocalCA
+	h     *fleethost.Host
+	ca    *fleethost.LocalCA
 	names []string
 	track *tracker
 
@@ -283,13 +283,13 @@ type shard struct {
 
 func newShard(cfg Config, index int) (*shard, error) {
 	clk := testingclock.NewFakePassiveClock(cfg.Start)
-	root, err := localca.NewEd25519(rand.Reader, fmt.Sprintf("fleet CA %d", index), cfg.Start.AddDate(-1, 0, 0))
+	root, err := simca.NewEd25519(rand.Reader, fmt.Sprintf("fleet CA %d", index), cfg.Start.AddDate(-1, 0, 0))
 	if err != nil {
 		return nil, err
 	}
-	s := &shard{cfg: cfg, index: index, clk: clk, ca: &refhost.LocalCA{CA: root, Rand: rand.Reader, RetryAfter: RateLimitWait, TrustRequests: true}}
+	s := &shard{cfg: cfg, index: index, clk: clk, ca: &fleethost.LocalCA{CA: root, Rand: rand.Reader, RetryAfter: RateLimitWait, TrustRequests: true}}
 	s.track = newTracker(cfg)
-	opts := refhost.Options{Clock: clk, Rand: rand.Reader,
+	opts := fleethost.Options{Clock: clk, Rand: rand.Reader,
 		Config:  certificate.Config{Renewal: renewal.Options{Timing: renewal.Timing{Jitter: cfg.Jitter}}},
 		Observe: s.observe,
 	}
@@ -307,14 +307,14 @@ func newShard(cfg Config, index int) (*shard, error) {
 			return false
 		}
 	}
-	if s.h, err = refhost.New(opts); err != nil {
+	if s.h, err = fleethost.New(opts); err != nil {
 		return nil, err
 	}
 	s.h.SetIssuer("fleet-ca", s.ca)
 	if cfg.Faults {
 		lag := func(name string, version uint64) time.Duration {
 			key := strconv.FormatUint(cfg.Seed, 10) + "/" + name + "/" + strconv.FormatUint(version, 10)
-			return time.Duration(stablehash.Scale(int64(2*StoreLag), "fleet-lag", key))
+			return time.Duration(int64(float64(2*StoreLag) * fraction("fleet-lag", key)))
 		}
 		s.h.Certificates.LagOf, s.h.Secrets.LagOf, s.h.Requests.LagOf = lag, lag, lag
 	}
@@ -333,13 +333,13 @@ func newShard(cfg Config, index int) (*shard, error) {
 // given parts and the seed.
 func (s *shard) chance(num, den uint64, parts ...string) bool {
 	key := strconv.FormatUint(s.cfg.Seed, 10) + "/" + strings.Join(parts, "/")
-	return stablehash.Sum64("fleet", key)%den < num
+	return hash64("fleet", key)%den < num
 }
 
 // fleetCertificate is certificate i: its lifetime, policy and names.
 func fleetCertificate(cfg Config, i int) *certificate.Certificate {
 	name := fmt.Sprintf("c%05d", i)
-	pick := stablehash.Sum64("fleet-shape", strconv.FormatUint(cfg.Seed, 10)+"/"+name) % 100
+	pick := hash64("fleet-shape", strconv.FormatUint(cfg.Seed, 10)+"/"+name) % 100
 	d := 90 * 24 * time.Hour
 	switch {
 	case pick < shortLivedPercent:
@@ -353,7 +353,7 @@ func fleetCertificate(cfg Config, i int) *certificate.Certificate {
 			Duration: &certificate.Duration{Duration: d}, IssuerRef: certificate.IssuerRef{Name: "fleet-ca"},
 			PrivateKey: &keys.KeySpec{Algorithm: keys.AlgorithmEd25519}},
 	}
-	policy := stablehash.Sum64("fleet-policy", strconv.FormatUint(cfg.Seed, 10)+"/"+name) % 100
+	policy := hash64("fleet-policy", strconv.FormatUint(cfg.Seed, 10)+"/"+name) % 100
 	switch {
 	case policy < DisabledPercent:
 		c.Spec.Renewal = &renewal.Spec{Policy: renewal.PolicyDisabled}
@@ -365,26 +365,26 @@ func fleetCertificate(cfg Config, i int) *certificate.Certificate {
 }
 
 // fault is the issuer's misbehaviour for one request, deterministic.
-func (s *shard) fault(req *certificate.CertificateRequest, now time.Time) refhost.Fault {
+func (s *shard) fault(req *certificate.CertificateRequest, now time.Time) fleethost.Fault {
 	day := int(now.Sub(s.cfg.Start) / (24 * time.Hour))
 	for _, d := range OutageDays {
 		if day == d {
-			return refhost.FaultFail
+			return fleethost.FaultFail
 		}
 	}
 	at := strconv.FormatInt(now.Unix(), 10)
-	r := stablehash.Sum64("fleet-fault", strconv.FormatUint(s.cfg.Seed, 10)+"/"+req.Name+"/"+at) % 1000
+	r := hash64("fleet-fault", strconv.FormatUint(s.cfg.Seed, 10)+"/"+req.Name+"/"+at) % 1000
 	switch {
 	case r < FailPercent*10:
-		return refhost.FaultFail
+		return fleethost.FaultFail
 	case r < FailPercent*10+WrongKeyPermille:
-		return refhost.FaultWrongKey
+		return fleethost.FaultWrongKey
 	case r < FailPercent*10+WrongKeyPermille+ExpiredPermille:
-		return refhost.FaultExpired
+		return fleethost.FaultExpired
 	case r < FailPercent*10+WrongKeyPermille+ExpiredPermille+RateLimitPermille:
-		return refhost.FaultRateLimited
+		return fleethost.FaultRateLimited
 	}
-	return refhost.FaultNone
+	return fleethost.FaultNone
 }
 
 func (s *shard) run(ctx context.Context) error {
@@ -422,7 +422,7 @@ func (s *shard) daily(now time.Time) {
 	day := strconv.Itoa(int(now.Sub(s.cfg.Start) / (24 * time.Hour)))
 	want := ManualPerDay * len(s.names) / s.cfg.Certificates
 	for i := 0; i < want; i++ {
-		name := s.names[stablehash.Sum64("fleet-manual", strconv.FormatUint(s.cfg.Seed, 10)+"/"+day+"/"+strconv.Itoa(i))%uint64(len(s.names))]
+		name := s.names[hash64("fleet-manual", strconv.FormatUint(s.cfg.Seed, 10)+"/"+day+"/"+strconv.Itoa(i))%uint64(len(s.names))]
 		if err := s.h.Trigger(name, "renewed by hand (simulation)"); err == nil {
 			s.manual++
 			s.track.manual(name, now)
@@ -430,7 +430,7 @@ func (s *shard) daily(now time.Time) {
 	}
 }
 
-func (s *shard) observe(e refhost.Event) {
+func (s *shard) observe(e fleethost.Event) {
 	if e.Err != nil {
 		s.conflicts++
 	}
@@ -444,4 +444,19 @@ func (s *shard) observe(e refhost.Event) {
 		s.answers++
 	}
 	s.track.observe(e)
+}
+
+// hash64 is the simulation's deterministic draw: FNV-1a of the domain and
+// the key, the same on every run and machine.
+func hash64(domain, key string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(domain))
+	h.Write([]byte{0})
+	h.Write([]byte(key))
+	return h.Sum64()
+}
+
+// fraction is a deterministic draw in [0, 1).
+func fraction(domain, key string) float64 {
+	return float64(hash64(domain, key)>>11) / (1 << 53)
 }

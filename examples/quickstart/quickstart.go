@@ -1,10 +1,10 @@
-// Package quickstart is certlife's main job, run by examples/quickstart:
-// Pebble in process, HTTP-01 on loopback, a certificate issued through the
-// reference host and written to disk, then a fake clock moved forward to
-// show, one line per decision, renewal with key rotation, a failed
-// issuance and its backoff, a renewal deferred by a window and then done
-// inside it, and a manual trigger.
-package quickstart
+package main
+
+// The quickstart's story: Pebble in process, HTTP-01 on loopback, a
+// certificate issued through the reference host and written to disk, then
+// a fake clock moved forward to show, one line per decision, renewal with
+// key rotation, a failed issuance and its backoff, a renewal deferred by a
+// window and then done inside it, and a manual trigger.
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 	"github.com/certlife/certlife/acmeclient/acmetest"
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/challenge"
-	"github.com/certlife/certlife/internal/refhost"
+	"github.com/certlife/certlife/examples/refhost"
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/order"
 	"github.com/certlife/certlife/renewal"
@@ -62,11 +62,13 @@ type run struct {
 	start   time.Time
 	clk     *testingclock.FakePassiveClock
 	srv     *acmetest.Server
+	store   *refhost.Store
 	h       *refhost.Host
 	http01  *acmeclient.HTTP01Handler // what answers HTTP-01 behind the firewall
 	res     Result
 
 	lastBackoff string
+	lastRequest map[string]string // what was last shown of each request
 }
 
 // Run runs the quickstart.
@@ -85,7 +87,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	} else if err := os.MkdirAll(dir, 0o700); err != nil {
 		return Result{}, err
 	}
-	r := &run{w: w, verbose: opts.Verbose, res: Result{Dir: dir}}
+	r := &run{w: w, verbose: opts.Verbose, res: Result{Dir: dir}, lastRequest: map[string]string{}}
 	if err := r.setUp(ctx); err != nil {
 		return r.res, err
 	}
@@ -133,11 +135,9 @@ func (r *run) setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.h, err = refhost.New(refhost.Options{Clock: r.clk, Rand: rand.Reader, Observe: r.observe})
-	if err != nil {
-		return err
-	}
-	r.h.SetIssuer("pebble", &refhost.ACME{Issuer: issuer})
+	r.store = refhost.NewStore()
+	r.h = refhost.New(r.store, r.clk, certificate.Config{}, map[string]refhost.Issuer{"pebble": refhost.ACME{Issuer: issuer}})
+	r.h.Observe = r.observe
 	fmt.Fprintf(r.w, "Pebble (Let's Encrypt's test CA) is serving ACME at %s\n", srv.DirectoryURL)
 	fmt.Fprintf(r.w, "ACME account %s; HTTP-01 answered on 127.0.0.1:%d\n", acct.URL, srv.HTTP01Port())
 	fmt.Fprintf(r.w, "The clock is a fake one from here on: each line is one decision — time, stage, reason, actions.\n\n")
@@ -155,6 +155,10 @@ func (r *run) stamp(t time.Time) string {
 func (r *run) observe(e refhost.Event) {
 	if e.Request != nil {
 		cond := e.Request.Condition(certificate.RequestConditionReady)
+		if cond == nil || r.lastRequest[e.Request.Name] == cond.Message {
+			return // the request's state, seen again
+		}
+		r.lastRequest[e.Request.Name] = cond.Message
 		if cond != nil && cond.Status == certificate.StatusTrue {
 			fmt.Fprintf(r.w, "%s  %-14s %-22s request %s answered with a certificate\n", r.stamp(e.Time), "issuer", "Issued", e.Request.Name)
 		} else if cond != nil {
@@ -182,10 +186,9 @@ func (r *run) observe(e refhost.Event) {
 	if d := res.Renewal; d != nil && d.Reason == renewal.ReasonDeferred && res.Reason == certificate.ReasonUpToDate {
 		reason = d.Reason // the renewal policy's decision is the news
 	}
-	// A pass that started an issuance was the trigger's decision, whatever
-	// stage acted last: show why it issues.
-	if was := e.Certificate.Status.Condition(certificate.ConditionIssuing); res.IssuanceReason != "" &&
-		(was == nil || was.Status != certificate.StatusTrue) {
+	// A pass whose trigger started an issuance was the trigger's decision,
+	// whatever stage acted last: show why it issues.
+	if len(res.Steps) > 0 && res.Steps[0].Acted && res.IssuanceReason != "" {
 		stage, reason = string(certificate.StageTrigger), res.IssuanceReason
 	}
 	var acts []string
@@ -230,8 +233,10 @@ func short(a certificate.Action) string {
 }
 
 // runUntil works the host's queue, moving the fake clock to each due time,
-// until end; Pebble validates and issues in real time, so a step that
-// found nothing to do gives it a moment before the clock jumps.
+// until end. Pebble validates and issues in real time: while a request is
+// waiting for it, the fake clock moves no faster than the real one (a poll
+// due in 200 ms is made 200 ms later), so the order's polls and retries
+// see Pebble as a host on a real clock would; between issuances it jumps.
 func (r *run) runUntil(ctx context.Context, end time.Time) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -248,8 +253,8 @@ func (r *run) runUntil(ctx context.Context, end time.Time) error {
 			return nil
 		}
 		if next.After(r.clk.Now()) {
-			if next.Sub(r.clk.Now()) < time.Minute {
-				time.Sleep(3 * time.Millisecond)
+			if wait := next.Sub(r.clk.Now()); r.waitingForPebble() && wait < time.Minute {
+				time.Sleep(wait)
 			}
 			r.clk.SetTime(next)
 		}
@@ -257,8 +262,13 @@ func (r *run) runUntil(ctx context.Context, end time.Time) error {
 	}
 }
 
+// waitingForPebble reports a request the ACME issuer has not answered yet.
+func (r *run) waitingForPebble() bool {
+	return len(r.store.Requests(func(q *certificate.CertificateRequest) bool { return !certificate.Answered(q) })) > 0
+}
+
 func (r *run) certificate() *certificate.Certificate {
-	c, _, _ := r.h.Certificates.Get("web")
+	c, _ := r.store.Certificate("web")
 	return c
 }
 
@@ -271,9 +281,9 @@ func (r *run) revision() int {
 
 // leaf returns the secret's certificate and key, checked to match.
 func (r *run) leaf() (*keys.ParsedSecret, error) {
-	sec, _, ok := r.h.Secrets.Get("web-tls")
-	if !ok {
-		return nil, errors.New("quickstart: no secret web-tls")
+	sec, err := r.store.Secret("web-tls")
+	if err != nil {
+		return nil, fmt.Errorf("quickstart: %w", err)
 	}
 	p, err := keys.ParseSecretData(sec.Data)
 	if err != nil {
@@ -295,7 +305,7 @@ func (r *run) story(ctx context.Context) error {
 		Spec: certificate.Spec{SecretName: "web-tls", CommonName: Name, DNSNames: []string{Name},
 			IssuerRef: certificate.IssuerRef{Name: "pebble"}, PrivateKey: &keys.KeySpec{Algorithm: keys.AlgorithmECDSA}},
 	}
-	if err := r.h.Apply(web); err != nil {
+	if err := r.store.CreateCertificate(web); err != nil {
 		return err
 	}
 	if err := r.runUntil(ctx, r.start.Add(time.Minute)); err != nil {
@@ -366,7 +376,7 @@ func (r *run) story(ctx context.Context) error {
 		win.DaysOfWeek[0], win.Start, win.End, r.stamp(due)))
 	web = r.certificate()
 	web.Spec.Renewal = &renewal.Spec{Policy: renewal.PolicyScheduled, Windows: []renewal.Window{win}}
-	if err := r.h.Apply(web); err != nil {
+	if err := r.store.UpdateCertificateSpec(web); err != nil {
 		return err
 	}
 	fmt.Fprintf(r.w, "%s  %-14s %-22s %s\n", r.stamp(r.clk.Now()), "user", "SpecChanged", "spec.renewal = Scheduled (generation 2)")
@@ -395,7 +405,7 @@ func (r *run) story(ctx context.Context) error {
 
 	// 5. A manual trigger.
 	r.heading("5. A manual trigger (someone suspects the key leaked): Issuing=True by hand, renewed at once")
-	if err := r.h.Trigger("web", "key compromise drill"); err != nil {
+	if err := r.trigger("web", "key compromise drill"); err != nil {
 		return err
 	}
 	fmt.Fprintf(r.w, "%s  %-14s %-22s %s\n", r.stamp(r.clk.Now()), "user", certificate.ReasonManualTrigger, "UpdateStatus(Issuing=True) — key compromise drill")
@@ -415,6 +425,25 @@ func (r *run) story(ctx context.Context) error {
 	fmt.Fprintf(r.w, "\nDone: %d revisions from %d requests, %d failures backed off; %s of virtual time.\n",
 		r.res.Revisions, r.res.Requests, r.res.Failures, r.stamp(r.res.Now))
 	return nil
+}
+
+// trigger is a manual trigger, as a user does it: Issuing=True with reason
+// ManualTrigger in the certificate's status.
+func (r *run) trigger(name, why string) error {
+	c, err := r.store.Certificate(name)
+	if err != nil {
+		return err
+	}
+	st := c.Status
+	var conds []certificate.Condition
+	for _, cd := range st.Conditions {
+		if cd.Type != certificate.ConditionIssuing {
+			conds = append(conds, cd)
+		}
+	}
+	st.Conditions = append(conds, certificate.Condition{Type: certificate.ConditionIssuing, Status: certificate.StatusTrue,
+		Reason: certificate.ReasonManualTrigger, Message: why, LastTransitionTime: r.clk.Now(), ObservedGeneration: c.Generation})
+	return r.store.UpdateCertificateStatus(name, c.ResourceVersion, st)
 }
 
 func (r *run) expectRevision(want int) (*keys.ParsedSecret, error) {
@@ -455,7 +484,10 @@ func (r *run) verify(p *keys.ParsedSecret) error {
 
 // write saves tls.crt, tls.key and Pebble's root.
 func (r *run) write(p *keys.ParsedSecret) error {
-	sec, _, _ := r.h.Secrets.Get("web-tls")
+	sec, err := r.store.Secret("web-tls")
+	if err != nil {
+		return err
+	}
 	r.res.CertFile = filepath.Join(r.res.Dir, "tls.crt")
 	r.res.KeyFile = filepath.Join(r.res.Dir, "tls.key")
 	r.res.RootFile = filepath.Join(r.res.Dir, "pebble-root.pem")

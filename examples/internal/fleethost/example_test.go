@@ -1,4 +1,4 @@
-package refhost_test
+package fleethost_test
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/certlife/certlife/certificate"
-	"github.com/certlife/certlife/internal/localca"
-	"github.com/certlife/certlife/internal/refhost"
+	"github.com/certlife/certlife/examples/internal/simca"
+	"github.com/certlife/certlife/examples/internal/fleethost"
 	"github.com/certlife/certlife/keys"
 )
 
@@ -19,9 +19,9 @@ import (
 func Example() {
 	start := time.Date(2027, 1, 4, 9, 0, 0, 0, time.UTC)
 	clk := testingclock.NewFakePassiveClock(start)
-	ca, _ := localca.New(rand.Reader, "example CA", start.AddDate(-1, 0, 0))
-	h, _ := refhost.New(refhost.Options{Clock: clk, Rand: rand.Reader})
-	h.SetIssuer("ca", &refhost.LocalCA{CA: ca, Rand: rand.Reader})
+	ca, _ := simca.New(rand.Reader, "example CA", start.AddDate(-1, 0, 0))
+	h, _ := fleethost.New(fleethost.Options{Clock: clk, Rand: rand.Reader})
+	h.SetIssuer("ca", &fleethost.LocalCA{CA: ca, Rand: rand.Reader})
 	_ = h.Apply(&certificate.Certificate{
 		ObjectMeta: certificate.ObjectMeta{Name: "web", Namespace: "default"},
 		Spec: certificate.Spec{SecretName: "web-tls", DNSNames: []string{"web.example"},

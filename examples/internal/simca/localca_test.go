@@ -1,4 +1,4 @@
-package localca
+package simca
 
 import (
 	"crypto/ecdsa"
