@@ -5,6 +5,8 @@ import (
 	"os"
 	"runtime/pprof"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestProfileFleet(t *testing.T) {
@@ -19,9 +21,7 @@ func TestProfileFleet(t *testing.T) {
 	pprof.StartCPUProfile(f)
 	sum, err := Run(context.Background(), cfg)
 	pprof.StopCPUProfile()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Log(sum)
 	h.Close()
 }
