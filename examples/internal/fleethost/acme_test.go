@@ -16,6 +16,7 @@ import (
 	"github.com/certlife/certlife/challenge"
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/order"
+	"github.com/stretchr/testify/require"
 )
 
 // runACME works the queue on a fake clock while Pebble validates and
@@ -47,9 +48,7 @@ func runACME(t testing.TB, h *Host, clk *testingclock.FakePassiveClock, end time
 // order and challenge machines, HTTP-01 on loopback.
 func TestACMEIssuerThroughTheReferenceHost(t *testing.T) {
 	srv, err := acmetest.Start(acmetest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer srv.Close()
 	start := time.Now().Truncate(time.Second)
 	clk := testingclock.NewFakePassiveClock(start)
@@ -57,38 +56,28 @@ func TestACMEIssuerThroughTheReferenceHost(t *testing.T) {
 	cfg := srv.ClientConfig(accountKey)
 	cfg.Clock = clk
 	client, err := acmeclient.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	issuer, err := acmeclient.NewIssuer(acmeclient.IssuerConfig{Client: client, Account: acmeclient.AccountOptions{AgreeToTerms: true},
 		Store: acmeclient.NewMemoryStore(), Solvers: srv.Solvers(), RequestValidity: true,
 		Order: order.Config{PollInterval: time.Second}, Challenge: challenge.Config{PollInterval: time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 
 	h, err := New(Options{Clock: clk, Rand: rand.Reader})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	h.SetIssuer("pebble", &ACME{Issuer: issuer})
 	c := &certificate.Certificate{ObjectMeta: certificate.ObjectMeta{Name: "web", Namespace: "default"},
 		Spec: certificate.Spec{SecretName: "web-tls", DNSNames: []string{"web.example"}, IssuerRef: certificate.IssuerRef{Name: "pebble"},
 			PrivateKey: &keys.KeySpec{Algorithm: keys.AlgorithmECDSA}}}
-	if err := h.Apply(c); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, h.Apply(c))
 	check := func(revision int) *x509.Certificate {
 		t.Helper()
 		got, _, _ := h.Certificates.Get("web")
-		if got.Status.Revision == nil || *got.Status.Revision != revision {
-			t.Fatalf("revision %v, want %d (%+v)", got.Status.Revision, revision, got.Status.Conditions)
-		}
+		require.NotNil(t, got.Status.Revision, "no revision, want %d (%+v)", revision, got.Status.Conditions)
+		require.Equal(t, revision, *got.Status.Revision, "revision (%+v)", got.Status.Conditions)
 		sec, _, _ := h.Secrets.Get("web-tls")
 		p, err := keys.ParseSecretData(sec.Data)
-		if err != nil || !p.KeyMatches {
-			t.Fatalf("secret: %v", err)
-		}
+		require.NoError(t, err, "secret")
+		require.True(t, p.KeyMatches, "secret: the key does not match the certificate")
 		inter := x509.NewCertPool()
 		rest := sec.Data[keys.SecretCertificate]
 		for {
@@ -99,24 +88,18 @@ func TestACMEIssuerThroughTheReferenceHost(t *testing.T) {
 			ic, _ := x509.ParseCertificate(b.Bytes)
 			inter.AddCert(ic)
 		}
-		if _, err := p.Leaf.Verify(x509.VerifyOptions{DNSName: "web.example", Roots: srv.RootPool(), Intermediates: inter, CurrentTime: clk.Now()}); err != nil {
-			t.Fatalf("the secret's certificate does not chain to Pebble's root: %v", err)
-		}
+		_, err = p.Leaf.Verify(x509.VerifyOptions{DNSName: "web.example", Roots: srv.RootPool(), Intermediates: inter, CurrentTime: clk.Now()})
+		require.NoError(t, err, "the secret's certificate does not chain to Pebble's root")
 		return p.Leaf
 	}
 	runACME(t, h, clk, start.Add(time.Hour))
 	first := check(1)
 	runACME(t, h, clk, start.Add(61*24*time.Hour))
 	second := check(2)
-	if !second.NotBefore.After(first.NotBefore.Add(59 * 24 * time.Hour)) {
-		t.Fatalf("renewed certificate valid from %v; the first from %v", second.NotBefore, first.NotBefore)
-	}
+	require.True(t, second.NotBefore.After(first.NotBefore.Add(59*24*time.Hour)), "renewed certificate valid from %v; the first from %v", second.NotBefore, first.NotBefore)
 	// The renewal named the certificate it replaces (RFC 9773 §5).
-	deadline := time.Now().Add(5 * time.Second)
-	for replaced, _ := srv.Replaced(first); !replaced; replaced, _ = srv.Replaced(first) {
-		if time.Now().After(deadline) {
-			t.Fatal("the server did not record the renewal as replacing the first certificate")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	require.Eventually(t, func() bool {
+		replaced, _ := srv.Replaced(first)
+		return replaced
+	}, 5*time.Second, 5*time.Millisecond, "the server did not record the renewal as replacing the first certificate")
 }

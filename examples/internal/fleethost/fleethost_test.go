@@ -3,7 +3,6 @@ package fleethost
 import (
 	"context"
 	"crypto/rand"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/examples/internal/simca"
 	"github.com/certlife/certlife/keys"
+	"github.com/stretchr/testify/require"
 )
 
 var t0 = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
@@ -22,9 +22,7 @@ func runUntil(t testing.TB, h *Host, clk *testingclock.FakePassiveClock, end tim
 	t.Helper()
 	ctx := context.Background()
 	for i := 0; ; i++ {
-		if i > 1_000_000 {
-			t.Fatal("the queue never drains: a loop")
-		}
+		require.LessOrEqual(t, i, 1_000_000, "the queue never drains: a loop")
 		next, ok := h.Next()
 		if !ok || next.After(end) {
 			clk.SetTime(end)
@@ -49,14 +47,10 @@ func newFixture(t testing.TB, lag time.Duration) *fixture {
 	t.Helper()
 	clk := testingclock.NewFakePassiveClock(t0)
 	root, err := simca.New(rand.Reader, "reference CA", t0.AddDate(-1, 0, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	f := &fixture{clk: clk, ca: &LocalCA{CA: root, Rand: rand.Reader}}
 	f.h, err = New(Options{Clock: clk, Rand: rand.Reader, Lag: lag, Observe: func(e Event) { f.events = append(f.events, e) }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	f.h.SetIssuer("ca", f.ca)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -79,22 +73,19 @@ func webCertificate() *certificate.Certificate {
 func (f *fixture) secretOK(t testing.TB) *keys.ParsedSecret {
 	t.Helper()
 	sec, _, ok := f.h.Secrets.Get("web-tls")
-	if !ok {
-		t.Fatal("no secret")
-	}
+	require.True(t, ok, "no secret")
 	p, err := keys.ParseSecretData(sec.Data)
-	if err != nil || !p.KeyMatches {
-		t.Fatalf("the secret's key and certificate: %v (match %v)", err, p != nil && p.KeyMatches)
-	}
+	require.NoError(t, err, "the secret's key and certificate")
+	require.True(t, p.KeyMatches, "the secret's key does not match its certificate")
 	return p
 }
 
 func (f *fixture) ready(t testing.TB) *certificate.Certificate {
 	t.Helper()
 	c, _, _ := f.h.Certificates.Get("web")
-	if r := c.Status.Condition(certificate.ConditionReady); r == nil || r.Status != certificate.StatusTrue {
-		t.Fatalf("not Ready: %+v", c.Status.Conditions)
-	}
+	r := c.Status.Condition(certificate.ConditionReady)
+	require.NotNil(t, r, "not Ready: %+v", c.Status.Conditions)
+	require.Equal(t, certificate.StatusTrue, r.Status, "not Ready: %+v", c.Status.Conditions)
 	return c
 }
 
@@ -112,36 +103,26 @@ func (f *fixture) requestsCreated() int {
 
 func TestFirstIssuanceAndRenewal(t *testing.T) {
 	f := newFixture(t, 0)
-	if err := f.h.Apply(webCertificate()); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, f.h.Apply(webCertificate()))
 	runUntil(t, f.h, f.clk, t0.Add(time.Hour))
 	first := f.secretOK(t)
 	c := f.ready(t)
-	if *c.Status.Revision != 1 || f.requestsCreated() != 1 {
-		t.Fatalf("revision %d after %d requests", *c.Status.Revision, f.requestsCreated())
-	}
+	require.Equal(t, 1, *c.Status.Revision, "revision after first issuance")
+	require.Equal(t, 1, f.requestsCreated(), "requests for first issuance")
 	// 90-day certificate: renews when a third remains, at day 60.
 	runUntil(t, f.h, f.clk, t0.Add(61*24*time.Hour))
 	second := f.secretOK(t)
 	c = f.ready(t)
-	if *c.Status.Revision != 2 || f.requestsCreated() != 2 {
-		t.Fatalf("after renewal: revision %d, %d requests", *c.Status.Revision, f.requestsCreated())
-	}
-	if keys.PublicKeysEqual(first.Key.Public(), second.Key.Public()) {
-		t.Fatal("the key was not rotated")
-	}
-	if got := second.Leaf.NotBefore.Sub(t0); got < 59*24*time.Hour || got > 61*24*time.Hour {
-		t.Fatalf("renewed %v after the first issuance", got)
-	}
+	require.Equal(t, 2, *c.Status.Revision, "revision after renewal")
+	require.Equal(t, 2, f.requestsCreated(), "requests after renewal")
+	require.False(t, keys.PublicKeysEqual(first.Key.Public(), second.Key.Public()), "the key was not rotated")
+	renewedAfter := second.Leaf.NotBefore.Sub(t0)
+	require.GreaterOrEqual(t, renewedAfter, 59*24*time.Hour, "renewed too soon after the first issuance")
+	require.LessOrEqual(t, renewedAfter, 61*24*time.Hour, "renewed too late after the first issuance")
 	// Nothing left behind: one request (revision history 1), no next key.
 	var one [1]string
-	if n := len(f.h.requestsOf.get(c.UID, &one)); n != 1 {
-		t.Fatalf("%d requests kept", n)
-	}
-	if n := len(f.h.keysOf.get(c.UID, &one)); n != 0 {
-		t.Fatalf("%d next-key secrets left", n)
-	}
+	require.Len(t, f.h.requestsOf.get(c.UID, &one), 1, "requests kept")
+	require.Empty(t, f.h.keysOf.get(c.UID, &one), "next-key secrets left")
 }
 
 // A failing CA costs one request per backoff step (1h, 2h, 4h), and
@@ -155,9 +136,7 @@ func TestFailuresBackOff(t *testing.T) {
 		}
 		return FaultNone
 	}
-	if err := f.h.Apply(webCertificate()); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, f.h.Apply(webCertificate()))
 	runUntil(t, f.h, f.clk, t0.Add(24*time.Hour))
 	f.secretOK(t)
 	f.ready(t)
@@ -172,13 +151,11 @@ func TestFailuresBackOff(t *testing.T) {
 	// Attempts at 0, +1h, +3h (2h later), +7h (4h later): the last after
 	// the CA came back.
 	want := []time.Duration{0, time.Hour, 3 * time.Hour, 7 * time.Hour}
-	if len(times) != len(want) {
-		t.Fatalf("requests at %v, want %v", times, want)
-	}
+	require.Len(t, times, len(want), "requests at %v, want %v", times, want)
 	for i := range want {
-		if d := times[i] - want[i]; d < 0 || d > time.Minute {
-			t.Fatalf("requests at %v, want %v", times, want)
-		}
+		d := times[i] - want[i]
+		require.GreaterOrEqual(t, d, time.Duration(0), "requests at %v, want %v", times, want)
+		require.LessOrEqual(t, d, time.Minute, "requests at %v, want %v", times, want)
 	}
 }
 
@@ -187,15 +164,12 @@ func TestFailuresBackOff(t *testing.T) {
 // into AlreadyExists.
 func TestStaleCacheMakesNoDuplicateRequest(t *testing.T) {
 	f := newFixture(t, 30*time.Second)
-	if err := f.h.Apply(webCertificate()); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, f.h.Apply(webCertificate()))
 	runUntil(t, f.h, f.clk, t0.Add(61*24*time.Hour))
 	f.secretOK(t)
 	c := f.ready(t)
-	if *c.Status.Revision != 2 || f.requestsCreated() != 2 {
-		t.Fatalf("revision %d, %d request creations", *c.Status.Revision, f.requestsCreated())
-	}
+	require.Equal(t, 2, *c.Status.Revision, "revision")
+	require.Equal(t, 2, f.requestsCreated(), "request creations")
 	conflicts := 0
 	for _, e := range f.events {
 		if e.Err != nil {
@@ -216,44 +190,30 @@ func TestCrashBetweenActions(t *testing.T) {
 		}
 		return false
 	}
-	if err := f.h.Apply(webCertificate()); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, f.h.Apply(webCertificate()))
 	runUntil(t, f.h, f.clk, t0.Add(2*time.Hour))
-	if crashes == 0 {
-		t.Fatal("no crash was injected")
-	}
+	require.NotZero(t, crashes, "no crash was injected")
 	f.secretOK(t)
 	c := f.ready(t)
-	if *c.Status.Revision != 1 || f.requestsCreated() != 1 {
-		t.Fatalf("after %d crashes: revision %d, %d requests", crashes, *c.Status.Revision, f.requestsCreated())
-	}
+	require.Equal(t, 1, *c.Status.Revision, "revision after %d crashes", crashes)
+	require.Equal(t, 1, f.requestsCreated(), "requests after %d crashes", crashes)
 }
 
 // A manual trigger re-issues at once, even in the middle of a backoff.
 func TestManualTrigger(t *testing.T) {
 	f := newFixture(t, 0)
-	if err := f.h.Apply(webCertificate()); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, f.h.Apply(webCertificate()))
 	runUntil(t, f.h, f.clk, t0.Add(time.Hour))
-	if err := f.h.Trigger("web", "rotate after an incident"); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, f.h.Trigger("web", "rotate after an incident"))
 	runUntil(t, f.h, f.clk, t0.Add(2*time.Hour))
 	c := f.ready(t)
-	if *c.Status.Revision != 2 {
-		t.Fatalf("revision %d after the trigger", *c.Status.Revision)
-	}
-	if err := f.h.Trigger("missing", "x"); err == nil || !strings.Contains(err.Error(), "missing") {
-		t.Fatalf("triggering a missing certificate: %v", err)
-	}
+	require.Equal(t, 2, *c.Status.Revision, "revision after the trigger")
+	require.ErrorContains(t, f.h.Trigger("missing", "x"), "missing", "triggering a missing certificate")
 }
 
 func TestNewNeedsAClockAndRandomness(t *testing.T) {
-	if _, err := New(Options{}); err == nil {
-		t.Fatal("New without a clock")
-	}
+	_, err := New(Options{})
+	require.Error(t, err, "New without a clock")
 }
 
 func (f *fixture) dump(t testing.TB) {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // The index against a map of sorted sets, over random adds and removes.
@@ -28,13 +30,13 @@ func TestIndexMatchesSortedSets(t *testing.T) {
 		}
 		for _, k := range keys {
 			var one [1]string
-			if got, want := x.get(k, &one), model[k]; !slices.Equal(got, want) {
-				t.Fatalf("step %d: %s = %v, want %v", step, k, got, want)
-			}
+			got, want := x.get(k, &one), model[k]
+			require.True(t, slices.Equal(got, want), "step %d: %s = %v, want %v", step, k, got, want)
 			_, inOne := x.one[k]
 			_, inMany := x.many[k]
-			if inOne && inMany || inMany && len(x.many[k]) < 2 {
-				t.Fatalf("step %d: %s held wrongly: one %v many %v", step, k, x.one[k], x.many[k])
+			require.False(t, inOne && inMany, "step %d: %s held both as one and as many", step, k)
+			if inMany {
+				require.GreaterOrEqual(t, len(x.many[k]), 2, "step %d: %s held as many with fewer than two", step, k)
 			}
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/certlife/certlife/certificate"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // fill sets every field reachable from v to a non-zero value, so that a
@@ -63,42 +65,33 @@ func fill(t *testing.T, v reflect.Value, depth int) {
 func TestPackedRoundTrip(t *testing.T) {
 	var sec certificate.Secret
 	fill(t, reflect.ValueOf(&sec).Elem(), 0)
-	if got := unpackSecret(packSecret(&sec)); !reflect.DeepEqual(got, &sec) {
-		t.Errorf("secret round trip:\n got %+v\nwant %+v", got, &sec)
-	}
+	assert.Equal(t, &sec, unpackSecret(packSecret(&sec)), "secret round trip")
 	var req certificate.CertificateRequest
 	fill(t, reflect.ValueOf(&req).Elem(), 0)
-	if got := unpackRequest(packRequest(&req)); !reflect.DeepEqual(got, &req) {
-		t.Errorf("request round trip:\n got %+v\nwant %+v", got, &req)
-	}
+	assert.Equal(t, &req, unpackRequest(packRequest(&req)), "request round trip")
 	// nil maps stay nil, empty maps stay empty.
 	empty := &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Name: "e", Annotations: map[string]string{}}, Data: map[string][]byte{}}
-	if got := unpackSecret(packSecret(empty)); !reflect.DeepEqual(got, empty) || got.Labels != nil {
-		t.Errorf("empty and nil maps: got %#v", got)
+	if got := unpackSecret(packSecret(empty)); assert.Equal(t, empty, got, "empty and nil maps") {
+		assert.Nil(t, got.Labels, "nil labels did not stay nil")
 	}
-	if unpackSecret(packSecret(nil)) != nil || unpackRequest(packRequest(nil)) != nil {
-		t.Error("nil did not stay nil")
-	}
+	assert.Nil(t, unpackSecret(packSecret(nil)), "a nil secret did not stay nil")
+	assert.Nil(t, unpackRequest(packRequest(nil)), "a nil request did not stay nil")
 }
 
 // A packed store's reads are the caller's: changing one changes neither
 // the store nor other reads, and writes are not aliased either.
 func TestPackedStoreReadsAreCopies(t *testing.T) {
 	h, err := New(Options{Clock: testingclock.NewFakePassiveClock(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)), Rand: rand.Reader})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	in := &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Name: "s", Annotations: map[string]string{"k": "v"}},
 		Data: map[string][]byte{"tls.crt": []byte("x")}}
-	if _, err := h.Secrets.Create("s", in); err != nil {
-		t.Fatal(err)
-	}
+	_, err = h.Secrets.Create("s", in)
+	require.NoError(t, err)
 	in.Annotations["k"] = "changed by the writer"
 	a, _, _ := h.Secrets.Peek("s")
 	a.Annotations["k"] = "changed by a reader"
 	a.Data["tls.key"] = []byte("y")
 	b, _, _ := h.Secrets.Get("s")
-	if b.Annotations["k"] != "v" || len(b.Data) != 1 {
-		t.Fatalf("store changed through a write or a read: %+v", b)
-	}
+	require.Equal(t, "v", b.Annotations["k"], "store changed through a write or a read: %+v", b)
+	require.Len(t, b.Data, 1, "store changed through a write or a read: %+v", b)
 }
