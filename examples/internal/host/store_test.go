@@ -1,12 +1,13 @@
 package host
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 type obj struct{ V string }
@@ -17,67 +18,50 @@ func TestStoreVersionsAndConflicts(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	s := NewStore(clk, 0, cloneObj)
 	v1, err := s.Create("a", obj{"1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Create("a", obj{"again"}); !errors.Is(err, ErrAlreadyExists) {
-		t.Fatalf("second create: %v, want ErrAlreadyExists", err)
-	}
+	require.NoError(t, err)
+	_, err = s.Create("a", obj{"again"})
+	require.ErrorIs(t, err, ErrAlreadyExists, "second create")
 	v2, err := s.Update("a", obj{"2"}, v1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Update("a", obj{"stale"}, v1); !errors.Is(err, ErrConflict) {
-		t.Fatalf("stale update: %v, want ErrConflict", err)
-	}
+	require.NoError(t, err)
+	_, err = s.Update("a", obj{"stale"}, v1)
+	require.ErrorIs(t, err, ErrConflict, "stale update")
 	got, v, ok := s.Get("a")
-	if !ok || got.V != "2" || v != v2 {
-		t.Fatalf("Get = %v %d %v, want 2 at %d", got, v, ok, v2)
-	}
-	if err := s.Delete("a"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Delete("a"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("second delete: %v, want ErrNotFound", err)
-	}
-	if _, err := s.Update("a", obj{"x"}, v2); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("update of deleted: %v, want ErrNotFound", err)
-	}
+	require.True(t, ok, "Get")
+	require.Equal(t, "2", got.V, "Get")
+	require.Equal(t, v2, v, "Get: version")
+	require.NoError(t, s.Delete("a"))
+	require.ErrorIs(t, s.Delete("a"), ErrNotFound, "second delete")
+	_, err = s.Update("a", obj{"x"}, v2)
+	require.ErrorIs(t, err, ErrNotFound, "update of deleted")
 }
 
 func TestStoreLaggingReadsSeeWritesLate(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	s := NewStore(clk, 5*time.Second, cloneObj)
 	v1, _ := s.Create("a", obj{"1"})
-	if _, _, ok := s.Get("a"); ok {
-		t.Fatal("a lagging cache saw a create at once")
-	}
+	_, _, ok := s.Get("a")
+	require.False(t, ok, "a lagging cache saw a create at once")
 	// A create from a stale view still conflicts with what exists.
-	if _, err := s.Create("a", obj{"dup"}); !errors.Is(err, ErrAlreadyExists) {
-		t.Fatalf("create behind the cache: %v, want ErrAlreadyExists", err)
-	}
+	_, err := s.Create("a", obj{"dup"})
+	require.ErrorIs(t, err, ErrAlreadyExists, "create behind the cache")
 	clk.Step(5 * time.Second)
 	got, v, ok := s.Get("a")
-	if !ok || got.V != "1" || v != v1 {
-		t.Fatalf("after the lag Get = %v %d %v", got, v, ok)
-	}
+	require.True(t, ok, "after the lag Get")
+	require.Equal(t, "1", got.V, "after the lag Get")
+	require.Equal(t, v1, v, "after the lag Get: version")
 	v2, _ := s.Update("a", obj{"2"}, v1)
 	clk.Step(time.Second)
 	got, v, _ = s.Get("a")
-	if got.V != "1" || v != v1 {
-		t.Fatalf("1s after an update the cache shows %v@%d, want the old 1@%d", got, v, v1)
-	}
+	require.Equal(t, "1", got.V, "1s after an update the cache must show the old value")
+	require.Equal(t, v1, v, "1s after an update the cache must show the old version")
 	// A write based on the stale read is refused.
-	if _, err := s.Update("a", obj{"3"}, v); !errors.Is(err, ErrConflict) {
-		t.Fatalf("update from a stale read: %v, want ErrConflict", err)
-	}
+	_, err = s.Update("a", obj{"3"}, v)
+	require.ErrorIs(t, err, ErrConflict, "update from a stale read")
 	clk.Step(4 * time.Second)
-	if got, v, _ = s.Get("a"); got.V != "2" || v != v2 {
-		t.Fatalf("after the lag the cache shows %v@%d, want 2@%d", got, v, v2)
-	}
-	if n := len(s.List()); n != 1 {
-		t.Fatalf("List has %d objects, want 1", n)
-	}
+	got, v, _ = s.Get("a")
+	require.Equal(t, "2", got.V, "after the lag the cache shows")
+	require.Equal(t, v2, v, "after the lag the cache shows: version")
+	require.Len(t, s.List(), 1, "List")
 }
 
 func TestQueueEarliestWinsAndOrder(t *testing.T) {
@@ -88,12 +72,9 @@ func TestQueueEarliestWinsAndOrder(t *testing.T) {
 	q.AddAt("a", t0.Add(time.Second))    // earlier: moves a forward
 	q.AddAt("b", t0.Add(10*time.Second)) // later: ignored
 	q.AddAt("c", t0.Add(2*time.Second))  // ties with b: b first (added first)
-	if q.Len() != 3 {
-		t.Fatalf("Len = %d, want 3", q.Len())
-	}
-	if _, ok := q.PopDue(t0); ok {
-		t.Fatal("popped a key before it was due")
-	}
+	require.Equal(t, 3, q.Len(), "Len")
+	_, ok := q.PopDue(t0)
+	require.False(t, ok, "popped a key before it was due")
 	var got []string
 	for {
 		k, ok := q.PopDue(t0.Add(time.Hour))
@@ -103,12 +84,9 @@ func TestQueueEarliestWinsAndOrder(t *testing.T) {
 		got = append(got, k)
 	}
 	want := []string{"a", "b", "c"}
-	if len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
-		t.Fatalf("order %v, want %v", got, want)
-	}
-	if _, ok := q.Next(); ok {
-		t.Fatal("queue not empty")
-	}
+	require.Equal(t, want, got, "order")
+	_, ok = q.Next()
+	require.False(t, ok, "queue not empty")
 }
 
 // An event (a write reaching the cache) is not merged into an earlier
@@ -129,12 +107,8 @@ func TestQueueEventsAreNotMergedIntoEarlierTimers(t *testing.T) {
 		k, _ := q.PopDue(next)
 		got = append(got, k+"@"+next.Sub(t0).String())
 	}
-	if want := "a@1s b@2s a@3s"; strings.Join(got, " ") != want {
-		t.Fatalf("popped %v, want %s", got, want)
-	}
-	if q.Len() != 0 {
-		t.Fatalf("%d left", q.Len())
-	}
+	require.Equal(t, "a@1s b@2s a@3s", strings.Join(got, " "), "popped")
+	require.Equal(t, 0, q.Len(), "left in the queue")
 }
 
 // modelStore is the plainest lagging store: a full read-cache map that
@@ -194,8 +168,9 @@ func TestStoreMatchesModel(t *testing.T) {
 		case 0:
 			if ver, err := s.Create(name, obj{v}); err == nil {
 				m.write(name, v, false, now.Add(s.LagOf(name, ver)))
-			} else if _, exists := m.items[name]; !exists {
-				t.Fatalf("step %d: create %s failed but the model has no %s: %v", step, name, name, err)
+			} else {
+				_, exists := m.items[name]
+				require.True(t, exists, "step %d: create %s failed but the model has no %s: %v", step, name, name, err)
 			}
 		case 1:
 			_, ver, _ := s.Get(name) // possibly stale: the update may conflict
@@ -213,19 +188,11 @@ func TestStoreMatchesModel(t *testing.T) {
 		for _, n := range names {
 			got, _, ok := s.Get(n)
 			want, wok := m.cache[n]
-			if ok != wok || got.V != want {
-				t.Fatalf("step %d: read %s = %q %v, model %q %v", step, n, got.V, ok, want, wok)
-			}
+			require.Equal(t, wok, ok, "step %d: read %s: found, against the model", step, n)
+			require.Equal(t, want, got.V, "step %d: read %s, against the model", step, n)
 		}
-		list := s.List()
-		if len(list) != len(m.cache) {
-			t.Fatalf("step %d: List has %d, model %d", step, len(list), len(m.cache))
-		}
-		if s.Len() != len(m.items) {
-			t.Fatalf("step %d: Len %d, model %d", step, s.Len(), len(m.items))
-		}
+		require.Len(t, s.List(), len(m.cache), "step %d: List against the model", step)
+		require.Equal(t, len(m.items), s.Len(), "step %d: Len against the model", step)
 	}
-	if len(s.behind) > len(names) {
-		t.Fatalf("behind holds %d names", len(s.behind))
-	}
+	require.LessOrEqual(t, len(s.behind), len(names), "names held behind")
 }
