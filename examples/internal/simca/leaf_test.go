@@ -14,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // stdlibLeaf is what x509.CreateCertificate writes for the leaf Sign
@@ -24,18 +27,14 @@ func stdlibLeaf(t testing.TB, ca *CA, csr *x509.CertificateRequest, pub any, opt
 	ca.serial = serial
 	defer func() { ca.serial = saved }()
 	der, err := x509.CreateCertificate(rand.Reader, ca.template(csr, pub, opts), ca.Cert, pub, ca.key)
-	if err != nil {
-		t.Fatalf("CreateCertificate: %v", err)
-	}
+	require.NoError(t, err, "CreateCertificate")
 	return der
 }
 
 func fastLeaf(t testing.TB, ca *CA, csr *x509.CertificateRequest, pub any, opts Options, serial int64) ([]byte, error) {
 	t.Helper()
 	spki, err := marshalSPKI(pub)
-	if err != nil {
-		t.Fatalf("marshalSPKI: %v", err)
-	}
+	require.NoError(t, err, "marshalSPKI")
 	return ca.encodeLeaf(&leaf{serial: serial, rawSubject: csr.RawSubject, spki: spki,
 		notBefore: opts.NotBefore, notAfter: opts.NotAfter,
 		dnsNames: csr.DNSNames, emails: csr.EmailAddresses, ips: csr.IPAddresses, uris: csr.URIs})
@@ -44,13 +43,9 @@ func fastLeaf(t testing.TB, ca *CA, csr *x509.CertificateRequest, pub any, opts 
 func csrFor(t testing.TB, tmpl *x509.CertificateRequest, key any) *x509.CertificateRequest {
 	t.Helper()
 	der, err := x509.CreateCertificateRequest(rand.Reader, tmpl, key)
-	if err != nil {
-		t.Fatalf("CreateCertificateRequest: %v", err)
-	}
+	require.NoError(t, err, "CreateCertificateRequest")
 	csr, err := x509.ParseCertificateRequest(der)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return csr
 }
 
@@ -59,9 +54,7 @@ func csrFor(t testing.TB, tmpl *x509.CertificateRequest, key any) *x509.Certific
 func TestLeafEncoderMatchesCreateCertificate(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	ca, err := NewEd25519(rand.Reader, "leaf root", start)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	_, edKey, _ := ed25519.GenerateKey(rand.Reader)
 	ecKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	u, _ := url.Parse("spiffe://example.org/ns/a/sa/b")
@@ -90,13 +83,9 @@ func TestLeafEncoderMatchesCreateCertificate(t *testing.T) {
 			opts := Options{NotBefore: c.nb, NotAfter: c.nb.Add(c.d)}
 			for _, serial := range []int64{2, 127, 128, 255, 1 << 40} {
 				got, err := fastLeaf(t, ca, csr, csr.PublicKey, opts, serial)
-				if err != nil {
-					t.Fatalf("encodeLeaf: %v", err)
-				}
+				require.NoError(t, err, "encodeLeaf")
 				want := stdlibLeaf(t, ca, csr, csr.PublicKey, opts, serial)
-				if !bytes.Equal(got, want) {
-					t.Fatalf("serial %d: encoder and CreateCertificate differ:\n got %x\nwant %x", serial, got, want)
-				}
+				require.Equal(t, want, got, "serial %d: encoder and CreateCertificate differ", serial)
 			}
 		})
 	}
@@ -121,13 +110,11 @@ func TestLeafEncoderFallsBack(t *testing.T) {
 		{"before 1950", edCA, plain, Options{NotBefore: time.Date(1949, 1, 1, 0, 0, 0, 0, time.UTC), NotAfter: start}},
 	}
 	for _, c := range cases {
-		if _, err := fastLeaf(t, c.ca, c.csr, c.csr.PublicKey, c.opts, 5); err != errLeafNotFastPathed {
-			t.Errorf("%s: encodeLeaf = %v, want errLeafNotFastPathed", c.name, err)
-		}
+		_, err := fastLeaf(t, c.ca, c.csr, c.csr.PublicKey, c.opts, 5)
+		assert.Same(t, errLeafNotFastPathed, err, "%s: encodeLeaf = %v, want errLeafNotFastPathed", c.name, err)
 		// Sign still issues it, through CreateCertificate.
-		if _, err := c.ca.Sign(rand.Reader, c.csr, c.opts); err != nil {
-			t.Errorf("%s: Sign: %v", c.name, err)
-		}
+		_, err = c.ca.Sign(rand.Reader, c.csr, c.opts)
+		assert.NoError(t, err, "%s: Sign", c.name)
 	}
 }
 
@@ -140,26 +127,16 @@ func TestSignStdlibAndEncoderAgree(t *testing.T) {
 	csr := csrFor(t, &x509.CertificateRequest{DNSNames: []string{"a.example"}}, key)
 	opts := Options{NotBefore: start, NotAfter: start.Add(time.Hour)}
 	fast, err := ca.Sign(rand.Reader, csr, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	ca.serial-- // the same serial again
 	ca.Stdlib = true
 	slow, err := ca.Sign(rand.Reader, csr, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(fast, slow) {
-		t.Fatalf("Sign's paths differ:\n%s\n%s", fast, slow)
-	}
+	require.NoError(t, err)
+	require.Equal(t, fast, slow, "Sign's paths differ")
 	block, _ := pem.Decode(fast)
 	leaf, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := leaf.CheckSignatureFrom(ca.Cert); err != nil {
-		t.Fatalf("leaf signature: %v", err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, leaf.CheckSignatureFrom(ca.Cert), "leaf signature")
 }
 
 // FuzzLeafEncoder holds the encoder to CreateCertificate for any names,
@@ -169,9 +146,7 @@ func FuzzLeafEncoder(f *testing.F) {
 	f.Add("a.example,b.example", "cn", "x@y.z", "https://u.example/p", []byte{}, int64(1<<62), int64(2524608000), int64(86400))
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	ca, err := NewEd25519(rand.Reader, "fuzz root", start)
-	if err != nil {
-		f.Fatal(err)
-	}
+	require.NoError(f, err)
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
 	f.Fuzz(func(t *testing.T, dns, cn, email, uri string, ip []byte, serial, notBefore, seconds int64) {
 		tmpl := &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn}}
