@@ -9,8 +9,8 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/certlife/certlife/certificate"
-	"github.com/certlife/certlife/examples/internal/simca"
 	"github.com/certlife/certlife/examples/internal/fleethost"
+	"github.com/certlife/certlife/examples/internal/simca"
 	"github.com/certlife/certlife/keys"
 )
 
