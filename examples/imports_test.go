@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // No Go file under examples/ — the quickstart, the reference host, the
@@ -37,16 +40,10 @@ func TestExamplesImportOnlyPublicPackages(t *testing.T) {
 		files++
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
-			if strings.HasPrefix(p, forbidden) {
-				t.Errorf("%s imports %s, which users cannot import", path, p)
-			}
+			assert.False(t, strings.HasPrefix(p, forbidden), "%s imports %s, which users cannot import", path, p)
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if files < 10 {
-		t.Fatalf("only %d Go files under examples/: the walk missed them", files)
-	}
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, files, 10, "Go files under examples/: the walk missed them")
 }
