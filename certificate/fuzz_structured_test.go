@@ -393,20 +393,18 @@ func checkDecision(t *testing.T, s *Snapshot, now time.Time, cfg Config) {
 			if a.KeySecretName == a.Name {
 				continue // a repair, from the secret's own key and chain
 			}
-			// An issuance writes only a settled answer: the request's
-			// chain, for the next key, from a request that matches.
-			var from *request
+			// An issuance writes only a settled answer: the chain of a
+			// request of the next revision, for the next key, that matches
+			// (a snapshot may hold two requests with that chain).
 			p := newPass(s, now, cfg)
-			for i := range p.requests {
-				if string(p.requests[i].Status.Certificate) == string(a.Chain) && p.requests[i].revision == nextRevision(c) {
-					from = &p.requests[i]
-				}
-			}
 			k := p.nextKey(a.KeySecretName)
-			require.NotNil(t, from, "%v writes a chain that is not the next revision's answer", a)
-			require.NotNil(t, k, "%v writes a chain that is not the next revision's answer: no next key", a)
-			require.NoError(t, k.err, "%v writes a chain that is not the next revision's answer: the next key cannot be read", a)
-			require.Empty(t, requestMismatch(from, &c.Spec, k.key.Public(), a.KeySecretName), "%v writes the answer to a request that is not settled", a)
+			settled := false
+			for i := range p.requests {
+				r := &p.requests[i]
+				settled = settled || (string(r.Status.Certificate) == string(a.Chain) && r.revision == nextRevision(c) &&
+					k != nil && k.err == nil && requestMismatch(r, &c.Spec, k.key.Public(), a.KeySecretName) == "")
+			}
+			require.True(t, settled, "%v writes an answer that is not a settled request's of the next revision", a)
 		}
 	}
 	require.LessOrEqual(t, creates, 1, "requests created in one pass")

@@ -1,12 +1,15 @@
 package certificate
 
 import (
+	"cmp"
 	"crypto"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/certlife/certlife/keys"
@@ -142,6 +145,13 @@ func newPass(s *Snapshot, now time.Time, cfg Config) *pass {
 		rq.csr, rq.csrErr = keys.DecodeCSR(r.Spec.Request)
 		p.requests = append(p.requests, rq)
 	}
+	// One order for every stage: by revision, then oldest first, then by
+	// name. The requestmanager keeps the first request that matches, and
+	// the issuing stage acts on the first of the revision, so both mean
+	// the same one when a host holds two for a revision.
+	slices.SortStableFunc(p.requests, func(a, b request) int {
+		return cmp.Or(cmp.Compare(a.revision, b.revision), a.CreationTimestamp.Compare(b.CreationTimestamp), strings.Compare(a.Name, b.Name))
+	})
 	for _, sec := range s.NextPrivateKeySecrets {
 		if sec == nil {
 			continue
