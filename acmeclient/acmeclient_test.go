@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/acme"
+
+	"github.com/certlife/certlife/challenge"
 )
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -169,12 +172,14 @@ func TestLinkRel(t *testing.T) {
 
 // RFC 8555 §8.3: the key authorization is served at
 // /.well-known/acme-challenge/<token> until cleaned up.
-func TestHTTP01Solver(t *testing.T) {
-	var s HTTP01Solver
-	if err := s.Present("tok", "tok.thumb"); err != nil {
+func TestHTTP01Handler(t *testing.T) {
+	var s HTTP01Handler
+	ctx := context.Background()
+	tok := Presentation{Type: challenge.TypeHTTP01, Identifier: "web.example", Token: "tok", KeyAuthorization: "tok.thumb"}
+	if err := s.Present(ctx, tok); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Present("a/b", "x"); err == nil {
+	if err := s.Present(ctx, Presentation{Token: "a/b", KeyAuthorization: "x"}); err == nil {
 		t.Fatal("a token with a slash was accepted")
 	}
 	srv := httptest.NewServer(&s)
@@ -197,8 +202,8 @@ func TestHTTP01Solver(t *testing.T) {
 	if code, _ := get("/tok"); code != 404 {
 		t.Fatalf("GET outside the path: %d", code)
 	}
-	s.CleanUp("tok")
-	s.CleanUp("tok")
+	require.NoError(t, s.CleanUp(ctx, tok))
+	require.NoError(t, s.CleanUp(ctx, tok))
 	if code, _ := get(HTTP01Path + "tok"); code != 404 || s.Presented() != 0 {
 		t.Fatalf("after clean-up: %d, %d presented", code, s.Presented())
 	}

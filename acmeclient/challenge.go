@@ -69,6 +69,9 @@ func (c *Client) SyncChallenge(ctx context.Context, st challenge.Status, a chall
 		}
 	}
 	st.SyncedAt = &now
+	if st.State != before {
+		st.ChangedAt = &now
+	}
 	st.NoteSuccess(st.State != before)
 	if t, ok := ParseRetryAfter(rec.header.Get("Retry-After"), now); ok && !st.State.Final() {
 		st.RetryAfter = &t
@@ -96,7 +99,7 @@ func (c *Client) Accept(ctx context.Context, st challenge.Status, a challenge.Ac
 	if ch.Error != nil {
 		st.Reason = problemText(ch.Error)
 	}
-	st.SyncedAt = &now
+	st.SyncedAt, st.ChangedAt = &now, &now
 	st.NoteSuccess(true)
 	if t, ok := ParseRetryAfter(rec.header.Get("Retry-After"), now); ok && !st.State.Final() {
 		st.RetryAfter = &t

@@ -19,6 +19,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/cryptosigner"
 	"golang.org/x/crypto/acme"
+	"k8s.io/utils/clock"
 )
 
 // Config configures a Client. DirectoryURL and Key are required; every
@@ -35,9 +36,10 @@ type Config struct {
 	HTTPClient *http.Client
 	// UserAgent is prepended to the User-Agent of every request.
 	UserAgent string
-	// Now is the clock for SyncedAt, Retry-After and the like; nil means
-	// time.Now. Hosts on a fake clock pass theirs.
-	Now func() time.Time
+	// Clock is the time of SyncedAt, Retry-After and the like; nil means
+	// the wall clock. Hosts on a fake clock (k8s.io/utils/clock/testing)
+	// pass theirs.
+	Clock clock.PassiveClock
 	// MaxBadNonceRetries bounds the retries of a request the server
 	// rejected for a bad nonce (RFC 8555 §6.5); zero means 20, which a
 	// server rejecting half of all nonces fails once in a million.
@@ -54,16 +56,22 @@ type Client struct {
 	transport  *Transport
 	hc         *http.Client
 	key        crypto.Signer
-	now        func() time.Time
+	clock      clock.PassiveClock
 	maxRetries int
 	userAgent  string
 
 	mu         sync.Mutex
 	accountURL string
 	dir        *Directory
+	// nonces are the Replay-Nonces of the responses to signedPost's own
+	// requests, newest last (x/crypto/acme keeps those of its own).
+	nonces []string
 }
 
-// ErrConfig is wrapped by New's errors.
+// maxPooledNonces bounds the client's own nonces; the oldest go first.
+const maxPooledNonces = 32
+
+// ErrConfig is wrapped by the errors of New and NewIssuer.
 var ErrConfig = errors.New("acmeclient: invalid config")
 
 // New returns a Client. It makes no request.
@@ -98,15 +106,15 @@ func New(cfg Config) (*Client, error) {
 	tr := &Transport{Base: base}
 	tr.setDirectoryURL(cfg.DirectoryURL)
 	hc.Transport = tr
-	now := cfg.Now
-	if now == nil {
-		now = time.Now
+	var clk clock.PassiveClock = clock.RealClock{}
+	if cfg.Clock != nil {
+		clk = cfg.Clock
 	}
 	retries := cfg.MaxBadNonceRetries
 	if retries == 0 {
 		retries = 20
 	}
-	c := &Client{transport: tr, hc: hc, key: cfg.Key, now: now, maxRetries: retries, userAgent: cfg.UserAgent}
+	c := &Client{transport: tr, hc: hc, key: cfg.Key, clock: clk, maxRetries: retries, userAgent: cfg.UserAgent}
 	c.acme = &acme.Client{
 		Key: cfg.Key, HTTPClient: hc, DirectoryURL: cfg.DirectoryURL, UserAgent: cfg.UserAgent,
 		// Retry a bad nonce (HTTP 400 is the only 4xx x/crypto/acme
@@ -121,6 +129,8 @@ func New(cfg Config) (*Client, error) {
 	}
 	return c, nil
 }
+
+func (c *Client) now() time.Time { return c.clock.Now() }
 
 // Transport returns the client's transport, for its request counts.
 func (c *Client) Transport() *Transport { return c.transport }
@@ -289,6 +299,7 @@ func (c *Client) signedPost(ctx context.Context, kind Kind, url string, payload 
 		if err != nil {
 			return rec, nil, err
 		}
+		c.keepNonce(res.Header)
 		b, err := io.ReadAll(io.LimitReader(res.Body, 4<<20))
 		res.Body.Close()
 		if err != nil {
@@ -320,8 +331,32 @@ func (c *Client) ua() string {
 	return ua
 }
 
-// nonce takes a nonce from the transport's pool, or fetches one.
+// keepNonce keeps the Replay-Nonce of a response to signedPost's own
+// request, for its next request (RFC 8555 §7.2).
+func (c *Client) keepNonce(h http.Header) {
+	n := h.Get("Replay-Nonce")
+	if n == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nonces = append(c.nonces, n)
+	if len(c.nonces) > maxPooledNonces {
+		c.nonces = c.nonces[len(c.nonces)-maxPooledNonces:]
+	}
+}
+
+// nonce takes the newest nonce signedPost kept, or fetches one with a
+// HEAD of newNonce (RFC 8555 §7.2).
 func (c *Client) nonce(ctx context.Context, newNonce string) (string, error) {
+	c.mu.Lock()
+	if n := len(c.nonces); n > 0 {
+		nonce := c.nonces[n-1]
+		c.nonces = c.nonces[:n-1]
+		c.mu.Unlock()
+		return nonce, nil
+	}
+	c.mu.Unlock()
 	ctx, _ = withCall(ctx, KindNonce)
 	req, err := http.NewRequestWithContext(ctx, http.MethodHead, newNonce, nil)
 	if err != nil {

@@ -7,16 +7,18 @@ import (
 	"crypto/rand"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/certlife/certlife/acmeclient"
+	"github.com/certlife/certlife/acmeclient/acmetest"
 	"github.com/certlife/certlife/challenge"
-	"github.com/certlife/certlife/internal/acmetest"
 	"github.com/certlife/certlife/order"
 )
 
-// The first steps of an order, one single-shot call per action: each takes
-// the order's status and returns the status to write back. Pebble, in
-// process, stands in for the CA.
+// The first steps of an order driven by hand, one single-shot call per
+// action: each takes the order's status and returns the status to write
+// back (an Issuer does all of this for a host). Pebble, in process, stands
+// in for the CA.
 func Example() {
 	srv, err := acmetest.Start(acmetest.Options{})
 	if err != nil {
@@ -24,7 +26,7 @@ func Example() {
 	}
 	defer srv.Close()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	client, err := acmeclient.New(acmeclient.Config{DirectoryURL: srv.DirectoryURL, Key: key, HTTPClient: srv.HTTPClient()})
+	client, err := acmeclient.New(srv.ClientConfig(key))
 	if err != nil {
 		panic(err)
 	}
@@ -35,7 +37,7 @@ func Example() {
 
 	o := &order.Order{Name: "web-1", Spec: order.Spec{DNSNames: []string{"web.example"}, CSR: []byte("a DER CSR")}}
 	for step := 0; step < 2; step++ {
-		res := order.Decide(o, nil, srv.Now(), order.Config{})
+		res := order.Decide(o, nil, time.Now(), order.Config{})
 		for _, a := range res.Actions {
 			switch a := a.(type) {
 			case order.CreateOrder:

@@ -5,10 +5,8 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/x509"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -23,9 +21,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/certlife/certlife/acmeclient"
+	"github.com/certlife/certlife/acmeclient/acmetest"
+	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/challenge"
-	"github.com/certlife/certlife/internal/acmeflow"
-	"github.com/certlife/certlife/internal/acmetest"
 	"github.com/certlife/certlife/order"
 )
 
@@ -43,6 +41,8 @@ func (c *fakeClock) Now() time.Time {
 	defer c.mu.Unlock()
 	return c.t
 }
+
+func (c *fakeClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
 func (c *fakeClock) wait(ctx context.Context, until time.Time) error {
 	c.mu.Lock()
@@ -121,7 +121,7 @@ func newFront(t testing.TB, pebble *acmetest.Server, clock *fakeClock) *front {
 			pr.SetURL(&url.URL{Scheme: target.Scheme, Host: target.Host})
 			pr.Out.Host = pr.In.Host // Pebble's URLs point at the front
 		},
-		Transport: pebble.HTTPClient().Transport,
+		Transport: pebble.Client().Transport,
 		ErrorLog:  nil,
 	}
 	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
@@ -204,8 +204,8 @@ func kinds(log []seen) []string {
 	return out
 }
 
-// faultEnv is Pebble behind a front server, an account, and a runner on a
-// fake clock with the machines' default timing.
+// faultEnv is Pebble behind a front server, an account, and an issuer on
+// a fake clock with the machines' default timing (no self-checks).
 type faultEnv struct {
 	*env
 	front *front
@@ -224,18 +224,19 @@ func newFaultEnv(t *testing.T) *faultEnv {
 	hc := fr.srv.Client()
 	hc.Timeout = 2 * time.Second // a hung request is a timeout
 	client, err := acmeclient.New(acmeclient.Config{DirectoryURL: strings.Replace(srv.DirectoryURL, mustHost(t, srv.DirectoryURL), mustHost(t, fr.srv.URL), 1),
-		Key: key, HTTPClient: hc, Now: clock.Now})
+		Key: key, HTTPClient: hc, Clock: clock})
 	require.NoError(t, err)
 	_, err = client.EnsureAccount(context.Background(), acmeclient.AccountOptions{AgreeToTerms: true})
 	require.NoError(t, err)
-	e := &env{t: t, srv: srv, client: client, http01: &acmeclient.HTTP01Solver{}}
-	srv.SetHTTP01Handler(e.http01)
-	srv.DNS().AddZone("example")
-	e.runner = &acmeflow.Runner{
-		Client: client, Now: clock.Now,
-		Solvers: acmeclient.Solvers{HTTP01: e.http01, DNS01: srv.DNS()},
-		Trace:   func(ev acmeflow.Event) { e.events = append(e.events, ev) },
-	}
+	e := &env{srv: srv, key: key, client: client, store: acmeclient.NewMemoryStore()}
+	e.issuer, err = acmeclient.NewIssuer(acmeclient.IssuerConfig{Client: client, Store: e.store,
+		Solvers: acmeclient.Solvers{HTTP01: srv.HTTP01Handler(), DNS01: srv.DNS()},
+		Trace: func(ev acmeclient.Event) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.events = append(e.events, ev)
+		}})
+	require.NoError(t, err)
 	return &faultEnv{env: e, front: fr, clock: clock}
 }
 
@@ -245,17 +246,26 @@ func mustHost(t *testing.T, u string) string {
 	return p.Host
 }
 
-// run drives one order on the fake clock until it is issued or failed.
-func (e *faultEnv) run(t *testing.T, spec order.Spec) (order.Order, error) {
+// run steps a request on the fake clock until it is answered.
+func (e *faultEnv) run(t *testing.T, r *certificate.CertificateRequest) error {
 	t.Helper()
-	orderSeq++
-	name := "fault-" + strconv.Itoa(orderSeq)
-	e.runner.Add(order.Order{Name: name, CreationTimestamp: e.clock.Now(), Spec: spec})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	o, err := e.runner.Run(ctx, name, e.clock.wait)
-	e.runner.Remove(ctx, name)
-	return o, err
+	for {
+		res, err := e.issuer.Step(ctx, r)
+		if err != nil {
+			return err
+		}
+		if res.Answered {
+			if ready := r.Condition(certificate.RequestConditionReady); ready == nil || ready.Status != certificate.StatusTrue {
+				return fmt.Errorf("not issued: %+v", ready)
+			}
+			return nil
+		}
+		if err := e.clock.wait(ctx, res.RequeueAt); err != nil {
+			return fmt.Errorf("%w: %s: %s", err, res.Reason, res.Message)
+		}
+	}
 }
 
 func (e *faultEnv) logTimeline(t *testing.T) {
@@ -370,16 +380,14 @@ func TestScriptedErrors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newFaultEnv(t)
 			e.front.setScript(tc.script)
-			key, der := csr(t, "fault.example")
-			o, err := e.run(t, http01Spec(der, "fault.example"))
+			r, key := newRequest(t, "fault", "fault.example")
+			err := e.run(t, r)
 			e.logTimeline(t)
 			if err != nil {
-				for _, ev := range e.events {
-					t.Log(ev)
-				}
+				e.logEvents(t)
 			}
 			require.NoError(t, err)
-			e.leafOf(o, key, "fault.example")
+			leafOf(t, e.srv, r, key, "fault.example")
 			log := e.front.requests()
 			if tc.kind != "" {
 				failedAt, retriedAt, ok := retryGap(log, tc.kind)
@@ -410,16 +418,14 @@ func TestIssuesThroughAServerFailingEveryThirdRequestForAMinute(t *testing.T) {
 		}
 		return nil
 	})
-	key, der := csr(t, "flaky.example", "www.flaky.example")
-	o, err := e.run(t, http01Spec(der, "flaky.example", "www.flaky.example"))
+	r, key := newRequest(t, "flaky", "flaky.example", "www.flaky.example")
+	err := e.run(t, r)
 	e.logTimeline(t)
 	if err != nil {
-		for _, ev := range e.events {
-			t.Log(ev)
-		}
+		e.logEvents(t)
 	}
 	require.NoError(t, err)
-	e.leafOf(o, key, "flaky.example", "www.flaky.example")
+	leafOf(t, e.srv, r, key, "flaky.example", "www.flaky.example")
 	log := e.front.requests()
 	failed, longest := 0, time.Duration(0)
 	for i, s := range log {
@@ -446,11 +452,11 @@ func TestIssuesThroughAServerFailingEveryThirdRequestForAMinute(t *testing.T) {
 // it does not list fails at once, with a reason that says so, and the
 // order fails with it instead of waiting.
 func TestChallengeURLNotInItsAuthorizationFailsAtOnce(t *testing.T) {
-	e := newEnv(t, acmetest.Options{})
+	e := newEnv(t, acmetest.Options{}, nil)
 	ctx := context.Background()
-	_, der := csr(t, "a.example", "b.example")
-	spec := http01Spec(der, "a.example", "b.example")
-	st, err := e.client.CreateOrder(ctx, order.Status{}, order.CreateOrder{DNSNames: spec.DNSNames, SpecHash: order.SpecHash(&spec)})
+	_, err := e.client.EnsureAccount(ctx, acmeclient.AccountOptions{AgreeToTerms: true})
+	require.NoError(t, err)
+	st, err := e.client.CreateOrder(ctx, order.Status{}, order.CreateOrder{DNSNames: []string{"a.example", "b.example"}})
 	require.NoError(t, err)
 	require.Len(t, st.Authorizations, 2)
 	require.NotNil(t, st.Expires, "the order's expiry is recorded")
@@ -471,28 +477,4 @@ func TestChallengeURLNotInItsAuthorizationFailsAtOnce(t *testing.T) {
 	c := &challenge.Challenge{Name: "x-0", Spec: challenge.Spec{URL: other, AuthorizationURL: st.Authorizations[0].URL, DNSName: "a.example"}, Status: cs}
 	res := challenge.Decide(c, time.Now(), challenge.Config{})
 	require.Equal(t, challenge.ReasonFinished, res.Reason)
-}
-
-// An IP address as common name is ordered as an IP identifier (RFC 8738),
-// validated over HTTP-01, and issued; no DNS identifier carries it.
-func TestIssueForAnIPCommonName(t *testing.T) {
-	e := newEnv(t, acmetest.Options{})
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	ip := net.ParseIP("127.0.0.1")
-	tmpl := &x509.CertificateRequest{IPAddresses: []net.IP{ip}}
-	tmpl.Subject.CommonName = ip.String()
-	der, err := x509.CreateCertificateRequest(rand.Reader, tmpl, key)
-	require.NoError(t, err)
-	spec := order.Spec{CSR: der, Issuer: challenge.Issuer{Name: "pebble"}, CommonName: ip.String(),
-		Solvers: []order.SolverConfig{{Solver: challenge.Solver{DNS01: &challenge.DNS01Solver{Provider: "test"}}},
-			{Solver: challenge.Solver{HTTP01: &challenge.HTTP01Solver{}}}}}
-	e.runner.Solvers.HTTP01Check = nil // the checker resolves names; the CA dials the address
-	o := mustIssue(t, e, spec)
-	require.Len(t, o.Status.Authorizations, 1)
-	assert.Equal(t, "127.0.0.1", o.Status.Authorizations[0].Identifier)
-	leaf := e.leafOf(o, key, ip.String())
-	assert.Empty(t, leaf.DNSNames, "an IP common name went into the DNS names")
-	require.Len(t, leaf.IPAddresses, 1)
-	assert.True(t, leaf.IPAddresses[0].Equal(ip))
 }

@@ -276,6 +276,9 @@ func applyOrder(st order.Status, o *wireOrder, now time.Time) order.Status {
 		}
 	}
 	st.SyncedAt = &now
+	if movedOn {
+		st.ChangedAt = &now
+	}
 	st.NoteSuccess(movedOn)
 	if !o.RetryAfter.IsZero() && !st.State.Failed() && st.State != order.StateValid {
 		t := o.RetryAfter

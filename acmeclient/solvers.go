@@ -23,37 +23,101 @@ import (
 // §8.3).
 const HTTP01Path = "/.well-known/acme-challenge/"
 
-// HTTP01Solver serves key authorizations for the tokens presented to it.
-// Mount it on port 80 of every name it solves for (or behind the proxy
-// that routes HTTP01Path there). Safe for concurrent use.
-type HTTP01Solver struct {
+// Presentation is what a Presenter puts up for the CA to find and later
+// takes down: the key authorization of one challenge (RFC 8555 §8.1).
+type Presentation struct {
+	// Type is the challenge type, TypeHTTP01 or TypeDNS01.
+	Type challenge.Type
+	// Identifier is the DNS name (a wildcard's without "*.") or IP
+	// address the CA validates.
+	Identifier string
+	// Wildcard is set when the order asked for "*." + Identifier.
+	Wildcard bool
+	// Token is the challenge's token: the last path segment of an
+	// HTTP-01 URL.
+	Token string
+	// KeyAuthorization is token "." account key thumbprint: the body of
+	// the HTTP-01 answer, and, hashed, the DNS-01 TXT value.
+	KeyAuthorization string
+	// Solver is the solver configuration the order chose (a DNS-01
+	// provider's name and options), for a presenter serving several.
+	Solver challenge.Solver
+}
+
+// DNS01Name is the TXT record name of a DNS-01 presentation.
+func (p Presentation) DNS01Name() string { return DNS01Name(p.Identifier) }
+
+// DNS01Value is the TXT record value of a DNS-01 presentation.
+func (p Presentation) DNS01Value() string { return DNS01Value(p.KeyAuthorization) }
+
+// String names the presentation.
+func (p Presentation) String() string {
+	id := p.Identifier
+	if p.Wildcard {
+		id = "*." + id
+	}
+	return string(p.Type) + " " + id
+}
+
+// A Presenter makes key authorizations visible where the CA looks for
+// them, and takes them away: an HTTP-01 presenter serves the token's
+// file on port 80 (HTTP01Handler), a DNS-01 presenter publishes the TXT
+// record in the zone through the DNS provider's API. Both kinds are the
+// same interface.
+type Presenter interface {
+	// Present makes p visible. Presenting the same p again is harmless.
+	// Another presentation may share p's name: a wildcard and its base
+	// name share the DNS-01 record name, so a DNS-01 presenter adds its
+	// value beside any that are there.
+	Present(ctx context.Context, p Presentation) error
+	// CleanUp takes p away, leaving any other presentation in place.
+	// Idempotent.
+	CleanUp(ctx context.Context, p Presentation) error
+}
+
+// A Checker is a self-check: it looks, from where the host stands, at
+// what the CA will see, before the challenge is accepted. An error means
+// "not yet": the challenge machine checks again later.
+type Checker interface {
+	Check(ctx context.Context, p Presentation) error
+}
+
+// HTTP01Handler is an HTTP-01 Presenter and the http.Handler that serves
+// what it presents: the key authorization of each presented token at
+// HTTP01Path + token (RFC 8555 §8.3). Mount it on port 80 of every name
+// it solves for (or behind the proxy that routes HTTP01Path there). The
+// zero value is ready to use; safe for concurrent use.
+type HTTP01Handler struct {
 	mu     sync.RWMutex
 	tokens map[string]string
 }
 
-// Present serves keyAuth at HTTP01Path + token.
-func (s *HTTP01Solver) Present(token, keyAuth string) error {
-	if token == "" || strings.ContainsAny(token, "/?#") {
-		return fmt.Errorf("acmeclient: HTTP-01 token %q is not a path segment", token)
+var _ Presenter = (*HTTP01Handler)(nil)
+
+// Present serves p's key authorization at HTTP01Path + p.Token.
+func (s *HTTP01Handler) Present(_ context.Context, p Presentation) error {
+	if p.Token == "" || strings.ContainsAny(p.Token, "/?#") {
+		return fmt.Errorf("acmeclient: HTTP-01 token %q is not a path segment", p.Token)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.tokens == nil {
 		s.tokens = map[string]string{}
 	}
-	s.tokens[token] = keyAuth
+	s.tokens[p.Token] = p.KeyAuthorization
 	return nil
 }
 
-// CleanUp stops serving token. Idempotent.
-func (s *HTTP01Solver) CleanUp(token string) {
+// CleanUp stops serving p's token. Idempotent.
+func (s *HTTP01Handler) CleanUp(_ context.Context, p Presentation) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.tokens, token)
+	delete(s.tokens, p.Token)
+	return nil
 }
 
 // Presented is how many tokens are served now.
-func (s *HTTP01Solver) Presented() int {
+func (s *HTTP01Handler) Presented() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return len(s.tokens)
@@ -61,7 +125,7 @@ func (s *HTTP01Solver) Presented() int {
 
 // ServeHTTP answers GET and HEAD of HTTP01Path + token with the key
 // authorization as text/plain, and 404 otherwise.
-func (s *HTTP01Solver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *HTTP01Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
@@ -92,9 +156,12 @@ type HTTP01Checker struct {
 	Port int
 }
 
-// Check fetches http://name:port/.well-known/acme-challenge/token and
-// reports whether it answers keyAuth.
-func (c HTTP01Checker) Check(ctx context.Context, name, token, keyAuth string) error {
+var _ Checker = HTTP01Checker{}
+
+// Check fetches http://identifier:port/.well-known/acme-challenge/token
+// and reports whether it answers the key authorization.
+func (c HTTP01Checker) Check(ctx context.Context, p Presentation) error {
+	name, token, keyAuth := p.Identifier, p.Token, p.KeyAuthorization
 	hc := c.Client
 	if hc == nil {
 		hc = &http.Client{Timeout: 10 * time.Second}
@@ -121,17 +188,6 @@ func (c HTTP01Checker) Check(ctx context.Context, name, token, keyAuth string) e
 		return fmt.Errorf("acmeclient: HTTP-01 self-check of %s: %s answers another key authorization", name, url)
 	}
 	return nil
-}
-
-// DNS01Provider publishes and removes the TXT records of DNS-01
-// challenges (RFC 8555 §8.4) in a DNS zone. Implementations for a DNS
-// provider's API live in the host.
-type DNS01Provider interface {
-	// Present adds a TXT record value at fqdn (another value may be
-	// there already: a wildcard and its base name share the name).
-	Present(ctx context.Context, fqdn, value string) error
-	// CleanUp removes that value. Idempotent.
-	CleanUp(ctx context.Context, fqdn, value string) error
 }
 
 // DNS01Name is the record name of a DNS-01 challenge for a domain (a
@@ -167,10 +223,12 @@ type DNS01Checker struct {
 // the value yet.
 var ErrDNS01NotFound = errors.New("acmeclient: DNS-01 record not served")
 
-// Check reports whether every authoritative server serves the TXT value of
-// keyAuth for domain.
-func (c DNS01Checker) Check(ctx context.Context, domain, keyAuth string) error {
-	name, want := DNS01Name(domain), DNS01Value(keyAuth)
+var _ Checker = DNS01Checker{}
+
+// Check reports whether every authoritative server serves p's TXT value
+// at p's record name (RFC 8555 §8.4).
+func (c DNS01Checker) Check(ctx context.Context, p Presentation) error {
+	name, want := p.DNS01Name(), p.DNS01Value()
 	servers := c.Nameservers
 	if len(servers) == 0 {
 		var err error
@@ -285,41 +343,57 @@ func (c DNS01Checker) authoritative(ctx context.Context, name string) ([]string,
 }
 
 // Solvers carries out the solver actions of the challenge machine —
-// Present, SelfCheck, CleanUp — with the solvers a host configured.
+// Present, SelfCheck, CleanUp — with one Presenter and one self-check per
+// challenge type.
 type Solvers struct {
-	// HTTP01 serves HTTP-01 key authorizations.
-	HTTP01 *HTTP01Solver
-	// HTTP01Check is the HTTP-01 self-check; nil means skip it (the
-	// check passes).
-	HTTP01Check *HTTP01Checker
-	// DNS01 publishes DNS-01 records.
-	DNS01 DNS01Provider
-	// DNS01Check is the DNS-01 self-check; nil means skip it.
-	DNS01Check *DNS01Checker
+	// HTTP01 presents HTTP-01 key authorizations, for example an
+	// *HTTP01Handler mounted on port 80.
+	HTTP01 Presenter
+	// HTTP01Check is the HTTP-01 self-check, for example an
+	// HTTP01Checker; nil skips it (the check passes).
+	HTTP01Check Checker
+	// DNS01 publishes DNS-01 TXT records.
+	DNS01 Presenter
+	// DNS01Check is the DNS-01 self-check, for example a DNS01Checker;
+	// nil skips it.
+	DNS01Check Checker
 }
 
-// ErrNoSolver is returned for a challenge type without a solver.
+// ErrNoSolver is returned for a challenge type without a presenter.
 var ErrNoSolver = errors.New("acmeclient: no solver for this challenge type")
 
+// Presenter returns the presenter of a challenge type, nil when there is
+// none.
+func (s Solvers) Presenter(t challenge.Type) Presenter {
+	switch t {
+	case challenge.TypeHTTP01:
+		return s.HTTP01
+	case challenge.TypeDNS01:
+		return s.DNS01
+	}
+	return nil
+}
+
+func (s Solvers) checker(t challenge.Type) Checker {
+	switch t {
+	case challenge.TypeHTTP01:
+		return s.HTTP01Check
+	case challenge.TypeDNS01:
+		return s.DNS01Check
+	}
+	return nil
+}
+
 // Present carries out challenge.Present and returns the status to write
-// back (Presented, PresentedAt).
+// back (Presented, PresentedAt). A type without a presenter is an error
+// a retry cannot fix: the challenge ends errored.
 func (s Solvers) Present(ctx context.Context, st challenge.Status, a challenge.Present, now time.Time) (challenge.Status, error) {
 	var err error
-	switch a.Type {
-	case challenge.TypeHTTP01:
-		if s.HTTP01 == nil {
-			err = fmt.Errorf("%w: %s", ErrNoSolver, a.Type)
-		} else {
-			err = s.HTTP01.Present(a.Token, a.Key)
-		}
-	case challenge.TypeDNS01:
-		if s.DNS01 == nil {
-			err = fmt.Errorf("%w: %s", ErrNoSolver, a.Type)
-		} else {
-			err = s.DNS01.Present(ctx, DNS01Name(a.DNSName), DNS01Value(a.Key))
-		}
-	default:
+	if p := s.Presenter(a.Type); p == nil {
 		err = fmt.Errorf("%w: %s", ErrNoSolver, a.Type)
+	} else {
+		err = p.Present(ctx, Presentation{Type: a.Type, Identifier: a.DNSName, Wildcard: a.Wildcard, Token: a.Token,
+			KeyAuthorization: a.Key, Solver: a.Solver})
 	}
 	if err != nil {
 		transient := !errors.Is(err, ErrNoSolver)
@@ -339,15 +413,8 @@ func (s Solvers) Present(ctx context.Context, st challenge.Status, a challenge.P
 // error of the call: the machine checks again later.
 func (s Solvers) SelfCheck(ctx context.Context, st challenge.Status, a challenge.SelfCheck, now time.Time) (challenge.Status, error) {
 	var err error
-	switch a.Type {
-	case challenge.TypeHTTP01:
-		if s.HTTP01Check != nil {
-			err = s.HTTP01Check.Check(ctx, a.DNSName, a.Token, a.Key)
-		}
-	case challenge.TypeDNS01:
-		if s.DNS01Check != nil {
-			err = s.DNS01Check.Check(ctx, a.DNSName, a.Key)
-		}
+	if c := s.checker(a.Type); c != nil {
+		err = c.Check(ctx, Presentation{Type: a.Type, Identifier: a.DNSName, Token: a.Token, KeyAuthorization: a.Key})
 	}
 	st.SelfCheckAt, st.SelfCheckPassed = &now, err == nil
 	if err != nil {
@@ -361,15 +428,9 @@ func (s Solvers) SelfCheck(ctx context.Context, st challenge.Status, a challenge
 // CleanUp carries out challenge.CleanUp. It changes no status: the
 // machine's UpdateStatus that follows does.
 func (s Solvers) CleanUp(ctx context.Context, a challenge.CleanUp) error {
-	switch a.Type {
-	case challenge.TypeHTTP01:
-		if s.HTTP01 != nil {
-			s.HTTP01.CleanUp(a.Token)
-		}
-	case challenge.TypeDNS01:
-		if s.DNS01 != nil {
-			return s.DNS01.CleanUp(ctx, DNS01Name(a.DNSName), DNS01Value(a.Key))
-		}
+	if p := s.Presenter(a.Type); p != nil {
+		return p.CleanUp(ctx, Presentation{Type: a.Type, Identifier: a.DNSName, Wildcard: a.Wildcard,
+			Token: a.Token, KeyAuthorization: a.Key, Solver: a.Solver})
 	}
 	return nil
 }

@@ -33,18 +33,15 @@ const (
 
 // Counts is a copy of a Transport's request accounting.
 type Counts struct {
-	// ByKind counts requests sent over the network, by kind. A nonce the
-	// transport already held is handed out without a request and is not
-	// counted.
+	// ByKind counts requests sent over the network, by kind; KindNonce
+	// counts the nonces fetched with newNonce (the others come with the
+	// responses to earlier requests).
 	ByKind map[Kind]int
 	// Total is the sum of ByKind.
 	Total int
 	// BadNonces counts badNonce rejections (RFC 8555 §6.5), each followed
-	// by a retry with the nonce from the rejection.
+	// by a retry with a fresh nonce.
 	BadNonces int
-	// NoncesReused counts nonces handed out from the pool instead of
-	// fetched: the requests saved.
-	NoncesReused int
 }
 
 // String lists the counts by kind, sorted, for logs and test failures.
@@ -87,11 +84,11 @@ func itoa(n int) string {
 }
 
 // Transport is the http.RoundTripper every request of a Client goes
-// through. It counts requests by kind, and it keeps the ACME nonces: each
-// Replay-Nonce a response carries goes into one pool, and a request for a
-// new nonce (HEAD newNonce) is answered from the pool when it holds one,
-// without a round trip. One pool for every signer in the process means a
-// nonce is never used twice.
+// through. It counts requests by kind and badNonce rejections, and passes
+// every request and response on unchanged: each of the client's two
+// signers (x/crypto/acme, and its own for finalize and replaces) keeps the
+// nonces of the responses to its own requests, so a nonce is never used
+// twice and no response is made up.
 //
 // A Transport is safe for concurrent use. Hosts can export Counts as
 // metrics.
@@ -102,22 +99,17 @@ type Transport struct {
 	mu        sync.Mutex
 	counts    map[Kind]int
 	badNonces int
-	reused    int
-	nonces    []string
 	endpoints map[string]Kind // directory endpoint URL → kind
 	dirURL    string
 	dirBody   []byte
 	ariPrefix string
 }
 
-// maxPooledNonces bounds the pool; older nonces are dropped first.
-const maxPooledNonces = 32
-
 // Counts returns a copy of the accounting so far.
 func (t *Transport) Counts() Counts {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	c := Counts{ByKind: map[Kind]int{}, BadNonces: t.badNonces, NoncesReused: t.reused}
+	c := Counts{ByKind: map[Kind]int{}, BadNonces: t.badNonces}
 	for k, n := range t.counts {
 		c.ByKind[k] = n
 		c.Total += n
@@ -129,7 +121,7 @@ func (t *Transport) Counts() Counts {
 func (t *Transport) ResetCounts() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.counts, t.badNonces, t.reused = nil, 0, 0
+	t.counts, t.badNonces = nil, 0
 }
 
 type ctxKey struct{}
@@ -151,15 +143,6 @@ func withCall(ctx context.Context, kind Kind) (context.Context, *call) {
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	kind := t.kindOf(req)
-	if kind == KindNonce && req.Method == http.MethodHead {
-		if n, ok := t.popNonce(); ok {
-			return &http.Response{
-				Status: "200 OK", StatusCode: http.StatusOK, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-				Header: http.Header{"Replay-Nonce": {n}, "Cache-Control": {"no-store"}},
-				Body:   http.NoBody, Request: req,
-			}, nil
-		}
-	}
 	t.mu.Lock()
 	if t.counts == nil {
 		t.counts = map[Kind]int{}
@@ -174,14 +157,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	res, err := base.RoundTrip(req)
 	if err != nil {
 		return nil, err
-	}
-	if n := res.Header.Get("Replay-Nonce"); n != "" {
-		t.pushNonce(n)
-		res.Header.Del("Replay-Nonce")
-		if kind == KindNonce {
-			// The fetch itself: hand this nonce to the caller.
-			res.Header.Set("Replay-Nonce", t.takeNonce(n))
-		}
 	}
 	if res.StatusCode == http.StatusBadRequest && isProblem(res.Header) {
 		body, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
@@ -286,39 +261,4 @@ func (t *Transport) directoryBody() []byte {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.dirBody
-}
-
-func (t *Transport) pushNonce(n string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.nonces = append(t.nonces, n)
-	if len(t.nonces) > maxPooledNonces {
-		t.nonces = t.nonces[len(t.nonces)-maxPooledNonces:]
-	}
-}
-
-// takeNonce removes n from the pool and returns it.
-func (t *Transport) takeNonce(n string) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for i := len(t.nonces) - 1; i >= 0; i-- {
-		if t.nonces[i] == n {
-			t.nonces = append(t.nonces[:i], t.nonces[i+1:]...)
-			break
-		}
-	}
-	return n
-}
-
-// popNonce takes the newest pooled nonce.
-func (t *Transport) popNonce() (string, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.nonces) == 0 {
-		return "", false
-	}
-	n := t.nonces[len(t.nonces)-1]
-	t.nonces = t.nonces[:len(t.nonces)-1]
-	t.reused++
-	return n, true
 }

@@ -9,7 +9,8 @@ import (
 	"github.com/certlife/certlife/internal/stablehash"
 )
 
-// Defaults of seed 003.
+// Defaults of the policy: an hour after the first failure, doubling to at
+// most 32 hours.
 const (
 	// DefaultMin is the delay after the first failed issuance.
 	DefaultMin = time.Hour
@@ -35,7 +36,7 @@ const (
 // ErrInvalidPolicy is wrapped by every error [Policy.Validate] returns.
 var ErrInvalidPolicy = errors.New("backoff: invalid policy")
 
-// Policy configures the backoff. The zero value is seed 003's policy:
+// Policy configures the backoff. The zero value is the default policy:
 // 1h·2^(n−1) capped at 32h, no jitter, no short-lived bounding.
 type Policy struct {
 	// Min is the delay after the first failure. Zero means DefaultMin (1h).
@@ -69,7 +70,7 @@ type Input struct {
 
 	// FailedAttempts is the count of consecutive failed issuances, as the
 	// status stores it. Nil means unset: with LastFailure set, the minimum
-	// delay applies (seed 003, "Upgrading"). Zero is treated as one. A
+	// delay applies (the upgrade fallback). Zero is treated as one. A
 	// negative count is corrupt and waits the maximum.
 	FailedAttempts *int
 

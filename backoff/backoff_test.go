@@ -1,7 +1,6 @@
 package backoff
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -151,13 +152,10 @@ func TestSeedExamples(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			got := tc.policy.Decide(tc.in, tc.now)
-			if got.Wait != tc.wantWait || !got.NextAttempt.Equal(tc.wantNext) || got.Reason != tc.reason {
-				t.Fatalf("Decide() = wait %v next %v reason %s (%s)\nwant wait %v next %v reason %s",
-					got.Wait, got.NextAttempt, got.Reason, got.Message, tc.wantWait, tc.wantNext, tc.reason)
-			}
-			if got.Message == "" {
-				t.Error("Decide() gave no message")
-			}
+			require.Equal(t, tc.wantWait, got.Wait, "Decide().Wait (%s)", got.Message)
+			require.True(t, got.NextAttempt.Equal(tc.wantNext), "Decide().NextAttempt = %v, want %v (%s)", got.NextAttempt, tc.wantNext, got.Message)
+			require.Equal(t, tc.reason, got.Reason, "Decide().Reason (%s)", got.Message)
+			assert.NotEmpty(t, got.Message, "Decide() gave no message")
 		})
 	}
 }
@@ -193,14 +191,11 @@ func TestValidate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			err := tc.policy.Validate()
 			if tc.wantField == "" {
-				if err != nil {
-					t.Fatalf("Validate() = %v, want nil", err)
-				}
+				require.NoError(t, err, "Validate()")
 				return
 			}
-			if !errors.Is(err, ErrInvalidPolicy) || !strings.Contains(err.Error(), tc.wantField+":") {
-				t.Fatalf("Validate() = %v, want an ErrInvalidPolicy naming %q", err, tc.wantField)
-			}
+			require.ErrorIs(t, err, ErrInvalidPolicy, "Validate()")
+			require.ErrorContains(t, err, tc.wantField+":", "Validate() names the field")
 		})
 	}
 }
@@ -225,15 +220,11 @@ func TestProperties(t *testing.T) {
 			for n := 1; n <= 200; n++ {
 				in := Input{LastFailure: t0, FailedAttempts: ptr(n), JitterKey: key, NotAfter: t0.Add(6 * 24 * time.Hour)}
 				d := p.Decide(in, t0)
-				if d.Delay < prev {
-					t.Fatalf("policy %d key %q: delay fell from %v to %v at count %d", pi, key, prev, d.Delay, n)
-				}
-				if d.Delay < min || d.Delay > max {
-					t.Fatalf("policy %d key %q: delay %v at count %d outside [%v, %v]", pi, key, d.Delay, n, min, max)
-				}
-				if !d.Wait || !d.NextAttempt.Equal(t0.Add(d.Delay)) {
-					t.Fatalf("policy %d key %q count %d: %+v", pi, key, n, d)
-				}
+				require.GreaterOrEqual(t, d.Delay, prev, "policy %d key %q: delay fell at count %d", pi, key, n)
+				require.GreaterOrEqual(t, d.Delay, min, "policy %d key %q: delay at count %d below the minimum", pi, key, n)
+				require.LessOrEqual(t, d.Delay, max, "policy %d key %q: delay at count %d above the maximum", pi, key, n)
+				require.True(t, d.Wait, "policy %d key %q count %d: %+v", pi, key, n, d)
+				require.True(t, d.NextAttempt.Equal(t0.Add(d.Delay)), "policy %d key %q count %d: next attempt is not last failure + delay: %+v", pi, key, n, d)
 				prev = d.Delay
 			}
 		}
@@ -250,16 +241,13 @@ func TestJitterIsDeterministicBoundedAndSpreads(t *testing.T) {
 			t.Fatalf("same input, different decisions:\n%s", diff)
 		}
 		// Never earlier than the unjittered delay, never beyond +50 %.
-		if a.Delay < 2*time.Hour || a.Delay >= 3*time.Hour {
-			t.Fatalf("jittered delay %v outside [2h, 3h)", a.Delay)
-		}
+		require.GreaterOrEqual(t, a.Delay, 2*time.Hour, "jittered delay outside [2h, 3h)")
+		require.Less(t, a.Delay, 3*time.Hour, "jittered delay outside [2h, 3h)")
 		seen[a.Delay.Truncate(time.Minute)] = true
 	}
 	// 200 certificates that failed in the same second must not retry in a
 	// handful of minutes: with a 60-minute spread they cover most of them.
-	if len(seen) < 40 {
-		t.Fatalf("200 keys spread over only %d distinct minutes", len(seen))
-	}
+	require.GreaterOrEqual(t, len(seen), 40, "200 keys spread over too few distinct minutes")
 }
 
 func TestZeroPolicyEqualsExplicitDefaults(t *testing.T) {
@@ -289,14 +277,10 @@ func FuzzDecide(f *testing.F) {
 		}
 		at := t0.Add(time.Duration(now))
 		d := p.Decide(in, at)
-		if d != p.Decide(in, at) {
-			t.Fatal("same input, different decisions")
-		}
-		if d.Wait != at.Before(d.NextAttempt) {
-			t.Fatalf("Wait %v disagrees with now %v and next %v", d.Wait, at, d.NextAttempt)
-		}
-		if !in.RetryAfter.IsZero() && at.Before(in.RetryAfter) && !d.Wait {
-			t.Fatalf("retry allowed before the CA's Retry-After: %+v", d)
+		require.True(t, d == p.Decide(in, at), "same input, different decisions")
+		require.Equal(t, at.Before(d.NextAttempt), d.Wait, "Wait disagrees with now %v and next %v", at, d.NextAttempt)
+		if !in.RetryAfter.IsZero() && at.Before(in.RetryAfter) {
+			require.True(t, d.Wait, "retry allowed before the CA's Retry-After: %+v", d)
 		}
 		if p.Validate() != nil {
 			return
@@ -307,12 +291,9 @@ func FuzzDecide(f *testing.F) {
 		}
 		// Never a retry before the backoff allows, never beyond the cap
 		// unless the CA said so.
-		if d.Delay < lo || d.Delay > hi {
-			t.Fatalf("delay %v outside [%v, %v]", d.Delay, lo, hi)
-		}
-		if d.NextAttempt.Before(in.LastFailure.Add(lo)) {
-			t.Fatalf("next attempt %v before the minimum", d.NextAttempt)
-		}
+		require.GreaterOrEqual(t, d.Delay, lo, "delay below the minimum")
+		require.LessOrEqual(t, d.Delay, hi, "delay above the maximum")
+		require.False(t, d.NextAttempt.Before(in.LastFailure.Add(lo)), "next attempt %v before the minimum", d.NextAttempt)
 	})
 }
 
@@ -341,9 +322,7 @@ func TestDecisionMessageCountsFailuresExactly(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			got := Policy{}.Decide(Input{LastFailure: t0, FailedAttempts: tc.attempts}, t0.Add(time.Minute))
-			if !strings.HasPrefix(got.Message, tc.want) {
-				t.Fatalf("message %q does not start with %q", got.Message, tc.want)
-			}
+			require.True(t, strings.HasPrefix(got.Message, tc.want), "message %q does not start with %q", got.Message, tc.want)
 		})
 	}
 }

@@ -1,6 +1,6 @@
 // Package backoff decides when a certificate may be issued again after a
 // failed issuance (certlife's take on cert-manager's design "Exponential
-// Backoff for Certificate Issuance", seed 003).
+// Backoff for Certificate Issuance").
 //
 // The issuing stage records two facts in the Certificate's status after every
 // failed issuance: the time of the failure and the count of consecutive
@@ -16,7 +16,7 @@
 // Edge cases are decided in favour of the CA and of the certificate:
 //
 //   - A failure time with no count (a status written before counts existed)
-//     waits the minimum, as seed 003's "Upgrading" section asks, so an upgrade
+//     waits the minimum (the upgrade fallback), so an upgrade
 //     never releases every failing certificate at once.
 //   - A negative or overflowing count waits the maximum.
 //   - A Retry-After from the CA (a rate limit) is honoured even beyond Max.

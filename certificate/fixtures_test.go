@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/certlife/certlife/keys"
+	"github.com/stretchr/testify/require"
 )
 
 var (
@@ -33,18 +34,14 @@ type fixture struct {
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
 		NotBefore: t0.AddDate(-1, 0, 0), NotAfter: t0.AddDate(10, 0, 0),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cert, _ := x509.ParseCertificate(der)
 	return &fixture{t: t, caCert: cert, caKey: key, caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
 }
@@ -52,9 +49,7 @@ func newFixture(t testing.TB) *fixture {
 func (f *fixture) key(spec keys.KeySpec) crypto.Signer {
 	f.t.Helper()
 	k, err := keys.Generate(rand.Reader, spec)
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	require.NoError(f.t, err)
 	return k
 }
 
@@ -67,18 +62,14 @@ func (f *fixture) sign(pub crypto.PublicKey, tmpl keys.RequestTemplate, nb, na t
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, c, f.caCert, pub, f.caKey)
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	require.NoError(f.t, err)
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
 func (f *fixture) csr(key crypto.Signer, tmpl keys.RequestTemplate) []byte {
 	f.t.Helper()
 	b, err := keys.BuildCSR(rand.Reader, tmpl, key)
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	require.NoError(f.t, err)
 	return b
 }
 
@@ -105,9 +96,7 @@ func (f *fixture) healthy(issuedAt time.Time) (*Snapshot, crypto.Signer) {
 	c.Status.Revision = &rev
 	c.Status.Conditions = []Condition{{Type: ConditionReady, Status: StatusTrue, Reason: "Ready", LastTransitionTime: issuedAt}}
 	leaf, err := firstCertificate(chain)
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	require.NoError(f.t, err)
 	labels, annotations := secretMetadata(c, leaf)
 	secret := &Secret{
 		ObjectMeta: ObjectMeta{Name: "web-tls", Namespace: "default", ResourceVersion: "7", Labels: labels, Annotations: annotations},

@@ -40,7 +40,7 @@ func Issuing(s *Snapshot, now time.Time, cfg Config) Result {
 	if res, ok := checkInput(s, now, StageIssuing); !ok {
 		return res
 	}
-	p := newPass(s)
+	p := newPass(s, now, cfg)
 	return finish(p, issuingStage(p, now, cfg))
 }
 

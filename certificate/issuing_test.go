@@ -295,3 +295,29 @@ func TestIssuerContractIsReadByTheStages(t *testing.T) {
 		})
 	}
 }
+
+// Two requests for one revision (a host whose names are not
+// deterministic): the requestmanager keeps the oldest that matches and
+// deletes the other, and the issuing stage acts on the one kept.
+func TestOneRequestPerRevision(t *testing.T) {
+	f := newFixture(t)
+	r := f.renewing()
+	younger := *r.req
+	younger.Name = "web-2-again"
+	younger.CreationTimestamp = r.req.CreationTimestamp.Add(time.Second)
+	younger.Status.Certificate = f.sign(r.nextKey.Public(), r.s.Certificate.Spec.Template(), t0, t0.Add(90*24*time.Hour))
+	r.s.Requests = append([]*CertificateRequest{&younger}, r.s.Requests...) // the host lists it first
+
+	res := Reconcile(r.s, t0, Config{})
+	var deleted []string
+	for _, a := range res.Actions {
+		if d, ok := a.(DeleteRequest); ok {
+			deleted = append(deleted, d.Name+": "+d.Reason)
+		}
+	}
+	assert.Equal(t, []string{"web-2-again: request web-2 is the current one for revision 2"}, deleted)
+	ws := writes(res)
+	require.Len(t, ws, 1)
+	assert.Equal(t, r.req.Status.Certificate, ws[0].Chain, "the kept request's answer is written")
+	checkEqualsStages(t, r.s, t0, Config{}, res)
+}

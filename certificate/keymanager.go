@@ -32,7 +32,7 @@ func Keymanager(s *Snapshot, now time.Time, cfg Config) Result {
 	if res, ok := checkInput(s, now, StageKeymanager); !ok {
 		return res
 	}
-	p := newPass(s)
+	p := newPass(s, now, cfg)
 	return finish(p, keymanager(p))
 }
 

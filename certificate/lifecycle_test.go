@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/certlife/certlife/keys"
+	"github.com/stretchr/testify/require"
 )
 
 // testHost is a minimal host for lifecycle tests: maps for storage, a CA
@@ -86,9 +87,7 @@ func (h *testHost) apply(c *Certificate, a Action) {
 			pemKey = h.secrets[a.ReuseFrom].Data[keys.SecretPrivateKey]
 		} else {
 			k, err := keys.Generate(rand.Reader, a.Spec)
-			if err != nil {
-				h.t.Fatal(err)
-			}
+			require.NoError(h.t, err)
 			pemKey, _ = keys.EncodePrivateKey(k, keys.EncodingPKCS8)
 		}
 		h.secrets[a.SecretName] = &Secret{ObjectMeta: ObjectMeta{Name: a.SecretName, OwnerUID: a.OwnerUID, Labels: map[string]string{LabelNextPrivateKey: "true"}},
@@ -100,14 +99,10 @@ func (h *testHost) apply(c *Certificate, a Action) {
 			return
 		}
 		key, err := keys.DecodePrivateKey(h.secrets[a.KeySecretName].Data[keys.SecretPrivateKey])
-		if err != nil {
-			h.t.Fatal(err)
-		}
+		require.NoError(h.t, err)
 		r := a.Request
 		r.Spec.Request, err = keys.BuildCSR(rand.Reader, a.Template, key)
-		if err != nil {
-			h.t.Fatal(err)
-		}
+		require.NoError(h.t, err)
 		if !h.noCreationTime {
 			r.CreationTimestamp = h.now // as the API server does
 		}
@@ -117,13 +112,9 @@ func (h *testHost) apply(c *Certificate, a Action) {
 		delete(h.requests, a.Name)
 	case WriteSecret:
 		key, err := keys.DecodePrivateKey(h.secrets[a.KeySecretName].Data[keys.SecretPrivateKey])
-		if err != nil {
-			h.t.Fatal(err)
-		}
+		require.NoError(h.t, err)
 		data, err := keys.SecretData(rand.Reader, key, a.Chain, a.CA, a.Output)
-		if err != nil {
-			h.t.Fatalf("WriteSecret: %v", err)
-		}
+		require.NoError(h.t, err, "WriteSecret")
 		h.secrets[a.Name] = &Secret{ObjectMeta: ObjectMeta{Name: a.Name, Labels: a.Labels, Annotations: a.Annotations}, Data: data}
 	default:
 		h.t.Fatalf("unknown action %T", a)
@@ -144,9 +135,7 @@ func (h *testHost) sign() {
 			continue
 		}
 		csr, err := keys.ParseCSR(r.Spec.Request)
-		if err != nil {
-			h.t.Fatal(err)
-		}
+		require.NoError(h.t, err)
 		pub := csr.PublicKey
 		if h.wrongKey {
 			pub = h.f.key(keys.KeySpec{Algorithm: keys.AlgorithmECDSA}).Public()
@@ -188,41 +177,31 @@ func (h *testHost) settle() Result {
 
 func (h *testHost) leaf() *x509.Certificate {
 	p, err := keys.ParseSecretData(h.secrets[h.cert.Spec.SecretName].Data)
-	if err != nil || !p.KeyMatches {
-		h.t.Fatalf("the secret is not a matching key pair: %v", err)
-	}
+	require.NoError(h.t, err, "the secret is not a matching key pair")
+	require.True(h.t, p.KeyMatches, "the secret is not a matching key pair")
 	return p.Leaf
 }
 
 func TestLifecycleFirstIssuanceAndRenewal(t *testing.T) {
 	h := newTestHost(t)
 	res := h.settle()
-	if c := h.cert.Status.Condition(ConditionReady); c == nil || c.Status != StatusTrue {
-		t.Fatalf("not Ready after first issuance:\n%s", strings.Join(h.trace, "\n"))
-	}
-	if *h.cert.Status.Revision != 1 || h.creates != 1 {
-		t.Fatalf("revision %d with %d requests, want 1 and 1", *h.cert.Status.Revision, h.creates)
-	}
+	ready := h.cert.Status.Condition(ConditionReady)
+	require.NotNil(t, ready, "not Ready after first issuance:\n%s", strings.Join(h.trace, "\n"))
+	require.Equal(t, StatusTrue, ready.Status, "not Ready after first issuance:\n%s", strings.Join(h.trace, "\n"))
+	require.Equal(t, 1, *h.cert.Status.Revision, "revision after first issuance")
+	require.Equal(t, 1, h.creates, "requests for first issuance")
 	first := h.leaf()
-	if res.RequeueAt.IsZero() || !res.RequeueAt.Equal(*h.cert.Status.RenewalTime) {
-		t.Fatalf("requeue %v, want the renewal time %v", res.RequeueAt, h.cert.Status.RenewalTime)
-	}
-	if len(h.snapshot().NextPrivateKeySecrets) != 0 {
-		t.Fatal("the next private key survived the issuance")
-	}
+	require.False(t, res.RequeueAt.IsZero(), "no requeue, want the renewal time %v", h.cert.Status.RenewalTime)
+	require.True(t, res.RequeueAt.Equal(*h.cert.Status.RenewalTime), "requeue %v, want the renewal time %v", res.RequeueAt, h.cert.Status.RenewalTime)
+	require.Empty(t, h.snapshot().NextPrivateKeySecrets, "the next private key survived the issuance")
 
 	h.now = res.RequeueAt
 	h.settle()
 	second := h.leaf()
-	if *h.cert.Status.Revision != 2 || h.creates != 2 {
-		t.Fatalf("after renewal: revision %d with %d requests", *h.cert.Status.Revision, h.creates)
-	}
-	if keys.PublicKeysEqual(first.PublicKey, second.PublicKey) {
-		t.Fatal("rotation Always renewed with the same key")
-	}
-	if len(h.requests) != 1 {
-		t.Fatalf("revision history kept %d requests, want 1", len(h.requests))
-	}
+	require.Equal(t, 2, *h.cert.Status.Revision, "revision after renewal")
+	require.Equal(t, 2, h.creates, "requests after renewal")
+	require.False(t, keys.PublicKeysEqual(first.PublicKey, second.PublicKey), "rotation Always renewed with the same key")
+	require.Len(t, h.requests, 1, "requests the revision history kept")
 }
 
 func TestLifecycleRotationNeverKeepsTheKey(t *testing.T) {
@@ -232,9 +211,7 @@ func TestLifecycleRotationNeverKeepsTheKey(t *testing.T) {
 	first := h.leaf()
 	h.now = res.RequeueAt
 	h.settle()
-	if !keys.PublicKeysEqual(first.PublicKey, h.leaf().PublicKey) {
-		t.Fatal("rotation Never changed the key")
-	}
+	require.True(t, keys.PublicKeysEqual(first.PublicKey, h.leaf().PublicKey), "rotation Never changed the key")
 }
 
 // TestLifecycleFailuresBackOffNeverLoop: an issuer that fails, then one that
@@ -250,23 +227,18 @@ func TestLifecycleFailuresBackOffNeverLoop(t *testing.T) {
 			h.noCreationTime = strings.HasSuffix(fault, "without creation times")
 			for step := 1; step <= 4; step++ {
 				res := h.settle()
-				if res.Reason != ReasonBackoff {
-					t.Fatalf("step %d: reason %s (%s)\n%s", step, res.Reason, res.Message, strings.Join(h.trace, "\n"))
-				}
-				if h.creates != step {
-					t.Fatalf("step %d: %d requests, want %d", step, h.creates, step)
-				}
+				require.Equal(t, ReasonBackoff, res.Reason, "step %d: reason (%s)\n%s", step, res.Message, strings.Join(h.trace, "\n"))
+				require.Equal(t, step, h.creates, "step %d: requests", step)
 				wantWait := time.Hour << (step - 1)
-				if got := res.RequeueAt.Sub(*h.cert.Status.LastFailureTime); got != wantWait {
-					t.Fatalf("step %d: backoff %v, want %v", step, got, wantWait)
-				}
+				require.Equal(t, wantWait, res.RequeueAt.Sub(*h.cert.Status.LastFailureTime), "step %d: backoff", step)
 				h.now = res.RequeueAt
 			}
 			h.fail, h.wrongKey = false, false
 			h.settle()
-			if c := h.cert.Status.Condition(ConditionReady); c == nil || c.Status != StatusTrue || h.cert.Status.FailedIssuanceAttempts != nil {
-				t.Fatalf("not Ready after the issuer recovered:\n%s", strings.Join(h.trace, "\n"))
-			}
+			ready := h.cert.Status.Condition(ConditionReady)
+			require.NotNil(t, ready, "not Ready after the issuer recovered:\n%s", strings.Join(h.trace, "\n"))
+			require.Equal(t, StatusTrue, ready.Status, "not Ready after the issuer recovered:\n%s", strings.Join(h.trace, "\n"))
+			require.Nil(t, h.cert.Status.FailedIssuanceAttempts, "failed attempts still counted after the issuer recovered")
 		})
 	}
 }
@@ -289,30 +261,25 @@ func TestLifecycleStaleCacheNeverDuplicatesARequest(t *testing.T) {
 		}
 	}
 	for _, n := range created {
-		if n != "web-1" {
-			t.Fatalf("a stale cache created %v", created)
-		}
+		require.Equal(t, "web-1", n, "a stale cache created %v", created)
 	}
-	if h.creates != 1 || len(created) == 0 {
-		t.Fatalf("%d requests exist from %d creates", h.creates, len(created))
-	}
+	require.Equal(t, 1, h.creates, "requests that exist from %d creates", len(created))
+	require.NotEmpty(t, created, "no CreateRequest at all")
 }
 
 func TestLifecycleManualTriggerDuringBackoff(t *testing.T) {
 	h := newTestHost(t)
 	h.fail = true
 	res := h.settle()
-	if res.Reason != ReasonBackoff {
-		t.Fatalf("reason %s", res.Reason)
-	}
+	require.Equal(t, ReasonBackoff, res.Reason, "reason (%s)", res.Message)
 	h.fail = false
 	h.now = h.now.Add(10 * time.Minute) // well inside the 1h backoff
 	h.cert.Status.Conditions = setCondition(h.cert.Status.Conditions,
 		Condition{Type: ConditionIssuing, Status: StatusTrue, Reason: ReasonManualTrigger, Message: "renew now"}, h.now, h.cert.Generation)
 	h.settle()
-	if c := h.cert.Status.Condition(ConditionReady); c == nil || c.Status != StatusTrue {
-		t.Fatalf("a manual trigger did not bypass the backoff:\n%s", strings.Join(h.trace, "\n"))
-	}
+	ready := h.cert.Status.Condition(ConditionReady)
+	require.NotNil(t, ready, "a manual trigger did not bypass the backoff:\n%s", strings.Join(h.trace, "\n"))
+	require.Equal(t, StatusTrue, ready.Status, "a manual trigger did not bypass the backoff:\n%s", strings.Join(h.trace, "\n"))
 }
 
 // A pass that wrote the secret but stopped before its status write leaves
@@ -329,17 +296,17 @@ func TestRevisionAdoptedAfterAnInterruptedIssuance(t *testing.T) {
 			st = &u.Status
 		}
 	}
-	if st == nil || st.Revision == nil || *st.Revision != 1 {
-		t.Fatalf("the revision was not adopted: %v (%s: %s)", res.Actions, res.Reason, res.Message)
-	}
+	require.NotNil(t, st, "the revision was not adopted: %v (%s: %s)", res.Actions, res.Reason, res.Message)
+	require.NotNil(t, st.Revision, "the revision was not adopted: %v (%s: %s)", res.Actions, res.Reason, res.Message)
+	require.Equal(t, 1, *st.Revision, "the adopted revision (%s: %s)", res.Reason, res.Message)
 	// A request whose certificate is not the secret's is not adopted.
 	s, _ = f.healthy(t0.Add(-24 * time.Hour))
 	s.Certificate.Status.Revision = nil
 	other, _ := f.healthy(t0.Add(-48 * time.Hour))
 	s.Requests[0].Status.Certificate = other.Requests[0].Status.Certificate
 	for _, a := range Reconcile(s, t0, Config{}).Actions {
-		if u, ok := a.(UpdateStatus); ok && u.Status.Revision != nil {
-			t.Fatalf("adopted the revision of a request for another certificate: %v", u)
+		if u, ok := a.(UpdateStatus); ok {
+			require.Nil(t, u.Status.Revision, "adopted the revision of a request for another certificate: %v", u)
 		}
 	}
 }

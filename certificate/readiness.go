@@ -27,7 +27,7 @@ func Readiness(s *Snapshot, now time.Time, cfg Config) Result {
 	if res, ok := checkInput(s, now, StageReadiness); !ok {
 		return res
 	}
-	p := newPass(s)
+	p := newPass(s, now, cfg)
 	return finish(p, readiness(p, now, cfg))
 }
 
@@ -65,8 +65,8 @@ func readiness(p *pass, now time.Time, cfg Config) Result {
 	if l := p.leaf(); l != nil {
 		leaf = true
 		nb, na = l.NotBefore, l.NotAfter
-		d, _ := renewalDecision(p, now, cfg)
-		res.Renewal = &d
+		d := p.renewal
+		res.Renewal = d
 		rt, rs, renewalCond = d.RenewalTime, d.Status, d.Conditions
 		switch {
 		case reason == "" && !now.Before(na):
@@ -102,14 +102,20 @@ func readiness(p *pass, now time.Time, cfg Config) Result {
 // setRenewalConditions sets the renewal conditions a decision lists and
 // removes the other renewal condition types.
 func setRenewalConditions(conds []Condition, want []renewal.Condition, now time.Time, gen int64) []Condition {
-	listed := map[string]bool{}
 	for _, w := range want {
-		listed[w.Type] = true
 		conds = setCondition(conds, Condition{Type: w.Type, Status: w.Status, Reason: w.Reason, Message: w.Message}, now, gen)
+	}
+	listed := func(t string) bool {
+		for _, w := range want {
+			if w.Type == t {
+				return true
+			}
+		}
+		return false
 	}
 	out := conds[:0:0]
 	for _, c := range conds {
-		if isRenewalCondition(c.Type) && !listed[c.Type] {
+		if isRenewalCondition(c.Type) && !listed(c.Type) {
 			continue
 		}
 		out = append(out, c)

@@ -7,6 +7,7 @@ import (
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/renewal"
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
 )
 
 func TestReadiness(t *testing.T) {
@@ -70,8 +71,9 @@ func TestReadiness(t *testing.T) {
 						got.renewalConds = append(got.renewalConds, c.Type)
 					}
 				}
-				if tc.want.status == StatusTrue && (st.NotAfter == nil || st.RenewalTime == nil) {
-					t.Fatal("a Ready certificate's status lacks notAfter or renewalTime")
+				if tc.want.status == StatusTrue {
+					require.NotNil(t, st.NotAfter, "a Ready certificate's status lacks notAfter")
+					require.NotNil(t, st.RenewalTime, "a Ready certificate's status lacks renewalTime")
 				}
 			}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
@@ -88,15 +90,9 @@ func TestReadinessWritesNothingTwice(t *testing.T) {
 	f := newFixture(t)
 	s, _ := f.healthy(t0.Add(-10 * 24 * time.Hour))
 	res := Readiness(s, t0, Config{})
-	if len(res.Actions) != 1 {
-		t.Fatalf("first pass: %v", res.Actions)
-	}
+	require.Len(t, res.Actions, 1, "first pass")
 	s.Certificate.Status = res.Actions[0].(UpdateStatus).Status
 	again := Readiness(s, t0.Add(time.Minute), Config{})
-	if len(again.Actions) != 0 {
-		t.Fatalf("second pass wrote again: %v", again.Actions)
-	}
-	if !again.RequeueAt.Equal(*s.Certificate.Status.NotAfter) {
-		t.Fatalf("requeue at %v, want notAfter %v", again.RequeueAt, *s.Certificate.Status.NotAfter)
-	}
+	require.Empty(t, again.Actions, "second pass wrote again")
+	require.True(t, again.RequeueAt.Equal(*s.Certificate.Status.NotAfter), "requeue at %v, want notAfter %v", again.RequeueAt, *s.Certificate.Status.NotAfter)
 }

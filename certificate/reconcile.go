@@ -43,7 +43,7 @@ func Reconcile(s *Snapshot, now time.Time, cfg Config) Result {
 	if res, ok := checkInput(s, now, ""); !ok {
 		return res
 	}
-	p := newPass(s)
+	p := newPass(s, now, cfg)
 	var out Result
 	head := -1
 	for i, st := range Stages {

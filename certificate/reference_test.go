@@ -10,6 +10,7 @@ import (
 
 	"github.com/certlife/certlife/keys"
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
 )
 
 // stagesInTurn is the plain reference for Reconcile: each stage called
@@ -28,9 +29,7 @@ func stagesInTurn(t testing.TB, s *Snapshot, now time.Time, cfg Config) Result {
 	head := 0
 	for i, st := range Stages {
 		r := stage[st](cur, now, cfg)
-		if r.Stage != st {
-			t.Fatalf("stage %s says it is %s", st, r.Stage)
-		}
+		require.Equal(t, st, r.Stage, "stage %s says it is another", st)
 		out.Steps = append(out.Steps, Step{Stage: st, Reason: r.Reason, Message: r.Message, Acted: len(r.Actions) > 0, RequeueAt: r.RequeueAt})
 		for _, a := range r.Actions {
 			applyReference(t, cur, a)
@@ -77,14 +76,10 @@ func applyReference(t testing.TB, s *Snapshot, a Action) {
 	case WriteSecret:
 		key := writeKey(t, s, a)
 		data, err := keys.SecretData(rand.Reader, key, a.Chain, a.CA, a.Output)
-		if err != nil {
-			t.Fatalf("%v cannot be carried out: %v", a, err)
-		}
+		require.NoError(t, err, "%v cannot be carried out", a)
 		sec := &Secret{ObjectMeta: ObjectMeta{Name: a.Name, Namespace: s.Certificate.Namespace, OwnerUID: a.OwnerUID}}
 		if s.Secret != nil {
-			if a.ResourceVersion != s.Secret.ResourceVersion {
-				t.Fatalf("%v: resource version %q, the secret read is at %q", a, a.ResourceVersion, s.Secret.ResourceVersion)
-			}
+			require.Equal(t, s.Secret.ResourceVersion, a.ResourceVersion, "%v: the resource version is not the secret read's", a)
 			sec.ObjectMeta = s.Secret.ObjectMeta
 			sec.Labels, sec.Annotations = maps.Clone(sec.Labels), maps.Clone(sec.Annotations)
 		}
@@ -106,13 +101,9 @@ func writeKey(t testing.TB, s *Snapshot, a WriteSecret) crypto.Signer {
 	if a.KeySecretName == a.Name {
 		src = s.Secret
 	}
-	if src == nil {
-		t.Fatalf("%v names key secret %s, which the snapshot does not hold", a, a.KeySecretName)
-	}
+	require.NotNil(t, src, "%v names key secret %s, which the snapshot does not hold", a, a.KeySecretName)
 	key, err := keys.DecodePrivateKey(src.Data[keys.SecretPrivateKey])
-	if err != nil {
-		t.Fatalf("%v: the key in %s cannot be decoded: %v", a, a.KeySecretName, err)
-	}
+	require.NoError(t, err, "%v: the key in %s cannot be decoded", a, a.KeySecretName)
 	return key
 }
 
@@ -147,15 +138,13 @@ func checkLiveness(t testing.TB, s *Snapshot, now time.Time, cfg Config) {
 	if at.IsZero() {
 		return
 	}
-	if at.Before(now) {
-		t.Fatalf("at %v the decision asks to look again in the past, at %v (%s: %s)", now, at, r1.Reason, r1.Message)
-	}
-	if at.Equal(now) && len(r1.Actions) == 0 {
-		t.Fatalf("at %v the decision does nothing and asks to look again at once (%s: %s)", now, r1.Reason, r1.Message)
+	require.False(t, at.Before(now), "at %v the decision asks to look again in the past, at %v (%s: %s)", now, at, r1.Reason, r1.Message)
+	if len(r1.Actions) == 0 {
+		require.False(t, at.Equal(now), "at %v the decision does nothing and asks to look again at once (%s: %s)", now, r1.Reason, r1.Message)
 	}
 	r2 := Reconcile(s, at, cfg)
-	if len(r2.Actions) == 0 && !r2.RequeueAt.IsZero() && !r2.RequeueAt.After(at) {
-		t.Fatalf("at its deadline %v the decision neither acts nor moves on (%s: %s; again at %v)", at, r2.Reason, r2.Message, r2.RequeueAt)
+	if len(r2.Actions) == 0 && !r2.RequeueAt.IsZero() {
+		require.True(t, r2.RequeueAt.After(at), "at its deadline %v the decision neither acts nor moves on (%s: %s; again at %v)", at, r2.Reason, r2.Message, r2.RequeueAt)
 	}
 	noSlide(t, s, at, cfg, r2)
 }
@@ -169,8 +158,8 @@ func noSlide(t testing.TB, s *Snapshot, now time.Time, cfg Config, r Result) {
 		return
 	}
 	later := Reconcile(s, now.Add(step), cfg)
-	if len(later.Actions) == 0 && later.RequeueAt.Equal(r.RequeueAt.Add(step)) && later.Reason == r.Reason {
-		t.Fatalf("the deadline slides with the clock: at %v it waits until %v, a second later until %v (%s: %s)",
+	if len(later.Actions) == 0 && later.Reason == r.Reason {
+		require.False(t, later.RequeueAt.Equal(r.RequeueAt.Add(step)), "the deadline slides with the clock: at %v it waits until %v, a second later until %v (%s: %s)",
 			now, r.RequeueAt, later.RequeueAt, r.Reason, r.Message)
 	}
 }

@@ -54,7 +54,8 @@ const deletedRequestRecheck = 5 * time.Second
 // status.revision+1, named RequestName(certificate, revision): it deletes
 // requests with a missing or bad revision, and requests of the next
 // revision that no longer match the spec, are not for the next private
-// key, or were answered before the current issuance began; it creates the
+// key, or were answered before the current issuance began, and any beyond
+// the first that matches (oldest first, then by name); it creates the
 // request when none is left. A request deleted in this pass is re-created
 // on a later pass, never in the same one, so a create never meets the
 // deletion of its own name.
@@ -66,7 +67,7 @@ func Requestmanager(s *Snapshot, now time.Time, cfg Config) Result {
 	if res, ok := checkInput(s, now, StageRequestmanager); !ok {
 		return res
 	}
-	p := newPass(s)
+	p := newPass(s, now, cfg)
 	return finish(p, requestmanager(p, now))
 }
 
@@ -106,6 +107,8 @@ func requestmanager(p *pass, now time.Time) Result {
 		}
 		why := ""
 		switch {
+		case current != nil:
+			why = "request " + current.Name + " is the current one for revision " + strconv.Itoa(next)
 		case spentBefore(r.CertificateRequest, cond):
 			why = "it was answered before this issuance began"
 		case failedBefore(r.CertificateRequest, cond):

@@ -12,7 +12,7 @@ import (
 // Config is a host's settings for every certificate. The zero value is the
 // documented default of each part.
 type Config struct {
-	// Backoff after failed issuance (seed 003). Zero: 1h·2^(n−1) ≤ 32h.
+	// Backoff after failed issuance. Zero: 1h·2^(n−1) ≤ 32h.
 	Backoff backoff.Policy
 	// Renewal options: short-lived timing, jitter, fail-safe margin,
 	// strict windows.

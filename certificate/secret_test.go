@@ -158,3 +158,53 @@ func settleStatus(t *testing.T, s *Snapshot) {
 		s.Certificate.Status = u.Status
 	}
 }
+
+// The drift check compares in place what secretMetadata writes: a secret
+// with exactly those labels and annotations has no drift, and each one
+// missing or changed is named — for certificates with every kind of name
+// and a secretTemplate that overlaps certlife's annotations.
+func TestSecretDriftAgreesWithSecretMetadata(t *testing.T) {
+	f := newFixture(t)
+	templates := map[string]keys.RequestTemplate{
+		"DNS names":       {CommonName: "web.example", DNSNames: []string{"web.example", "www.web.example"}},
+		"no names at all": {CommonName: "just a CN"},
+		"IPs, URIs and emails": {DNSNames: []string{"a.example"}, IPAddresses: []string{"10.0.0.1", "::1"},
+			URIs: []string{"spiffe://cluster.local/ns/a"}, EmailAddresses: []string{"ops@a.example", "sec@a.example"}},
+	}
+	for name, tmpl := range templates {
+		t.Run(name, func(t *testing.T) {
+			s, _ := f.healthy(t0.Add(-time.Hour))
+			c := s.Certificate
+			c.Spec.CommonName, c.Spec.DNSNames, c.Spec.IPAddresses, c.Spec.URIs, c.Spec.EmailAddresses =
+				tmpl.CommonName, tmpl.DNSNames, tmpl.IPAddresses, tmpl.URIs, tmpl.EmailAddresses
+			c.Spec.SecretTemplate = &SecretTemplate{Labels: map[string]string{"team": "web", "tier": "1"},
+				Annotations: map[string]string{"owner": "alice", AnnotationCommonName: "the template's, overridden"}}
+			key, err := keys.DecodePrivateKey(s.Secret.Data[keys.SecretPrivateKey])
+			require.NoError(t, err)
+			chain := f.sign(key.Public(), tmpl, t0.Add(-time.Hour), t0.Add(90*24*time.Hour))
+			s.Secret.Data[keys.SecretCertificate] = chain
+			leaf, err := firstCertificate(chain)
+			require.NoError(t, err)
+			// f.sign certifies the template's names but not its IPs, URIs and
+			// emails: take the leaf's as they are.
+			labels, annotations := secretMetadata(c, leaf)
+			s.Secret.Labels, s.Secret.Annotations = labels, annotations
+			require.Empty(t, newPass(s, t0, Config{}).drift)
+
+			for _, kind := range []string{"label", "annotation"} {
+				m := labels
+				if kind == "annotation" {
+					m = annotations
+				}
+				for k, v := range m {
+					delete(m, k)
+					assert.Contains(t, newPass(s, t0, Config{}).drift, kind+" "+k+" is missing")
+					m[k] = v + "x"
+					assert.Contains(t, newPass(s, t0, Config{}).drift, kind+" "+k+" is "+quote(v+"x")+", not "+quote(v))
+					m[k] = v
+				}
+			}
+			require.Empty(t, newPass(s, t0, Config{}).drift)
+		})
+	}
+}

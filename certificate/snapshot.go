@@ -1,12 +1,15 @@
 package certificate
 
 import (
+	"cmp"
 	"crypto"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/certlife/certlife/keys"
@@ -96,6 +99,13 @@ type pass struct {
 	// compiled (nil for none, or when they are invalid).
 	specErr  error
 	schedule *renewal.Schedule
+
+	// now and cfg are the decision's; renewal is the renewal decision for
+	// the secret's certificate at now (nil when there is none), recomputed
+	// when a write changes the certificate.
+	now     time.Time
+	cfg     Config
+	renewal *renewal.Decision
 }
 
 // request is a CertificateRequest with what the stages read of it parsed.
@@ -114,9 +124,9 @@ type nextKey struct {
 	err    error
 }
 
-func newPass(s *Snapshot) *pass {
+func newPass(s *Snapshot, now time.Time, cfg Config) *pass {
 	c := s.Certificate
-	p := &pass{cert: c, others: s.OtherOwners, ari: s.ARI, secret: s.Secret}
+	p := &pass{cert: c, others: s.OtherOwners, ari: s.ARI, secret: s.Secret, now: now, cfg: cfg}
 	p.specErr = Validate(&c.Spec)
 	if r := c.Spec.Renewal; r != nil && len(r.Windows) > 0 {
 		p.schedule, _ = renewal.Compile(r.Windows)
@@ -125,6 +135,7 @@ func newPass(s *Snapshot) *pass {
 		p.parsed, _ = keys.ParseSecretData(s.Secret.Data)
 	}
 	p.drift = secretDrift(p)
+	p.renewal = decideRenewal(p)
 	for _, r := range s.Requests {
 		if r == nil {
 			continue
@@ -134,6 +145,13 @@ func newPass(s *Snapshot) *pass {
 		rq.csr, rq.csrErr = keys.DecodeCSR(r.Spec.Request)
 		p.requests = append(p.requests, rq)
 	}
+	// One order for every stage: by revision, then oldest first, then by
+	// name. The requestmanager keeps the first request that matches, and
+	// the issuing stage acts on the first of the revision, so both mean
+	// the same one when a host holds two for a revision.
+	slices.SortStableFunc(p.requests, func(a, b request) int {
+		return cmp.Or(cmp.Compare(a.revision, b.revision), a.CreationTimestamp.Compare(b.CreationTimestamp), strings.Compare(a.Name, b.Name))
+	})
 	for _, sec := range s.NextPrivateKeySecrets {
 		if sec == nil {
 			continue
@@ -255,6 +273,7 @@ func (p *pass) applyWrite(w WriteSecret) {
 	p.secret = sec
 	p.parsed, _ = keys.ParseSecretDataKnownKey(sec.Data, key)
 	p.drift = nil
+	p.renewal = decideRenewal(p)
 }
 
 func merge(dst, src map[string]string) map[string]string {

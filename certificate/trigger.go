@@ -270,12 +270,15 @@ func owner(p *pass) *Certificate {
 	return claimants[0]
 }
 
-// renewalDecision asks the renewal package about the secret's certificate;
-// ok is false when there is no certificate to time renewal from.
-func renewalDecision(p *pass, now time.Time, cfg Config) (d renewal.Decision, ok bool) {
+// decideRenewal asks the renewal package about the secret's certificate at
+// the pass's time; nil when there is no certificate to time renewal from.
+// The pass holds the answer: the spec, the ARI window and the time are the
+// same for every stage, and a write that changes the certificate asks
+// again.
+func decideRenewal(p *pass) *renewal.Decision {
 	leaf := p.leaf()
 	if leaf == nil {
-		return renewal.Decision{}, false
+		return nil
 	}
 	spec := &p.cert.Spec
 	in := renewal.Input{NotBefore: leaf.NotBefore, NotAfter: leaf.NotAfter, ARI: p.ari, JitterKey: p.cert.UID, Schedule: p.schedule}
@@ -288,7 +291,8 @@ func renewalDecision(p *pass, now time.Time, cfg Config) (d renewal.Decision, ok
 	if spec.Renewal != nil {
 		in.Spec = *spec.Renewal
 	}
-	return renewal.Decide(in, now, cfg.Renewal), true
+	d := renewal.Decide(in, p.now, p.cfg.Renewal)
+	return &d
 }
 
 // failedRequestMismatchesSpec reports whether the request of the failed
@@ -315,7 +319,7 @@ func Trigger(s *Snapshot, now time.Time, cfg Config) Result {
 	if res, ok := checkInput(s, now, StageTrigger); !ok {
 		return res
 	}
-	p := newPass(s)
+	p := newPass(s, now, cfg)
 	return finish(p, trigger(p, now, cfg))
 }
 
@@ -341,8 +345,8 @@ func trigger(p *pass, now time.Time, cfg Config) Result {
 	}
 	reason, message := runChain(p)
 	if reason == "" {
-		d, _ := renewalDecision(p, now, cfg) // the chain passed: there is a leaf
-		res.Renewal = &d
+		d := p.renewal // the chain passed: there is a leaf
+		res.Renewal = d
 		if !d.Renew {
 			res.Reason, res.Message, res.RequeueAt = ReasonUpToDate, d.Message, d.NextCheck
 			// Readiness flips to Expired at notAfter even when nothing

@@ -1,13 +1,13 @@
 package certificate
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/renewal"
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
 )
 
 func TestTrigger(t *testing.T) {
@@ -177,14 +177,13 @@ func TestTrigger(t *testing.T) {
 			if !res.RequeueAt.IsZero() {
 				got.requeue = res.RequeueAt.Sub(tc.now)
 			}
+			require.LessOrEqual(t, len(res.Actions), 1, "the trigger returned more than one action: %v", res.Actions)
 			if len(res.Actions) == 1 {
 				if u, ok := res.Actions[0].(UpdateStatus); ok {
 					if c := u.Status.Condition(ConditionIssuing); c != nil && c.Status == StatusTrue && c.Reason == res.Reason {
 						got.issuing = true
 					}
 				}
-			} else if len(res.Actions) > 1 {
-				t.Fatalf("the trigger returned %d actions", len(res.Actions))
 			}
 			if got.issuing {
 				got.requeue = tc.want.requeue // issuing results need no timed requeue
@@ -192,9 +191,7 @@ func TestTrigger(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
 				t.Fatalf("Trigger() mismatch (-want +got):\n%s\nmessage: %s", diff, res.Message)
 			}
-			if !strings.Contains(res.Message, tc.want.msg) {
-				t.Fatalf("message %q does not say %q", res.Message, tc.want.msg)
-			}
+			require.Contains(t, res.Message, tc.want.msg, "the message does not say it")
 		})
 	}
 }
@@ -220,14 +217,7 @@ func TestTriggerChecksAreNilSafeInAnyOrder(t *testing.T) {
 	for i, s := range snaps {
 		for j := len(checks) - 1; j >= 0; j-- {
 			ch := checks[j]
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						t.Fatalf("snapshot %d: check %s panicked: %v", i, ch.name, r)
-					}
-				}()
-				ch.fn(newPass(s))
-			}()
+			require.NotPanics(t, func() { ch.fn(newPass(s, t0, Config{})) }, "snapshot %d: check %s panicked", i, ch.name)
 		}
 	}
 }
@@ -274,25 +264,20 @@ func TestSecretNotCaughtUpIsNotReissuedOver(t *testing.T) {
 					got = c.Reason
 				}
 			}
-			if got != tc.want {
-				t.Fatalf("reason %s (%s), want %s", res.Reason, res.Message, tc.want)
-			}
+			require.Equal(t, tc.want, got, "reason %s (%s)", res.Reason, res.Message)
 			if tc.want == ReasonSecretNotCaughtUp {
-				if len(res.Actions) != 0 {
-					t.Fatalf("waiting for the cache wrote %v", res.Actions)
-				}
-				if want := fresh.Requests[0].CreationTimestamp.Add(5 * time.Minute); !res.RequeueAt.Equal(want) {
-					t.Fatalf("looks again at %v, want the end of the grace %v", res.RequeueAt, want)
-				}
+				require.Empty(t, res.Actions, "waiting for the cache wrote actions")
+				want := fresh.Requests[0].CreationTimestamp.Add(5 * time.Minute)
+				require.True(t, res.RequeueAt.Equal(want), "looks again at %v, want the end of the grace %v", res.RequeueAt, want)
 			}
 		})
 	}
 	// With the grace off, the stale view is acted on at once.
 	s := *fresh
 	s.Secret = old.Secret
-	if c := issuingCondOf(Reconcile(&s, t0, Config{CacheGrace: -1})); c == nil || c.Reason != ReasonKeyMismatchesRequest {
-		t.Fatalf("grace off: %v", c)
-	}
+	c := issuingCondOf(Reconcile(&s, t0, Config{CacheGrace: -1}))
+	require.NotNil(t, c, "grace off: Issuing is not set")
+	require.Equal(t, ReasonKeyMismatchesRequest, c.Reason, "grace off")
 }
 
 func issuingCondOf(res Result) *Condition {

@@ -155,7 +155,8 @@ type Spec struct {
 	// DefaultRevisionHistoryLimit.
 	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 
-	// Renewal is the renewal policy (seed 004); nil means Automatic.
+	// Renewal is the renewal policy: Automatic, Disabled, or Scheduled
+	// inside renewal windows; nil means Automatic.
 	Renewal *renewal.Spec `json:"renewal,omitempty"`
 }
 
@@ -209,7 +210,7 @@ type Condition struct {
 }
 
 // Status is what the stages record about a certificate, and the only way
-// they talk to each other (seed 000).
+// they talk to each other.
 type Status struct {
 	Conditions []Condition `json:"conditions,omitempty"`
 	// Revision of the certificate in the secret; nil before the first
@@ -219,7 +220,7 @@ type Status struct {
 	// issuance in progress.
 	NextPrivateKeySecretName string `json:"nextPrivateKeySecretName,omitempty"`
 	// LastFailureTime and FailedIssuanceAttempts drive the backoff
-	// (seed 003).
+	// (package backoff).
 	LastFailureTime        *time.Time `json:"lastFailureTime,omitempty"`
 	FailedIssuanceAttempts *int       `json:"failedIssuanceAttempts,omitempty"`
 	// RetryAfter is the earliest next attempt the CA allowed (rate limit).
@@ -229,7 +230,8 @@ type Status struct {
 	NotAfter    *time.Time `json:"notAfter,omitempty"`
 	RenewalTime *time.Time `json:"renewalTime,omitempty"`
 
-	// Renewal is seed 004's renewal status.
+	// Renewal is the renewal policy in effect and its windows, for users to
+	// read.
 	Renewal *renewal.Status `json:"renewal,omitempty"`
 }
 

@@ -18,8 +18,8 @@ type Action interface {
 // Sync asks the host to read the challenge (URL) and its authorization
 // (AuthorizationURL) from the server and write back: Status.State (the
 // authorization's status once Accepted, else the challenge's), Reason (the
-// server's error detail, if any), SyncedAt = now, and the server's
-// Retry-After. A challenge URL that the authorization does not list, while
+// server's error detail, if any), SyncedAt = now, ChangedAt = now when the
+// state changed, and the server's Retry-After. A challenge URL that the authorization does not list, while
 // the authorization is not final, is an error a retry cannot fix: State
 // errored, with a reason that says so.
 type Sync struct{ URL, AuthorizationURL string }
@@ -45,17 +45,18 @@ type SelfCheck struct {
 }
 
 // Accept asks the host to tell the server the challenge is ready (RFC 8555
-// §7.5.1: POST {} to the challenge URL) and write Accepted = true and the
-// returned state.
+// §7.5.1: POST {} to the challenge URL) and write Accepted = true, the
+// returned state, and SyncedAt = ChangedAt = now.
 type Accept struct{ URL string }
 
-// CleanUp asks the host to stop presenting the key authorization.
-// Idempotent.
+// CleanUp asks the host to stop presenting the key authorization: what
+// the Present with the same fields put up. Idempotent.
 type CleanUp struct {
 	Type           Type
 	DNSName, Token string
 	Key            string
 	Solver         Solver
+	Wildcard       bool
 }
 
 // UpdateStatus asks the host to write Status; always last in a result.

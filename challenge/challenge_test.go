@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -106,19 +108,16 @@ func TestDecide(t *testing.T) {
 			for _, a := range res.Actions {
 				acts = append(acts, strings.SplitN(a.String(), "{", 2)[0])
 			}
-			if fmt.Sprint(acts) != fmt.Sprint(tc.actions) || res.Reason != tc.reason {
-				t.Fatalf("Decide() = %v %s (%s), want %v %s", acts, res.Reason, res.Message, tc.actions, tc.reason)
-			}
+			require.Equal(t, tc.actions, acts, "Decide() actions (%s)", res.Message)
+			require.Equal(t, tc.reason, res.Reason, "Decide() reason (%s)", res.Message)
 			var rq time.Duration
 			if !res.RequeueAt.IsZero() {
 				rq = res.RequeueAt.Sub(t0)
 			}
-			if rq != tc.requeue {
-				t.Fatalf("requeue +%v, want +%v", rq, tc.requeue)
-			}
+			require.Equal(t, tc.requeue, rq, "requeue after now")
 			for _, a := range res.Actions {
-				if u, ok := a.(UpdateStatus); ok && u.Status.Processing && u.Status.State.Final() {
-					t.Fatal("a final challenge stays processing")
+				if u, ok := a.(UpdateStatus); ok && u.Status.Processing {
+					require.False(t, u.Status.State.Final(), "a final challenge stays processing")
 				}
 			}
 		})
@@ -149,32 +148,23 @@ func TestScheduleCapsUniquenessAndFairness(t *testing.T) {
 	all = append(all, dup, running)
 
 	got := Schedule(all, t0, SchedulerConfig{MaxInFlight: 11})
-	if len(got) != 10 {
-		t.Fatalf("started %d, want 10 (11 in flight minus 1 running)", len(got))
-	}
+	require.Len(t, got, 10, "started: want 10 (11 in flight minus 1 running)")
 	seen := map[string]bool{"old0.example/http-01": true}
 	newCount := 0
 	for _, c := range got {
 		k := c.Spec.DNSName + "/" + string(c.Spec.Type)
-		if seen[k] {
-			t.Fatalf("two challenges for %s", k)
-		}
+		require.False(t, seen[k], "two challenges for %s", k)
 		seen[k] = true
 		if c.Spec.Issuer.Name == "new" {
 			newCount++
 		}
 	}
-	if newCount != 5 {
-		t.Fatalf("the new issuer got %d of 10 slots behind the other's backlog, want all 5 of its challenges", newCount)
-	}
+	require.Equal(t, 5, newCount, "the new issuer's slots of 10 behind the other's backlog: want all 5 of its challenges")
 	// Oldest first within the backlog: dup (t0) and old-01 share a name, so
 	// dup (older, "dup" < "old-01") wins it.
-	if got[0].Name != "dup" {
-		t.Fatalf("first pick %s, want the oldest challenge", got[0].Name)
-	}
-	if again := Schedule(all, t0, SchedulerConfig{MaxInFlight: 11}); fmt.Sprint(names(again)) != fmt.Sprint(names(got)) {
-		t.Fatal("the scheduler is not deterministic")
-	}
+	require.Equal(t, "dup", got[0].Name, "first pick: want the oldest challenge")
+	again := Schedule(all, t0, SchedulerConfig{MaxInFlight: 11})
+	require.Equal(t, names(got), names(again), "the scheduler is not deterministic")
 }
 
 func names(cs []*Challenge) []string {
@@ -190,16 +180,10 @@ func TestScheduleRespectsTheAccountBudgetAndPerPass(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		all = append(all, newChallenge(fmt.Sprintf("c%02d", i), fmt.Sprintf("n%d.example", i), TypeDNS01, t0.Add(time.Duration(i)*time.Second)))
 	}
-	if got := Schedule(all, t0, SchedulerConfig{AccountBudget: 3}); len(got) != 3 {
-		t.Fatalf("account budget 3 started %d", len(got))
-	}
-	if got := Schedule(all, t0, SchedulerConfig{MaxPerPass: 4}); len(got) != 4 {
-		t.Fatalf("per-pass cap 4 started %d", len(got))
-	}
+	require.Len(t, Schedule(all, t0, SchedulerConfig{AccountBudget: 3}), 3, "account budget 3")
+	require.Len(t, Schedule(all, t0, SchedulerConfig{MaxPerPass: 4}), 4, "per-pass cap 4")
 	all[0].Status.State = StateValid
 	for _, c := range Schedule(all, t0, SchedulerConfig{}) {
-		if c.Status.State.Final() {
-			t.Fatal("a final challenge was scheduled")
-		}
+		require.False(t, c.Status.State.Final(), "a final challenge was scheduled")
 	}
 }

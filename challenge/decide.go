@@ -8,15 +8,27 @@ import (
 // Config tunes the challenge machine. The zero value is the documented
 // default of each field.
 type Config struct {
-	// SelfCheckInterval between failed self-checks. Zero means 10s.
+	// SelfCheckInterval is the longest wait between failed self-checks:
+	// the first recheck comes FirstPoll after the check, each next one as
+	// long after the last as the challenge has been presented (so the
+	// waits double), up to this. Zero means 10s.
 	SelfCheckInterval time.Duration
 	// FixedWait, when positive, replaces the self-check: the challenge is
 	// accepted this long after it was presented (a presentation without a
 	// recorded time is given one first). For NAT hairpin and split-horizon
 	// DNS, where the host cannot see what the CA sees.
 	FixedWait time.Duration
-	// PollInterval between reads of an accepted challenge's
-	// authorization. Zero means 5s.
+	// FirstPoll is how long after the call that moved the challenge on
+	// (accepted it, or found it in a new state: see Status.ChangedAt) its
+	// authorization is read again while the server validates; each read
+	// that finds it unchanged waits as long as it has been unchanged, so
+	// the wait doubles, up to PollInterval. A Retry-After the server sends
+	// is followed instead, but never sooner than FirstPoll after the
+	// read. It is also the first wait before a failed self-check is
+	// repeated. Zero means 200ms.
+	FirstPoll time.Duration
+	// PollInterval is the longest wait between reads of an accepted
+	// challenge's authorization. Zero means 5s.
 	PollInterval time.Duration
 	// TransientRetry is the delay after the first transient failure that
 	// came without a Retry-After; it doubles with each further failed
@@ -50,7 +62,49 @@ func (c Config) selfCheckInterval() time.Duration {
 	return orDefault(c.SelfCheckInterval, 10*time.Second)
 }
 func (c Config) pollInterval() time.Duration { return orDefault(c.PollInterval, 5*time.Second) }
-func (c Config) maxHeldWait() time.Duration  { return orDefault(c.MaxHeldWait, time.Minute) }
+
+// firstPoll is FirstPoll, never more than ceiling.
+func (c Config) firstPoll(ceiling time.Duration) time.Duration {
+	return min(orDefault(c.FirstPoll, 200*time.Millisecond), ceiling)
+}
+
+// spaced is the next look after one at last at something unchanged since
+// since: as long after last as it had then been unchanged, at least first
+// and at most ceiling; ceiling when since is not recorded.
+func spaced(last time.Time, since *time.Time, first, ceiling time.Duration) time.Time {
+	if since == nil {
+		return last.Add(ceiling)
+	}
+	return last.Add(min(max(last.Sub(*since), first), ceiling))
+}
+
+// PollAt is when an accepted challenge's authorization is read next,
+// derived from what its status records: the server's Retry-After from the
+// last read, but no sooner than Config.FirstPoll after it; else the last
+// read (SyncedAt) plus as long as the challenge had then been unchanged
+// (since ChangedAt), at least FirstPoll and at most PollInterval, or plus
+// PollInterval when ChangedAt is not recorded. ok is false when it was
+// never read.
+func PollAt(st *Status, cfg Config) (at time.Time, ok bool) {
+	if st == nil || st.SyncedAt == nil {
+		return time.Time{}, false
+	}
+	first := cfg.firstPoll(cfg.pollInterval())
+	if ra := st.RetryAfter; ra != nil && st.LastError == "" {
+		at = st.SyncedAt.Add(first)
+		if ra.After(at) {
+			at = *ra
+		}
+		return at, true // the server said when
+	}
+	return spaced(*st.SyncedAt, st.ChangedAt, first, cfg.pollInterval()), true
+}
+
+// selfCheckAt is when a failed self-check is repeated.
+func selfCheckAt(st *Status, cfg Config) time.Time {
+	return spaced(*st.SelfCheckAt, st.PresentedAt, cfg.firstPoll(cfg.selfCheckInterval()), cfg.selfCheckInterval())
+}
+func (c Config) maxHeldWait() time.Duration { return orDefault(c.MaxHeldWait, time.Minute) }
 
 func (c Config) maxAttempts() int {
 	if c.MaxAttempts > 0 {
@@ -107,6 +161,10 @@ func RetryAt(st *Status, cfg Config) (at time.Time, ok bool) {
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
+// stampMilli is a time for messages, to the millisecond: polls come less
+// than a second apart.
+func stampMilli(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
 // Reasons of a Result.
 const (
 	ReasonNotScheduled = "NotScheduled"
@@ -141,7 +199,7 @@ type Result struct {
 	Message   string
 }
 
-// Decide is the challenge machine (seed 001). It does nothing until the
+// Decide is the challenge machine. It does nothing until the
 // scheduler sets Processing; then it syncs with the server, finishes at once
 // if the authorization is already valid, presents the key authorization,
 // self-checks every SelfCheckInterval (or waits FixedWait), accepts, polls
@@ -161,7 +219,7 @@ func Decide(c *Challenge, now time.Time, cfg Config) Result {
 	}
 	st := c.Status
 	sp := c.Spec
-	cleanUp := CleanUp{Type: sp.Type, DNSName: sp.DNSName, Token: sp.Token, Key: sp.Key, Solver: sp.Solver}
+	cleanUp := cleanUpOf(sp)
 	if !st.Processing {
 		if st.Presented {
 			// Left presented by a run that ended: clean up. A later run
@@ -203,12 +261,9 @@ func Decide(c *Challenge, now time.Time, cfg Config) Result {
 	case st.Accepted || st.State == StateProcessing:
 		// Accepted, or the server is validating already (an accept
 		// whose answer was lost took effect): poll, never accept again.
-		next := st.SyncedAt.Add(cfg.pollInterval())
-		if ra := st.RetryAfter; ra != nil && st.LastError == "" && ra.After(next) {
-			next = *ra // the server asked to be polled no sooner
-		}
+		next, _ := PollAt(&st, cfg)
 		if now.Before(next) && st.LastError == "" {
-			return Result{RequeueAt: next, Reason: ReasonValidating, Message: "the server is validating; looking again at " + stamp(next)}
+			return Result{RequeueAt: next, Reason: ReasonValidating, Message: "the server is validating; looking again at " + stampMilli(next)}
 		}
 		return Result{Actions: []Action{sync}, Reason: ReasonValidating, Message: "reading the authorization's status (RFC 8555 §7.5.1)"}
 	case st.LastError != "" && st.Presented:
@@ -241,8 +296,8 @@ func Decide(c *Challenge, now time.Time, cfg Config) Result {
 		return accept
 	}
 	if st.SelfCheckAt != nil {
-		if next := st.SelfCheckAt.Add(cfg.selfCheckInterval()); now.Before(next) {
-			return Result{RequeueAt: next, Reason: ReasonSelfChecking, Message: "the self-check failed; checking again at " + stamp(next)}
+		if next := selfCheckAt(&st, cfg); now.Before(next) {
+			return Result{RequeueAt: next, Reason: ReasonSelfChecking, Message: "the self-check failed; checking again at " + stampMilli(next)}
 		}
 	}
 	return Result{Actions: []Action{SelfCheck{Type: sp.Type, DNSName: sp.DNSName, Token: sp.Token, Key: sp.Key}},
@@ -283,7 +338,7 @@ func retryGate(c *Challenge, now time.Time, cfg Config) (Result, bool) {
 		next.NextAttemptAt = &t
 		var acts []Action
 		if st.Presented {
-			acts = append(acts, CleanUp{Type: c.Spec.Type, DNSName: c.Spec.DNSName, Token: c.Spec.Token, Key: c.Spec.Key, Solver: c.Spec.Solver})
+			acts = append(acts, cleanUpOf(c.Spec))
 		}
 		return Result{Actions: append(acts, UpdateStatus{next}), RequeueAt: at, Reason: ReasonYielding,
 			Message: fmt.Sprintf("a transient error (%s); the retry at %s is more than %v away: giving the scheduler slot back until then",
@@ -301,7 +356,7 @@ func giveUp(c *Challenge, reason, msg string) Result {
 	next.State, next.Reason = StateErrored, msg
 	var acts []Action
 	if c.Status.Presented {
-		acts = append(acts, CleanUp{Type: c.Spec.Type, DNSName: c.Spec.DNSName, Token: c.Spec.Token, Key: c.Spec.Key, Solver: c.Spec.Solver})
+		acts = append(acts, cleanUpOf(c.Spec))
 	}
 	return Result{Actions: append(acts, UpdateStatus{next}), Reason: reason, Message: msg}
 }
@@ -315,4 +370,9 @@ func unpresented(st Status) Status {
 		st.PresentedAt, st.SelfCheckAt, st.SelfCheckPassed = nil, nil, false
 	}
 	return st
+}
+
+// cleanUpOf is the clean-up of what Present put up for a spec.
+func cleanUpOf(sp Spec) CleanUp {
+	return CleanUp{Type: sp.Type, DNSName: sp.DNSName, Token: sp.Token, Key: sp.Key, Solver: sp.Solver, Wildcard: sp.Wildcard}
 }

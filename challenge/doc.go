@@ -1,5 +1,5 @@
-// Package challenge is the ACME Challenge state machine of seed 001 and the
-// challenge scheduler, as pure decisions.
+// Package challenge is the ACME challenge state machine (RFC 8555 §7.5,
+// §8) and the challenge scheduler, as pure decisions.
 //
 // [Decide] reads one [Challenge] and `now` and returns the actions to carry
 // out — [Sync], [Present], [SelfCheck], [Accept], [CleanUp], [UpdateStatus]
@@ -12,11 +12,16 @@
 // Deadlines arrive: every RequeueAt is derived from times the status
 // records (a read, a presentation, a self-check, a failure), so deciding
 // again at RequeueAt with nothing changed acts, or waits for a later time
-// for another reason — never for the same deadline moved forward.
+// for another reason — never for the same deadline moved forward. Reads of
+// an accepted challenge and repeats of a failed self-check come
+// [Config.FirstPoll] (200 ms) after the change, then after waits that
+// double while nothing changes, up to [Config.PollInterval] (5 s) or
+// [Config.SelfCheckInterval] (10 s), or when the server's Retry-After says.
 //
 // The host loop: take the challenges, call Schedule and set Processing on
 // the ones it returns; for each processing challenge call Decide, carry out
 // its actions in order (an ACME call is one request; no polling inside),
 // write the status back, and requeue at RequeueAt. Package acmeclient
-// carries out the ACME calls.
+// carries out the ACME calls; its Issuer runs this loop, the order's and
+// the scheduler for a host that answers certificate requests over ACME.
 package challenge

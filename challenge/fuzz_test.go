@@ -11,16 +11,20 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 func FuzzChallenge(f *testing.F) {
-	f.Add(uint16(0), "pending", int64(0), int64(0), int64(5), "", uint8(0), int64(0), int64(0), int64(0))
-	f.Add(uint16(0xffff), "invalid", int64(-10), int64(3), int64(-100), "503", uint8(3), int64(-2), int64(100), int64(-5))
-	f.Add(uint16(1|2|8|16|32|512|2048), "pending", int64(-60), int64(0), int64(0), "503", uint8(6), int64(0), int64(0), int64(-60))
-	f.Add(uint16(2|16|32|512|1024), "pending", int64(0), int64(0), int64(0), "503", uint8(6), int64(0), int64(160), int64(0))
-	f.Add(uint16(1|2|32|256), "pending", int64(0), int64(0), int64(0), "", uint8(0), int64(0), int64(0), int64(0))
-	f.Add(uint16(1|2|4|16|32|128|512), "processing", int64(-5), int64(0), int64(40), "timeout", uint8(1), int64(-1), int64(0), int64(0))
-	f.Fuzz(func(t *testing.T, flags uint16, state string, synced, selfCheck, retry int64, lastErr string, attempts uint8, errOff, nextOff, presentedOff int64) {
+	f.Add(uint16(0), "pending", int64(0), int64(0), int64(5), "", uint8(0), int64(0), int64(0), int64(0), int64(0))
+	f.Add(uint16(0xffff), "invalid", int64(-10), int64(3), int64(-100), "503", uint8(3), int64(-2), int64(100), int64(-5), int64(0))
+	f.Add(uint16(1|2|8|16|32|512|2048), "pending", int64(-60), int64(0), int64(0), "503", uint8(6), int64(0), int64(0), int64(-60), int64(0))
+	f.Add(uint16(2|16|32|512|1024), "pending", int64(0), int64(0), int64(0), "503", uint8(6), int64(0), int64(160), int64(0), int64(0))
+	f.Add(uint16(1|2|32|256), "pending", int64(0), int64(0), int64(0), "", uint8(0), int64(0), int64(0), int64(0), int64(0))
+	f.Add(uint16(1|2|4|16|32|128|512), "processing", int64(-5), int64(0), int64(40), "timeout", uint8(1), int64(-1), int64(0), int64(0), int64(0))
+	f.Add(uint16(1|2|4|32|2048), "processing", int64(0), int64(0), int64(0), "", uint8(0), int64(0), int64(0), int64(-1), int64(-1500))
+	f.Add(uint16(1|2|32|64|2048), "pending", int64(-2), int64(0), int64(0), "", uint8(0), int64(0), int64(0), int64(-3), int64(0))
+	f.Fuzz(func(t *testing.T, flags uint16, state string, synced, selfCheck, retry int64, lastErr string, attempts uint8, errOff, nextOff, presentedOff, changedOff int64) {
 		c := newChallenge("a", "a.example", TypeDNS01, t0)
 		sec := func(n int64) time.Duration { return time.Duration(n%1_000_000) * time.Second }
 		st := &c.Status
@@ -53,29 +57,31 @@ func FuzzChallenge(f *testing.F) {
 		if flags&4096 != 0 {
 			c.Spec.URL = ""
 		}
-		res := Decide(c, t0, cfg)
-		if fmt.Sprint(res) != fmt.Sprint(Decide(c, t0, cfg)) {
-			t.Fatal("not deterministic")
+		if changedOff != 0 {
+			// Milliseconds: polls after a change come less than a
+			// second apart.
+			st.ChangedAt = tp(t0.Add(time.Duration(changedOff%100_000_000) * time.Millisecond))
 		}
+		res := Decide(c, t0, cfg)
+		require.Equal(t, fmt.Sprint(res), fmt.Sprint(Decide(c, t0, cfg)), "not deterministic")
 		for _, a := range res.Actions {
 			switch a := a.(type) {
 			case Accept:
-				if !st.Processing || !st.Presented || st.State.Final() {
-					t.Fatalf("accepted a challenge that is not processing, presented and pending: %+v", st)
-				}
-				if cfg.FixedWait > 0 && (st.PresentedAt == nil || t0.Before(st.PresentedAt.Add(cfg.FixedWait))) {
-					t.Fatalf("accepted before the fixed wait after its presentation: %+v", st)
+				require.True(t, st.Processing, "accepted a challenge that is not processing: %+v", st)
+				require.True(t, st.Presented, "accepted a challenge that is not presented: %+v", st)
+				require.False(t, st.State.Final(), "accepted a challenge that is not pending: %+v", st)
+				if cfg.FixedWait > 0 {
+					require.NotNil(t, st.PresentedAt, "accepted with a fixed wait but no presentation time: %+v", st)
+					require.False(t, t0.Before(st.PresentedAt.Add(cfg.FixedWait)), "accepted before the fixed wait after its presentation: %+v", st)
 				}
 			case Present, SelfCheck, Sync:
-				if !st.Processing {
-					t.Fatalf("%v while not scheduled", a)
-				}
+				require.True(t, st.Processing, "%v while not scheduled", a)
 			case UpdateStatus:
-				if a.Status.State == StateInvalid && st.State != StateInvalid {
-					t.Fatal("the machine itself made a challenge invalid")
+				if a.Status.State == StateInvalid {
+					require.Equal(t, StateInvalid, st.State, "the machine itself made a challenge invalid")
 				}
-				if a.Status.Processing && a.Status.State.Final() {
-					t.Fatal("a final challenge stays processing")
+				if a.Status.Processing {
+					require.False(t, a.Status.State.Final(), "a final challenge stays processing")
 				}
 			}
 		}
@@ -123,11 +129,11 @@ func FuzzSchedule(f *testing.F) {
 				perAccount[c.Spec.Account]++
 			}
 		}
-		if running+len(got) > limit && len(got) > 0 {
-			t.Fatalf("%d running + %d started exceeds %d", running, len(got), limit)
+		if len(got) > 0 {
+			require.LessOrEqual(t, running+len(got), limit, "%d running + %d started exceeds the in-flight limit", running, len(got))
 		}
-		if cfg.MaxPerPass > 0 && len(got) > cfg.MaxPerPass {
-			t.Fatalf("%d started in one pass, cap %d", len(got), cfg.MaxPerPass)
+		if cfg.MaxPerPass > 0 {
+			require.LessOrEqual(t, len(got), cfg.MaxPerPass, "started in one pass over the per-pass cap")
 		}
 		b := cfg.AccountBudget
 		if b == 0 {
@@ -135,18 +141,13 @@ func FuzzSchedule(f *testing.F) {
 		}
 		for _, c := range got {
 			k := strings.ToLower(c.Spec.DNSName) + "/" + string(c.Spec.Type)
-			if inFlight[k] {
-				t.Fatalf("two challenges for %s at once", k)
-			}
+			require.False(t, inFlight[k], "two challenges for %s at once", k)
 			inFlight[k] = true
-			if c.Status.Processing || c.Status.State.Final() {
-				t.Fatal("scheduled a processing or final challenge")
-			}
+			require.False(t, c.Status.Processing, "scheduled a processing challenge")
+			require.False(t, c.Status.State.Final(), "scheduled a final challenge")
 			perAccount[c.Spec.Account]++
-			if perAccount[c.Spec.Account] > b && len(got) > 0 {
-				// Only what this pass added may not exceed the budget.
-				t.Fatalf("account %s over its budget %d", c.Spec.Account, b)
-			}
+			// Only what this pass added may not exceed the budget.
+			require.LessOrEqual(t, perAccount[c.Spec.Account], b, "account %s over its budget", c.Spec.Account)
 		}
 	})
 }

@@ -265,3 +265,80 @@ func startable(t *testing.T, c *Challenge, now time.Time) {
 	}
 	require.Len(t, Schedule([]*Challenge{c}, now, SchedulerConfig{}), 1, "the scheduler does not start a challenge that waits for it at %v: %+v", now, c.Status)
 }
+
+// Reads of an accepted challenge and repeats of a failed self-check come
+// soon after a change and later while nothing changes: FirstPoll after
+// it, then each as long after the last as nothing has changed (the waits
+// double), never longer apart than PollInterval (reads) or
+// SelfCheckInterval (self-checks); a Retry-After is followed, never
+// sooner than FirstPoll after the read.
+func TestPollsStartSoonAndSlowDownWhileNothingChanges(t *testing.T) {
+	ms := time.Millisecond
+	c := newChallenge("a", "a.example", TypeDNS01, t0)
+	accepted := func(read, changed time.Duration) Status {
+		st := presentedAndChecked()
+		st.Accepted, st.State, st.SyncedAt, st.ChangedAt = true, StateProcessing, tp(t0.Add(read)), tp(t0.Add(changed))
+		return st
+	}
+	checkFailed := func(checked, presented time.Duration) Status {
+		st := presentedAndChecked()
+		st.SyncedAt, st.PresentedAt, st.SelfCheckAt, st.SelfCheckPassed = tp(t0.Add(presented)), tp(t0.Add(presented)), tp(t0.Add(checked)), false
+		return st
+	}
+	tests := map[string]struct {
+		status Status
+		cfg    Config
+		reason string
+		want   time.Duration // RequeueAt after t0
+	}{
+		"the first read 200 ms after the accept (RFC 8555 §7.5.1)": {
+			status: accepted(0, 0), reason: ReasonValidating, want: 200 * ms,
+		},
+		"a read that found nothing new 200 ms after: the next 200 ms later": {
+			status: accepted(200*ms, 0), reason: ReasonValidating, want: 400 * ms,
+		},
+		"then a second after a read 1 s after the accept": {
+			status: accepted(time.Second, 0), reason: ReasonValidating, want: 2 * time.Second,
+		},
+		"never more than PollInterval apart": {
+			status: accepted(time.Minute, 0), reason: ReasonValidating, want: time.Minute + 5*time.Second,
+		},
+		"without a recorded change the reads are PollInterval apart": {
+			status: func() Status { st := accepted(0, 0); st.ChangedAt = nil; return st }(), reason: ReasonValidating, want: 5 * time.Second,
+		},
+		"the server's Retry-After is followed (RFC 9110 §10.2.3)": {
+			status: func() Status { st := accepted(0, 0); st.RetryAfter = tp(t0.Add(3 * time.Second)); return st }(), reason: ReasonValidating, want: 3 * time.Second,
+		},
+		"a Retry-After of 0 never makes reads come sooner than the first poll": {
+			status: func() Status { st := accepted(0, 0); st.RetryAfter = tp(t0); return st }(), reason: ReasonValidating, want: 200 * ms,
+		},
+		"a self-check that failed at the presentation is repeated 200 ms later": {
+			status: checkFailed(0, 0), reason: ReasonSelfChecking, want: 200 * ms,
+		},
+		"a self-check still failing 4 s after the presentation is repeated 4 s later": {
+			status: checkFailed(4*time.Second, 0), reason: ReasonSelfChecking, want: 8 * time.Second,
+		},
+		"self-checks are never more than SelfCheckInterval apart": {
+			status: checkFailed(time.Minute, 0), reason: ReasonSelfChecking, want: time.Minute + 10*time.Second,
+		},
+		"a self-check without a presentation time is repeated SelfCheckInterval later": {
+			status: func() Status { st := checkFailed(0, 0); st.PresentedAt = nil; return st }(), reason: ReasonSelfChecking, want: 10 * time.Second,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c.Status = tc.status
+			now := *tc.status.SyncedAt
+			if tc.status.SelfCheckAt != nil && tc.status.SelfCheckAt.After(now) {
+				now = *tc.status.SelfCheckAt
+			}
+			got := Decide(c, now, tc.cfg)
+			want := Result{RequeueAt: t0.Add(tc.want), Reason: tc.reason}
+			if diff := cmp.Diff(want, got, ignoreMessage); diff != "" {
+				t.Fatalf("Decide() mismatch (-want +got):\n%s\nmessage: %s", diff, got.Message)
+			}
+			checkLiveness(t, c, got, now, tc.cfg)
+			require.NotEmpty(t, Decide(c, got.RequeueAt, tc.cfg).Actions, "at its time the challenge acts")
+		})
+	}
+}

@@ -45,7 +45,9 @@ type Issuer struct {
 	Group string `json:"group,omitempty"`
 }
 
-// HTTP01Solver configures an HTTP-01 solver; Options are the host's.
+// HTTP01Solver configures an HTTP-01 solver (the configuration only:
+// acmeclient.HTTP01Handler is what serves the tokens); Options are the
+// host's.
 type HTTP01Solver struct {
 	Options map[string]string `json:"options,omitempty"`
 }
@@ -97,6 +99,10 @@ type Status struct {
 	// SyncedAt is when the host last read the challenge and authorization
 	// from the server.
 	SyncedAt *time.Time `json:"syncedAt,omitempty"`
+	// ChangedAt is when a call last moved the challenge on: accepted it,
+	// or found it in a new state. Reads that find it unchanged are spaced
+	// out from it (Config.FirstPoll); nil spaces them PollInterval apart.
+	ChangedAt *time.Time `json:"changedAt,omitempty"`
 	// SelfCheckAt and SelfCheckPassed record the last self-check.
 	SelfCheckAt     *time.Time `json:"selfCheckAt,omitempty"`
 	SelfCheckPassed bool       `json:"selfCheckPassed,omitempty"`
@@ -105,7 +111,7 @@ type Status struct {
 	// LastError is the last action's error; Transient says a later attempt
 	// can succeed (network, timeout, 5xx, rate limit). RetryAfter is when
 	// the server allows another attempt, or when it asks an accepted
-	// challenge to be polled no sooner.
+	// challenge to be read again.
 	LastError  string     `json:"lastError,omitempty"`
 	Transient  bool       `json:"transient,omitempty"`
 	RetryAfter *time.Time `json:"retryAfter,omitempty"`

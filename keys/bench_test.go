@@ -111,3 +111,74 @@ func BenchmarkDataMismatches(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeCSR reads the request of a healthy certificate (common
+// name, two DNS names, the default usages) with DecodeCSR's cryptobyte
+// decoder and with the plain x509 path it replaced, for each key type.
+func BenchmarkDecodeCSR(b *testing.B) {
+	tmpl := RequestTemplate{CommonName: "a.example", DNSNames: []string{"a.example", "www.a.example"}}
+	for _, k := range []struct {
+		name string
+		spec KeySpec
+	}{
+		{"ecdsa-p256", KeySpec{Algorithm: AlgorithmECDSA}},
+		{"rsa-2048", KeySpec{Algorithm: AlgorithmRSA}},
+		{"ed25519", KeySpec{Algorithm: AlgorithmEd25519}},
+	} {
+		pemBytes, err := BuildCSR(rand.Reader, tmpl, mustKey(b, k.spec))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, d := range []struct {
+			name   string
+			decode func([]byte) (*x509.CertificateRequest, error)
+		}{{"x509", decodeCSRReference}, {"cryptobyte", DecodeCSR}} {
+			b.Run(k.name+"/"+d.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := d.decode(pemBytes); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkDecodePrivateKey reads an ECDSA P-256 key in SEC 1 and in
+// PKCS#8 with DecodePrivateKey's cryptobyte decoder and with the plain
+// x509 path it replaced. Most of either is deriving the public key
+// (a scalar multiplication), which both do alike.
+func BenchmarkDecodePrivateKey(b *testing.B) {
+	key := mustKey(b, KeySpec{Algorithm: AlgorithmECDSA})
+	for _, enc := range []struct {
+		name    string
+		enc     Encoding
+		x509Fun func([]byte) (any, error)
+	}{
+		{"sec1", EncodingPKCS1, func(d []byte) (any, error) { return x509.ParseECPrivateKey(d) }},
+		{"pkcs8", EncodingPKCS8, x509.ParsePKCS8PrivateKey},
+	} {
+		pemBytes, err := EncodePrivateKey(key, enc.enc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(enc.name+"/x509", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				block, _ := DecodePEM(pemBytes)
+				if _, err := enc.x509Fun(block.Bytes); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(enc.name+"/cryptobyte", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := DecodePrivateKey(pemBytes); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

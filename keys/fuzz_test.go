@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/pem"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func FuzzDecodePrivateKey(f *testing.F) {
@@ -24,16 +26,10 @@ func FuzzDecodePrivateKey(f *testing.F) {
 		// Whatever decodes must encode and decode back to the same key.
 		for _, enc := range []Encoding{EncodingPKCS1, EncodingPKCS8} {
 			out, err := EncodePrivateKey(key, enc)
-			if err != nil {
-				t.Fatalf("a decoded key does not encode as %s: %v", enc, err)
-			}
+			require.NoError(t, err, "a decoded key does not encode as %s", enc)
 			back, err := DecodePrivateKey(out)
-			if err != nil {
-				t.Fatalf("%s round trip: %v", enc, err)
-			}
-			if !PublicKeysEqual(back.Public(), key.Public()) {
-				t.Fatalf("%s round trip changed the key", enc)
-			}
+			require.NoError(t, err, "%s round trip", enc)
+			require.True(t, PublicKeysEqual(back.Public(), key.Public()), "%s round trip changed the key", enc)
 		}
 	})
 }
@@ -48,17 +44,12 @@ func FuzzParseSecretData(f *testing.F) {
 	f.Add(keyPEM, chain, []byte(nil))
 	f.Fuzz(func(t *testing.T, crt, k, caPEM []byte) {
 		p, err := ParseSecretData(map[string][]byte{"tls.crt": crt, "tls.key": k, "ca.crt": caPEM})
-		if p == nil {
-			t.Fatal("nil ParsedSecret")
-		}
-		if (err == nil) != (p.CertErr == nil && p.KeyErr == nil) {
-			t.Fatalf("joined error %v disagrees with fields", err)
-		}
-		if (p.Leaf == nil) == (p.CertErr == nil) || (p.Key == nil) == (p.KeyErr == nil) {
-			t.Fatal("each field must be either parsed or in error")
-		}
-		if p.KeyMatches && !PublicKeysEqual(p.Leaf.PublicKey, p.Key.Public()) {
-			t.Fatal("KeyMatches for a key that is not the leaf's")
+		require.NotNil(t, p, "nil ParsedSecret")
+		require.Equal(t, p.CertErr == nil && p.KeyErr == nil, err == nil, "joined error %v disagrees with fields", err)
+		require.NotEqual(t, p.Leaf == nil, p.CertErr == nil, "tls.crt must be either parsed or in error")
+		require.NotEqual(t, p.Key == nil, p.KeyErr == nil, "tls.key must be either parsed or in error")
+		if p.KeyMatches {
+			require.True(t, PublicKeysEqual(p.Leaf.PublicKey, p.Key.Public()), "KeyMatches for a key that is not the leaf's")
 		}
 		_, _ = p.Chain()
 		_, _ = p.CA()

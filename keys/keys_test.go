@@ -14,13 +14,14 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/pavlo-v-chernykh/keystore-go/v4"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"software.sslmate.com/src/go-pkcs12"
 )
 
@@ -48,9 +49,7 @@ func mustKey(t testing.TB, spec KeySpec) crypto.Signer {
 		return testRSAKey(t)
 	}
 	k, err := Generate(rand.Reader, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return k
 }
 
@@ -79,14 +78,11 @@ func TestKeySpecValidate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			err := tc.spec.Validate()
 			if tc.wantField == "" {
-				if err != nil {
-					t.Fatalf("Validate() = %v, want nil", err)
-				}
+				require.NoError(t, err, "Validate()")
 				return
 			}
-			if !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), tc.wantField+": "+tc.wantValue) {
-				t.Fatalf("Validate() = %v, want ErrInvalidSpec naming %s: %s", err, tc.wantField, tc.wantValue)
-			}
+			require.ErrorIs(t, err, ErrInvalidSpec, "Validate()")
+			require.ErrorContains(t, err, tc.wantField+": "+tc.wantValue, "Validate() names the field and value")
 		})
 	}
 }
@@ -97,9 +93,7 @@ func TestWithDefaults(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("WithDefaults (-want +got):\n%s", diff)
 	}
-	if got := (KeySpec{Algorithm: AlgorithmEd25519, Size: 99}).WithDefaults().Size; got != 0 {
-		t.Fatalf("Ed25519 size = %d, want 0", got)
-	}
+	require.Equal(t, 0, (KeySpec{Algorithm: AlgorithmEd25519, Size: 99}).WithDefaults().Size, "Ed25519 size")
 }
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {
@@ -117,26 +111,16 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	}
 	for _, spec := range specs {
 		key := mustKey(t, spec)
-		if m := SpecMismatches(key.Public(), spec); m != nil {
-			t.Fatalf("generated key does not meet %+v: %v", spec, m)
-		}
+		require.Nil(t, SpecMismatches(key.Public(), spec), "generated key does not meet %+v", spec)
 		for _, enc := range []Encoding{EncodingPKCS1, EncodingPKCS8} {
 			t.Run(fmt.Sprintf("%s-%d-%s", spec.Algorithm, spec.Size, enc), func(t *testing.T) {
 				pemBytes, err := EncodePrivateKey(key, enc)
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				block, _ := pem.Decode(pemBytes)
-				if block.Type != wantType[spec.Algorithm][enc] {
-					t.Fatalf("PEM type %q, want %q", block.Type, wantType[spec.Algorithm][enc])
-				}
+				require.Equal(t, wantType[spec.Algorithm][enc], block.Type, "PEM type")
 				back, err := DecodePrivateKey(pemBytes)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !PublicKeysEqual(back.Public(), key.Public()) {
-					t.Fatal("decoded key differs from the encoded one")
-				}
+				require.NoError(t, err)
+				require.True(t, PublicKeysEqual(back.Public(), key.Public()), "decoded key differs from the encoded one")
 			})
 		}
 	}
@@ -152,12 +136,8 @@ func TestDecodeErrorsNameNoBytes(t *testing.T) {
 	for name, in := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, err := DecodePrivateKey(in)
-			if !errors.Is(err, ErrDecode) {
-				t.Fatalf("err = %v, want ErrDecode", err)
-			}
-			if strings.Contains(err.Error(), "SECRET") {
-				t.Fatalf("error quotes the input: %v", err)
-			}
+			require.ErrorIs(t, err, ErrDecode)
+			require.NotContains(t, err.Error(), "SECRET", "error quotes the input")
 		})
 	}
 }
@@ -205,9 +185,7 @@ func TestSpecMismatchesAndPublicKeysEqual(t *testing.T) {
 	}
 	for name, tc := range eq {
 		t.Run(name, func(t *testing.T) {
-			if got := PublicKeysEqual(tc.a, tc.b); got != tc.want {
-				t.Fatalf("PublicKeysEqual = %v, want %v", got, tc.want)
-			}
+			require.Equal(t, tc.want, PublicKeysEqual(tc.a, tc.b), "PublicKeysEqual")
 		})
 	}
 }
@@ -228,25 +206,15 @@ func TestBuildAndCompareCSR(t *testing.T) {
 		Usages:         []Usage{UsageDigitalSignature, UsageKeyEncipherment, UsageServerAuth},
 	}
 	csrPEM, err := BuildCSR(rand.Reader, tmpl, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	csr, err := ParseCSR(csrPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !PublicKeysEqual(csr.PublicKey, key) {
-		t.Fatal("the request does not carry the key")
-	}
-	if d := CompareCSR(csr, tmpl); d != nil {
-		t.Fatalf("a request differs from its own template: %v", d)
-	}
+	require.NoError(t, err)
+	require.True(t, PublicKeysEqual(csr.PublicKey, key), "the request does not carry the key")
+	require.Nil(t, CompareCSR(csr, tmpl), "a request differs from its own template")
 	reordered := tmpl
 	reordered.DNSNames = []string{"b.example", "a.example"}
 	reordered.IPAddresses = []string{"::1", "10.0.0.1"}
-	if d := CompareCSR(csr, reordered); d != nil {
-		t.Fatalf("name order matters: %v", d)
-	}
+	require.Nil(t, CompareCSR(csr, reordered), "name order matters")
 
 	changed := tmpl
 	changed.CommonName = "c.example"
@@ -265,9 +233,7 @@ func TestBuildAndCompareCSR(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("CompareCSR reports every difference (-want +got):\n%s", diff)
 	}
-	if s := got[2].String(); s != "dnsNames: want [a.example], have [a.example b.example]" {
-		t.Fatalf("Difference.String() = %q", s)
-	}
+	require.Equal(t, "dnsNames: want [a.example], have [a.example b.example]", got[2].String(), "Difference.String()")
 }
 
 func TestBuildCSRRejectsBadTemplates(t *testing.T) {
@@ -285,14 +251,12 @@ func TestBuildCSRRejectsBadTemplates(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, err := BuildCSR(rand.Reader, tc.tmpl, key)
-			if !errors.Is(err, ErrTemplate) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("BuildCSR error = %v, want ErrTemplate naming %s", err, tc.want)
-			}
+			require.ErrorIs(t, err, ErrTemplate, "BuildCSR error")
+			require.ErrorContains(t, err, tc.want, "BuildCSR error names the field")
 		})
 	}
-	if _, err := BuildCSR(rand.Reader, RequestTemplate{CommonName: "a"}, nil); err == nil {
-		t.Fatal("BuildCSR signed with no key")
-	}
+	_, err := BuildCSR(rand.Reader, RequestTemplate{CommonName: "a"}, nil)
+	require.Error(t, err, "BuildCSR signed with no key")
 }
 
 func TestCompareCertificateNamesLetsTheCommonNameMove(t *testing.T) {
@@ -326,9 +290,7 @@ func TestCompareCertificateNamesLetsTheCommonNameMove(t *testing.T) {
 			}
 		})
 	}
-	if d := CompareCertificateNames(nil, RequestTemplate{}); len(d) != 1 {
-		t.Fatalf("nil certificate: %v", d)
-	}
+	require.Len(t, CompareCertificateNames(nil, RequestTemplate{}), 1, "nil certificate")
 }
 
 type testCA struct {
@@ -346,9 +308,7 @@ func newTestCA(t testing.TB) *testCA {
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cert, _ := x509.ParseCertificate(der)
 	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
 }
@@ -357,9 +317,7 @@ func (ca *testCA) issue(t testing.TB, pub crypto.PublicKey, cn string, dns []str
 	t.Helper()
 	der := ca.issueDER(t, pub, cn, dns)
 	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return c
 }
 
@@ -370,9 +328,7 @@ func (ca *testCA) issueDER(t testing.TB, pub crypto.PublicKey, cn string, dns []
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, pub, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return der
 }
 
@@ -390,9 +346,7 @@ func TestSecretDataFormats(t *testing.T) {
 		PKCS12: &PKCS12Spec{Password: "changeit"},
 		JKS:    &JKSSpec{Password: "changeit"},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var names []string
 	for k := range data {
 		names = append(names, k)
@@ -401,45 +355,37 @@ func TestSecretDataFormats(t *testing.T) {
 	if diff := cmp.Diff(want, sorted(names)); diff != "" {
 		t.Fatalf("data keys (-want +got):\n%s", diff)
 	}
-	if block, _ := pem.Decode(data[SecretPrivateKey]); block.Type != "PRIVATE KEY" {
-		t.Fatalf("tls.key is %q, want PKCS#8", block.Type)
-	}
-	if !bytes.HasPrefix(data[SecretCombinedPEM], data[SecretPrivateKey]) || !bytes.HasSuffix(data[SecretCombinedPEM], chain) {
-		t.Fatal("tls-combined.pem is not key then chain")
-	}
-	if k, err := x509.ParsePKCS8PrivateKey(data[SecretKeyDER]); err != nil || !PublicKeysEqual(k, key) {
-		t.Fatalf("key.der: %v", err)
-	}
+	block, _ := pem.Decode(data[SecretPrivateKey])
+	require.Equal(t, "PRIVATE KEY", block.Type, "tls.key is not PKCS#8")
+	require.True(t, bytes.HasPrefix(data[SecretCombinedPEM], data[SecretPrivateKey]), "tls-combined.pem does not start with the key")
+	require.True(t, bytes.HasSuffix(data[SecretCombinedPEM], chain), "tls-combined.pem does not end with the chain")
+	derKey, err := x509.ParsePKCS8PrivateKey(data[SecretKeyDER])
+	require.NoError(t, err, "key.der")
+	require.True(t, PublicKeysEqual(derKey, key), "key.der holds another key")
 	p12Key, p12Leaf, _, err := pkcs12.DecodeChain(data[SecretPKCS12], "changeit")
-	if err != nil || !PublicKeysEqual(p12Key, key) || !PublicKeysEqual(p12Leaf.PublicKey, key) {
-		t.Fatalf("keystore.p12 does not round-trip: %v", err)
-	}
-	if certs, err := pkcs12.DecodeTrustStore(data[SecretPKCS12Trust], "changeit"); err != nil || len(certs) != 1 || !certs[0].Equal(ca.cert) {
-		t.Fatalf("truststore.p12: %v", err)
-	}
+	require.NoError(t, err, "keystore.p12 does not round-trip")
+	require.True(t, PublicKeysEqual(p12Key, key), "keystore.p12 holds another key")
+	require.True(t, PublicKeysEqual(p12Leaf.PublicKey, key), "keystore.p12 holds a leaf for another key")
+	certs, err := pkcs12.DecodeTrustStore(data[SecretPKCS12Trust], "changeit")
+	require.NoError(t, err, "truststore.p12")
+	require.Len(t, certs, 1, "truststore.p12")
+	require.True(t, certs[0].Equal(ca.cert), "truststore.p12 holds another CA")
 	ks := keystore.New()
-	if err := ks.Load(bytes.NewReader(data[SecretJKS]), []byte("changeit")); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, ks.Load(bytes.NewReader(data[SecretJKS]), []byte("changeit")))
 	entry, err := ks.GetPrivateKeyEntry(DefaultJKSAlias, []byte("changeit"))
-	if err != nil {
-		t.Fatalf("keystore.jks has no %q entry: %v", DefaultJKSAlias, err)
-	}
-	if k, err := x509.ParsePKCS8PrivateKey(entry.PrivateKey); err != nil || !PublicKeysEqual(k, key) {
-		t.Fatalf("keystore.jks key: %v", err)
-	}
+	require.NoError(t, err, "keystore.jks has no %q entry", DefaultJKSAlias)
+	jksKey, err := x509.ParsePKCS8PrivateKey(entry.PrivateKey)
+	require.NoError(t, err, "keystore.jks key")
+	require.True(t, PublicKeysEqual(jksKey, key), "keystore.jks holds another key")
 
 	for _, profile := range []PKCS12Profile{PKCS12LegacyRC2, PKCS12LegacyDES} {
 		d, err := SecretData(rand.Reader, key, chain, nil, OutputSpec{PKCS12: &PKCS12Spec{Password: "pw", Profile: profile}})
-		if err != nil {
-			t.Fatalf("%s: %v", profile, err)
-		}
-		if _, ok := d[SecretPKCS12Trust]; ok {
-			t.Fatalf("%s: a truststore without a CA", profile)
-		}
-		if k, _, err := pkcs12.Decode(d[SecretPKCS12], "pw"); err != nil || !PublicKeysEqual(k, key) {
-			t.Fatalf("%s keystore: %v", profile, err)
-		}
+		require.NoError(t, err, "%s", profile)
+		_, ok := d[SecretPKCS12Trust]
+		require.False(t, ok, "%s: a truststore without a CA", profile)
+		k, _, err := pkcs12.Decode(d[SecretPKCS12], "pw")
+		require.NoError(t, err, "%s keystore", profile)
+		require.True(t, PublicKeysEqual(k, key), "%s keystore holds another key", profile)
 	}
 }
 
@@ -464,9 +410,7 @@ func TestSecretDataRejects(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, err := SecretData(rand.Reader, tc.key, tc.chain, nil, tc.out)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("SecretData error = %v, want one naming %q", err, tc.want)
-			}
+			require.ErrorContains(t, err, tc.want, "SecretData error")
 		})
 	}
 }
@@ -500,28 +444,23 @@ func TestParseSecretDataTellsFieldsApart(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			p, err := ParseSecretData(tc.data)
-			if p == nil {
-				t.Fatal("nil ParsedSecret")
-			}
-			if (p.Leaf != nil) != tc.want.leaf || (p.Key != nil) != tc.want.key || p.KeyMatches != tc.want.matches {
-				t.Fatalf("got leaf %v key %v matches %v, want %+v", p.Leaf != nil, p.Key != nil, p.KeyMatches, tc.want)
-			}
+			require.NotNil(t, p, "nil ParsedSecret")
+			require.Equal(t, tc.want.leaf, p.Leaf != nil, "leaf parsed")
+			require.Equal(t, tc.want.key, p.Key != nil, "key parsed")
+			require.Equal(t, tc.want.matches, p.KeyMatches, "KeyMatches")
 			checkFieldErr(t, p.CertErr, "tls.crt", tc.want.certErr)
 			checkFieldErr(t, p.KeyErr, "tls.key", tc.want.keyErr)
-			if (err == nil) != (tc.want.certErr == nil && tc.want.keyErr == nil) {
-				t.Fatalf("joined error %v", err)
-			}
+			require.Equal(t, tc.want.certErr == nil && tc.want.keyErr == nil, err == nil, "joined error %v", err)
 		})
 	}
 	p, _ := ParseSecretData(map[string][]byte{"tls.crt": chain, "tls.key": keyPEM, "ca.crt": ca.pem})
 	full, err := p.Chain()
-	if err != nil || len(full) != 2 || !full[1].Equal(ca.cert) {
-		t.Fatalf("Chain() = %d certificates, %v", len(full), err)
-	}
+	require.NoError(t, err, "Chain()")
+	require.Len(t, full, 2, "Chain()")
+	require.True(t, full[1].Equal(ca.cert), "Chain() ends with another CA")
 	cas, err := p.CA()
-	if err != nil || len(cas) != 1 {
-		t.Fatalf("CA() = %v, %v", cas, err)
-	}
+	require.NoError(t, err, "CA()")
+	require.Len(t, cas, 1, "CA()")
 }
 
 var errAny = errors.New("any error")
@@ -529,17 +468,14 @@ var errAny = errors.New("any error")
 func checkFieldErr(t *testing.T, err error, field string, want error) {
 	t.Helper()
 	if want == nil {
-		if err != nil {
-			t.Fatalf("%s: unexpected error %v", field, err)
-		}
+		require.NoError(t, err, field)
 		return
 	}
 	var fe *FieldError
-	if !errors.As(err, &fe) || fe.Field != field {
-		t.Fatalf("%s: error %v is not a FieldError for %s", field, err, field)
-	}
-	if want != errAny && !errors.Is(err, want) {
-		t.Fatalf("%s: error %v, want %v", field, err, want)
+	require.ErrorAs(t, err, &fe, "%s: not a FieldError", field)
+	require.Equal(t, field, fe.Field, "FieldError for another field")
+	if want != errAny {
+		require.ErrorIs(t, err, want, field)
 	}
 }
 
@@ -570,9 +506,7 @@ func TestNoKeyMaterialInOutput(t *testing.T) {
 					out += s.String()
 				}
 				for _, secret := range secrets {
-					if strings.Contains(out, secret) {
-						t.Fatalf("%s %s prints key material or a password: %s", spec.Algorithm, name+" "+verb, out)
-					}
+					require.NotContains(t, out, secret, "%s %s prints key material or a password", spec.Algorithm, name+" "+verb)
 				}
 			}
 		}
@@ -602,39 +536,33 @@ func TestDataHash(t *testing.T) {
 	a := DataHash(map[string][]byte{"tls.crt": []byte("x"), "tls.key": []byte("y")})
 	b := DataHash(map[string][]byte{"tls.key": []byte("y"), "tls.crt": []byte("x")})
 	c := DataHash(map[string][]byte{"tls.crt": []byte("xt"), "ls.key": []byte("y")})
-	if a != b || a == c {
-		t.Fatal("DataHash must depend on content, not on map order or key boundaries")
-	}
+	require.Equal(t, a, b, "DataHash must not depend on map order")
+	require.NotEqual(t, a, c, "DataHash must depend on key boundaries")
 }
 
 func TestCSRPublicKeyInfo(t *testing.T) {
 	key := mustKey(t, KeySpec{Algorithm: AlgorithmECDSA})
 	csrPEM, err := BuildCSR(rand.Reader, RequestTemplate{CommonName: "a"}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	spki, ok := CSRPublicKeyInfo(csrPEM)
 	want, _ := x509.MarshalPKIXPublicKey(key.Public())
-	if !ok || !bytes.Equal(spki, want) {
-		t.Fatal("CSRPublicKeyInfo does not return the request's SubjectPublicKeyInfo")
-	}
+	require.True(t, ok, "CSRPublicKeyInfo")
+	require.True(t, bytes.Equal(want, spki), "CSRPublicKeyInfo does not return the request's SubjectPublicKeyInfo")
 	for _, bad := range [][]byte{nil, []byte("junk"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: []byte{0x30, 0x03, 0x02, 0x01}})} {
-		if _, ok := CSRPublicKeyInfo(bad); ok {
-			t.Fatalf("CSRPublicKeyInfo(%q) reported ok", bad)
-		}
+		_, ok := CSRPublicKeyInfo(bad)
+		require.False(t, ok, "CSRPublicKeyInfo(%q) reported ok", bad)
 	}
 }
 
 func TestKeyUsageOfMatchesTable(t *testing.T) {
 	for u, want := range keyUsages {
-		if got, ok := keyUsageOf(u); !ok || got != want {
-			t.Errorf("keyUsageOf(%q) = %v, %v; the table says %v", u, got, ok, want)
-		}
+		got, ok := keyUsageOf(u)
+		assert.True(t, ok, "keyUsageOf(%q)", u)
+		assert.Equal(t, want, got, "keyUsageOf(%q) disagrees with the table", u)
 	}
 	for u := range extKeyUsages {
-		if _, ok := keyUsageOf(u); ok {
-			t.Errorf("keyUsageOf(%q) claims an extended usage", u)
-		}
+		_, ok := keyUsageOf(u)
+		assert.False(t, ok, "keyUsageOf(%q) claims an extended usage", u)
 	}
 }
 
@@ -649,13 +577,10 @@ func TestParseSecretDataKnownKey(t *testing.T) {
 			data := map[string][]byte{SecretPrivateKey: keyPEM}
 			p, _ := ParseSecretDataKnownKey(data, key)
 			same := func(a, b crypto.Signer) bool { return fmt.Sprintf("%p", a) == fmt.Sprintf("%p", b) } // the same object
-			if !same(p.Key, key) {
-				t.Fatalf("%v %s: the known key was not used", spec.Algorithm, enc)
-			}
+			require.True(t, same(p.Key, key), "%v %s: the known key was not used", spec.Algorithm, enc)
 			p, _ = ParseSecretDataKnownKey(data, other)
-			if same(p.Key, other) || !PublicKeysEqual(p.Key.Public(), key.Public()) {
-				t.Fatalf("%v %s: another key was taken for the secret's", spec.Algorithm, enc)
-			}
+			require.False(t, same(p.Key, other), "%v %s: another key was taken for the secret's", spec.Algorithm, enc)
+			require.True(t, PublicKeysEqual(p.Key.Public(), key.Public()), "%v %s: the parsed key is not the secret's", spec.Algorithm, enc)
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/asn1"
 	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // requestUsagesReference is the plain encoding/asn1 reading of a request's
@@ -45,9 +47,7 @@ func requestUsagesReference(csr *x509.CertificateRequest) (ku x509.KeyUsage, eku
 func FuzzRequestUsages(f *testing.F) {
 	for _, usages := range [][]Usage{nil, DefaultUsages, {UsageServerAuth, UsageClientAuth, UsageCertSign}, {UsageAny, UsageOCSPSigning}} {
 		exts, err := RequestTemplate{Usages: usages, IsCA: len(usages) == 3}.extensions()
-		if err != nil {
-			f.Fatal(err)
-		}
+		require.NoError(f, err)
 		var ku, eku, bc []byte
 		for _, e := range exts {
 			switch {

@@ -23,7 +23,8 @@ type Action interface {
 // CreateOrder asks the host to create the ACME order (RFC 8555 §7.4) for
 // exactly these identifiers (the spec's, with its common name: see
 // Identifiers) and write back URL, FinalizeURL, State, Expires, one
-// Authorization{URL} per authorization URL and SpecHash.
+// Authorization{URL} per authorization URL, SpecHash, and SyncedAt and
+// ChangedAt (the time of the call).
 type CreateOrder struct {
 	DNSNames    []string
 	IPAddresses []string
@@ -47,11 +48,13 @@ type CreateChallenge struct{ Challenge challenge.Challenge }
 type DeleteChallenge struct{ Name, Reason string }
 
 // Sync asks the host to fetch the order and write State, Reason,
-// CertificateURL, Expires, SyncedAt and the server's Retry-After.
+// CertificateURL, Expires, SyncedAt, ChangedAt (when the state or the
+// certificate URL changed) and the server's Retry-After.
 type Sync struct{ URL string }
 
 // Finalize asks the host to finalize the order with the CSR (RFC 8555
-// §7.4) and write the returned State and CertificateURL. A refusal that
+// §7.4) and write the returned State and CertificateURL, SyncedAt, and
+// ChangedAt when the state changed. A refusal that
 // says the order is not ready or already finalized (orderNotReady, or a
 // bare 403 without a problem type) is recorded as a transient failure and
 // leaves State alone: the machine reads the order before anything else.

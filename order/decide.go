@@ -15,11 +15,19 @@ import (
 // Config tunes the order machine. The zero value is the default of each
 // field.
 type Config struct {
-	// PollInterval between reads of an order waiting on the server. Zero
-	// means 5s.
+	// FirstPoll is how long after a call that moved the order on (see
+	// Status.ChangedAt) the order, when the server is still working on it,
+	// is read again; each read that finds it unchanged waits as long as
+	// the order has been unchanged, so the wait doubles, up to
+	// PollInterval. A Retry-After the server sends with the order is
+	// followed instead, but never sooner than FirstPoll after the read.
+	// Zero means 200ms.
+	FirstPoll time.Duration
+	// PollInterval is the longest wait between reads of an order the
+	// server is working on. Zero means 5s.
 	PollInterval time.Duration
 	// FailedOrderTTL is how long a failed order is kept before it is
-	// deleted. Zero means 30 minutes (seed 002).
+	// deleted, for people to read. Zero means 30 minutes.
 	FailedOrderTTL time.Duration
 	// TransientRetry is the delay after the first transient failure that
 	// came without a Retry-After; it doubles with each further failed
@@ -42,6 +50,15 @@ func (c Config) poll() time.Duration {
 		return c.PollInterval
 	}
 	return 5 * time.Second
+}
+
+// firstPoll is FirstPoll, never more than PollInterval.
+func (c Config) firstPoll() time.Duration {
+	first := c.FirstPoll
+	if first <= 0 {
+		first = 200 * time.Millisecond
+	}
+	return min(first, c.poll())
 }
 
 func (c Config) ttl() time.Duration {
@@ -172,7 +189,7 @@ func SpecHash(s *Spec) string {
 // authorization of an order.
 func ChallengeName(order string, i int) string { return fmt.Sprintf("%s-%d", order, i) }
 
-// Decide is the order machine (seed 002). From the order and the Challenge
+// Decide is the order machine. From the order and the Challenge
 // resources it owns it returns the next ACME calls and resource changes:
 // create the order for its identifiers (the common name is one of them:
 // an IP address as an IP identifier, anything else as a DNS name); fetch
@@ -406,17 +423,38 @@ func sync(o *Order, reason, msg string) Result {
 }
 
 func poll(o *Order, now time.Time, cfg Config, msg string) Result {
-	if s := o.Status.SyncedAt; s != nil {
-		next := s.Add(cfg.poll())
-		if ra := o.Status.RetryAfter; ra != nil && o.Status.LastError == "" && ra.After(next) {
-			next = *ra // the server asked to be polled no sooner
-		}
-		if now.Before(next) {
-			return Result{RequeueAt: next, Reason: ReasonSyncing, Message: msg + "; looking again at " + stamp(next)}
-		}
+	if next, ok := PollAt(&o.Status, cfg); ok && now.Before(next) {
+		return Result{RequeueAt: next, Reason: ReasonSyncing, Message: msg + "; looking again at " + stampMilli(next)}
 	}
 	return sync(o, ReasonSyncing, msg)
 }
+
+// PollAt is when an order the server is working on is read next, derived
+// from what its status records: the server's Retry-After from the last
+// read, but no sooner than Config.FirstPoll after it; else the last read
+// (SyncedAt) plus as long as the order had then been unchanged (since
+// ChangedAt), at least FirstPoll and at most PollInterval — so reads
+// after a change come at FirstPoll, 2·FirstPoll, 4·FirstPoll … — or plus
+// PollInterval when ChangedAt is not recorded. ok is false when the order
+// was never read.
+func PollAt(st *Status, cfg Config) (at time.Time, ok bool) {
+	if st == nil || st.SyncedAt == nil {
+		return time.Time{}, false
+	}
+	read := *st.SyncedAt
+	first := read.Add(cfg.firstPoll())
+	if ra := st.RetryAfter; ra != nil && st.LastError == "" {
+		return maxTime(*ra, first), true // the server said when
+	}
+	if st.ChangedAt == nil {
+		return read.Add(cfg.poll()), true
+	}
+	return read.Add(min(max(read.Sub(*st.ChangedAt), cfg.firstPoll()), cfg.poll())), true
+}
+
+// stampMilli is a time for messages, to the millisecond: polls come less
+// than a second apart.
+func stampMilli(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
 
 // Identifiers returns the identifiers an order asks for: its DNS names and
 // IP addresses as the spec lists them, and the common name as one more

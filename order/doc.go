@@ -1,4 +1,4 @@
-// Package order is the ACME Order state machine of seed 002, as a pure
+// Package order is the ACME order state machine (RFC 8555 §7.4), as a pure
 // decision: [Decide] reads an [Order], the Challenge resources it owns and
 // `now`, and returns the ACME calls and resource changes to make next —
 // [CreateOrder], [GetAuthorization], [CreateChallenge], [DeleteChallenge],
@@ -13,5 +13,10 @@
 // records (a read, a failure and its attempt count, the server's
 // Retry-After, a failure time), so deciding again at RequeueAt with nothing
 // changed acts, or waits for a later time for another reason — never for
-// the same deadline moved forward with the clock ([RetryAt]).
+// the same deadline moved forward with the clock ([RetryAt], [PollAt]).
+//
+// Polls are fast and polite: an order the server is working on is read
+// [Config.FirstPoll] (200 ms) after the call that changed it, then after
+// waits that double while nothing changes, up to [Config.PollInterval]
+// (5 s), or when the server's Retry-After says.
 package order

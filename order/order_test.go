@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/certlife/certlife/challenge"
+	"github.com/stretchr/testify/require"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -215,9 +216,9 @@ func TestDecide(t *testing.T) {
 			if !res.RequeueAt.IsZero() {
 				rq = res.RequeueAt.Sub(t0)
 			}
-			if got := names(res.Actions); got != tc.want || res.Reason != tc.reason || rq != tc.requeue {
-				t.Fatalf("Decide() = %q %s +%v (%s)\nwant     %q %s +%v", got, res.Reason, rq, res.Message, tc.want, tc.reason, tc.requeue)
-			}
+			require.Equal(t, tc.want, names(res.Actions), "Decide() actions (%s)", res.Message)
+			require.Equal(t, tc.reason, res.Reason, "Decide() reason (%s)", res.Message)
+			require.Equal(t, tc.requeue, rq, "Decide() requeue after now (%s)", res.Message)
 		})
 	}
 }
@@ -266,9 +267,7 @@ func TestChooseSolver(t *testing.T) {
 			if ok {
 				got = map[bool]string{true: "dns01", false: "http01"}[s.DNS01 != nil]
 			}
-			if got != tc.want {
-				t.Fatalf("ChooseSolver = %s, want %s", got, tc.want)
-			}
+			require.Equal(t, tc.want, got, "ChooseSolver")
 		})
 	}
 }
@@ -293,14 +292,16 @@ func allAuthorized(o *Order, owned []*challenge.Challenge) bool {
 }
 
 func FuzzOrder(f *testing.F) {
-	f.Add("pending", uint8(3), "web.example", true, uint8(2), int64(0), uint8(0), uint8(0), int64(0), int64(0), int64(0), int64(0))
-	f.Add("ready", uint8(0), "", false, uint8(0), int64(-3600), uint8(0), uint8(0), int64(0), int64(0), int64(0), int64(0))
-	f.Add("ready", uint8(2), "web.example", false, uint8(1), int64(0), uint8(0b0011), uint8(2), int64(-3), int64(0), int64(-1), int64(600))
-	f.Add("valid", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b1000), uint8(1), int64(0), int64(0), int64(-2), int64(0))
-	f.Add("pending", uint8(2), "web.example", false, uint8(2), int64(0), uint8(0b10000), uint8(0), int64(0), int64(0), int64(5), int64(0))
-	f.Add("processing", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b0111), uint8(4), int64(-30), int64(90), int64(-1), int64(100))
+	f.Add("pending", uint8(3), "web.example", true, uint8(2), int64(0), uint8(0), uint8(0), int64(0), int64(0), int64(0), int64(0), int64(0))
+	f.Add("ready", uint8(0), "", false, uint8(0), int64(-3600), uint8(0), uint8(0), int64(0), int64(0), int64(0), int64(0), int64(0))
+	f.Add("ready", uint8(2), "web.example", false, uint8(1), int64(0), uint8(0b0011), uint8(2), int64(-3), int64(0), int64(-1), int64(600), int64(0))
+	f.Add("valid", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b1000), uint8(1), int64(0), int64(0), int64(-2), int64(0), int64(0))
+	f.Add("pending", uint8(2), "web.example", false, uint8(2), int64(0), uint8(0b10000), uint8(0), int64(0), int64(0), int64(5), int64(0), int64(0))
+	f.Add("processing", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b0111), uint8(4), int64(-30), int64(90), int64(-1), int64(100), int64(0))
+	f.Add("processing", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b10000), uint8(0), int64(0), int64(0), int64(0), int64(0), int64(-1500))
+	f.Add("processing", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b11000), uint8(0), int64(0), int64(3), int64(0), int64(0), int64(-250))
 	f.Fuzz(func(t *testing.T, state string, nAuthz uint8, ident string, wildcard bool, nOwned uint8, failOff int64,
-		flags, attempts uint8, errOff, retryOff, syncOff, expOff int64) {
+		flags, attempts uint8, errOff, retryOff, syncOff, expOff, changedOff int64) {
 		o := authorized(newOrder())
 		o.Status.State = State(state)
 		o.Status.Authorizations = nil
@@ -331,6 +332,11 @@ func FuzzOrder(f *testing.F) {
 		if flags&32 != 0 {
 			o.Status.Expires = tp(t0.Add(sec(expOff)))
 		}
+		if changedOff != 0 {
+			// Milliseconds: polls after a change come less than a
+			// second apart.
+			o.Status.ChangedAt = tp(t0.Add(time.Duration(changedOff%100_000_000) * time.Millisecond))
+		}
 		if flags&64 != 0 {
 			o.Status.CertificateURL = "https://ca/cert/1"
 		}
@@ -348,9 +354,7 @@ func FuzzOrder(f *testing.F) {
 		}
 		cfg := Config{}
 		res := Decide(o, owned, t0, cfg)
-		if names(res.Actions) != names(Decide(o, owned, t0, cfg).Actions) {
-			t.Fatal("not deterministic")
-		}
+		require.Equal(t, names(res.Actions), names(Decide(o, owned, t0, cfg).Actions), "not deterministic")
 		created := map[string]bool{}
 		authz := map[string]bool{}
 		for _, a := range res.Actions {
@@ -360,23 +364,20 @@ func FuzzOrder(f *testing.F) {
 				// valid (reused, or its challenge valid), is finalized,
 				// and never right after a failed call: the order is read
 				// first.
-				if o.Status.State != StateReady && !allAuthorized(o, owned) {
-					t.Fatalf("finalized an order in state %q with authorizations not all valid", o.Status.State)
+				if o.Status.State != StateReady {
+					require.True(t, allAuthorized(o, owned), "finalized an order in state %q with authorizations not all valid", o.Status.State)
 				}
-				if o.Status.LastError != "" {
-					t.Fatalf("finalized again after a failed call without reading the order: %s", res.Message)
-				}
+				require.Empty(t, o.Status.LastError, "finalized again after a failed call without reading the order: %s", res.Message)
 			case CreateChallenge:
-				if created[a.Challenge.Name] || authz[a.Challenge.Spec.AuthorizationURL] {
-					t.Fatal("two challenges for one authorization")
-				}
+				require.False(t, created[a.Challenge.Name], "two challenges named %s", a.Challenge.Name)
+				require.False(t, authz[a.Challenge.Spec.AuthorizationURL], "two challenges for one authorization")
 				created[a.Challenge.Name], authz[a.Challenge.Spec.AuthorizationURL] = true, true
-				if a.Challenge.Spec.Wildcard && a.Challenge.Spec.Type != challenge.TypeDNS01 {
-					t.Fatal("a wildcard challenge that is not DNS-01")
+				if a.Challenge.Spec.Wildcard {
+					require.Equal(t, challenge.TypeDNS01, a.Challenge.Spec.Type, "a wildcard challenge that is not DNS-01")
 				}
 			case UpdateStatus:
-				if a.Status.State != o.Status.State && !a.Status.State.Failed() {
-					t.Fatalf("the machine moved the order from %q to %q", o.Status.State, a.Status.State)
+				if !a.Status.State.Failed() {
+					require.Equal(t, o.Status.State, a.Status.State, "the machine moved the order to a state the server did not give")
 				}
 			}
 		}
@@ -400,17 +401,14 @@ func checkLiveness(t *testing.T, res Result, now time.Time, decide func(time.Tim
 		return
 	}
 	if res.RequeueAt.IsZero() {
-		if !eventDriven[res.Reason] {
-			t.Fatalf("no action and no deadline for %s: %s", res.Reason, res.Message)
-		}
+		require.True(t, eventDriven[res.Reason], "no action and no deadline for %s: %s", res.Reason, res.Message)
 		return
 	}
-	if !res.RequeueAt.After(now) {
-		t.Fatalf("no action and a deadline %v not after now %v: %s", res.RequeueAt, now, res.Message)
-	}
+	require.True(t, res.RequeueAt.After(now), "no action and a deadline %v not after now %v: %s", res.RequeueAt, now, res.Message)
 	mid := decide(now.Add(res.RequeueAt.Sub(now) / 2))
-	if len(mid.Actions) == 0 && !mid.RequeueAt.Equal(res.RequeueAt) {
-		t.Fatalf("the deadline moved with the clock: %v at %v, %v halfway (%s; %s)", res.RequeueAt, now, mid.RequeueAt, res.Message, mid.Message)
+	if len(mid.Actions) == 0 {
+		require.True(t, mid.RequeueAt.Equal(res.RequeueAt), "the deadline moved with the clock: %v at %v, %v halfway (%s; %s)",
+			res.RequeueAt, now, mid.RequeueAt, res.Message, mid.Message)
 	}
 	again := decide(res.RequeueAt)
 	switch {
@@ -418,11 +416,9 @@ func checkLiveness(t *testing.T, res Result, now time.Time, decide func(time.Tim
 	case again.Reason == res.Reason:
 		t.Fatalf("at its deadline %v the decision waits again for %s (until %v): %s", res.RequeueAt, again.Reason, again.RequeueAt, again.Message)
 	case again.RequeueAt.IsZero():
-		if !eventDriven[again.Reason] {
-			t.Fatalf("at its deadline %v: no action and no deadline for %s: %s", res.RequeueAt, again.Reason, again.Message)
-		}
-	case !again.RequeueAt.After(res.RequeueAt):
-		t.Fatalf("at its deadline %v the decision waits until %v: %s", res.RequeueAt, again.RequeueAt, again.Message)
+		require.True(t, eventDriven[again.Reason], "at its deadline %v: no action and no deadline for %s: %s", res.RequeueAt, again.Reason, again.Message)
+	default:
+		require.True(t, again.RequeueAt.After(res.RequeueAt), "at its deadline %v the decision waits until %v: %s", res.RequeueAt, again.RequeueAt, again.Message)
 	}
 }
 
@@ -440,20 +436,18 @@ func TestChallengesStartFromTheAuthorizationRead(t *testing.T) {
 			got = append(got, c.Challenge)
 		}
 	}
-	if len(got) != 2 {
-		t.Fatalf("actions %s", names(res.Actions))
-	}
+	require.Len(t, got, 2, "actions %s", names(res.Actions))
 	for _, c := range got {
 		seeded := c.Spec.AuthorizationURL == "https://ca/authz/a"
-		if seeded && (c.Status.SyncedAt == nil || !c.Status.SyncedAt.Equal(fetched) || c.Status.State != challenge.StatePending) {
-			t.Fatalf("%s: status %+v, want the read of %v", c.Name, c.Status, fetched)
-		}
-		if !seeded && c.Status.SyncedAt != nil {
-			t.Fatalf("%s: seeded without a read time", c.Name)
+		if seeded {
+			require.NotNil(t, c.Status.SyncedAt, "%s: status %+v, want the read of %v", c.Name, c.Status, fetched)
+			require.True(t, c.Status.SyncedAt.Equal(fetched), "%s: status %+v, want the read of %v", c.Name, c.Status, fetched)
+			require.Equal(t, challenge.StatePending, c.Status.State, "%s: status %+v, want the read of %v", c.Name, c.Status, fetched)
+		} else {
+			require.Nil(t, c.Status.SyncedAt, "%s: seeded without a read time", c.Name)
 		}
 		first := challenge.Decide(&challenge.Challenge{Spec: c.Spec, Status: func() challenge.Status { s := c.Status; s.Processing = true; return s }()}, t0, challenge.Config{})
-		if want := map[bool]string{true: challenge.ReasonPresenting, false: challenge.ReasonSyncing}[seeded]; first.Reason != want {
-			t.Fatalf("%s: the challenge machine starts with %s, want %s", c.Name, first.Reason, want)
-		}
+		want := map[bool]string{true: challenge.ReasonPresenting, false: challenge.ReasonSyncing}[seeded]
+		require.Equal(t, want, first.Reason, "%s: the challenge machine's first step", c.Name)
 	}
 }

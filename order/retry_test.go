@@ -504,3 +504,80 @@ func TestChooseSolverMatching(t *testing.T) {
 		})
 	}
 }
+
+// processing is an order the server is issuing (RFC 8555 §7.1.6), read at
+// t0+read, found changed at t0+changed.
+func processing(read, changed time.Duration) *Order {
+	o := authorized(newOrder())
+	o.Status.State = StateProcessing
+	o.Status.SyncedAt = tp(t0.Add(read))
+	o.Status.ChangedAt = tp(t0.Add(changed))
+	return o
+}
+
+// A poll comes soon after a change and later while nothing changes: the
+// first FirstPoll after the call that moved the order on, each next one as
+// long after the last as the order had then been unchanged (so the waits
+// double), never longer than PollInterval apart; the server's Retry-After
+// is followed, but never sooner than FirstPoll after the read.
+func TestPollsStartSoonAndSlowDownWhileNothingChanges(t *testing.T) {
+	ms := time.Millisecond
+	tests := map[string]struct {
+		order func() *Order
+		cfg   Config
+		want  time.Duration // RequeueAt after t0
+	}{
+		"the first read 200 ms after the finalize that made it processing": {
+			order: func() *Order { return processing(0, 0) }, want: 200 * ms,
+		},
+		"a read 200 ms after the change that found nothing new: the next 200 ms later": {
+			order: func() *Order { return processing(200*ms, 0) }, want: 400 * ms,
+		},
+		"then 400 ms later": {
+			order: func() *Order { return processing(400*ms, 0) }, want: 800 * ms,
+		},
+		"then a second later": {
+			order: func() *Order { return processing(1000*ms, 0) }, want: 2000 * ms,
+		},
+		"never more than PollInterval apart": {
+			order: func() *Order { return processing(time.Minute, 0) }, want: time.Minute + 5*time.Second,
+		},
+		"a configured first poll and interval": {
+			order: func() *Order { return processing(0, 0) }, cfg: Config{FirstPoll: time.Second, PollInterval: 30 * time.Second}, want: time.Second,
+		},
+		"a first poll longer than the interval waits the interval": {
+			order: func() *Order { return processing(0, 0) }, cfg: Config{FirstPoll: time.Second, PollInterval: 20 * ms}, want: 20 * ms,
+		},
+		"without a recorded change the reads are PollInterval apart": {
+			order: func() *Order { o := processing(0, 0); o.Status.ChangedAt = nil; return o }, want: 5 * time.Second,
+		},
+		"the server's Retry-After is followed when later (RFC 8555 §7.4, RFC 9110 §10.2.3)": {
+			order: func() *Order { o := processing(0, 0); o.Status.RetryAfter = tp(t0.Add(3 * time.Second)); return o }, want: 3 * time.Second,
+		},
+		"the server's Retry-After is followed when sooner than the growing wait": {
+			order: func() *Order {
+				o := processing(time.Minute, 0)
+				o.Status.RetryAfter = tp(t0.Add(time.Minute + time.Second))
+				return o
+			},
+			want: time.Minute + time.Second,
+		},
+		"a Retry-After of 0 never makes reads come sooner than the first poll": {
+			order: func() *Order { o := processing(0, 0); o.Status.RetryAfter = tp(t0); return o }, want: 200 * ms,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			o := tc.order()
+			now := *o.Status.SyncedAt
+			got := Decide(o, nil, now, tc.cfg)
+			want := Result{RequeueAt: t0.Add(tc.want), Reason: ReasonSyncing}
+			if diff := cmp.Diff(want, got, ignoreMessage); diff != "" {
+				t.Fatalf("Decide() mismatch (-want +got):\n%s\nmessage: %s", diff, got.Message)
+			}
+			checkLiveness(t, got, now, func(now time.Time) Result { return Decide(o, nil, now, tc.cfg) })
+			at := Decide(o, nil, got.RequeueAt, tc.cfg)
+			assert.Equal(t, []Action{Sync{URL: o.Status.URL}}, at.Actions, "at its time the order is read")
+		})
+	}
+}

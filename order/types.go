@@ -96,6 +96,11 @@ type Status struct {
 	Certificate []byte     `json:"certificate,omitempty"`
 	FailureTime *time.Time `json:"failureTime,omitempty"`
 	SyncedAt    *time.Time `json:"syncedAt,omitempty"`
+	// ChangedAt is when a call last found the order changed: created,
+	// in a new state, or with its certificate URL. Reads that find it
+	// unchanged are spaced out from it (Config.FirstPoll); nil spaces
+	// them PollInterval apart.
+	ChangedAt *time.Time `json:"changedAt,omitempty"`
 	// Expires is when the server considers the order expired (RFC 8555
 	// §7.1.3), as it last said; nil when it has not said. An order that
 	// would retry past it fails instead.
@@ -121,8 +126,8 @@ type Status struct {
 	// delay and, at Config.MaxAttempts, a failed order.
 	FailedAttempts int `json:"failedAttempts,omitempty"`
 	// RetryAfter is the server's Retry-After from the last response: the
-	// earliest next attempt after an error, or the earliest next poll of
-	// an order the server is still working on.
+	// earliest next attempt after an error, or when to read again an
+	// order the server is still working on.
 	RetryAfter *time.Time `json:"retryAfter,omitempty"`
 	// KeyAuthorizations maps a challenge token to its key authorization;
 	// the host computes them from the account key (RFC 8555 §8.1).

@@ -8,7 +8,7 @@ import (
 	"github.com/certlife/certlife/internal/stablehash"
 )
 
-// Policy says how a certificate renews (seed 004).
+// Policy says how a certificate renews.
 type Policy string
 
 // Policies.
@@ -24,7 +24,7 @@ const (
 	PolicyScheduled Policy = "Scheduled"
 )
 
-// Spec is a certificate's renewal stanza (seed 004's spec.renewal).
+// Spec is a certificate's renewal stanza (spec.renewal).
 type Spec struct {
 	// Policy; empty means Automatic.
 	Policy Policy `json:"policy,omitempty"`
@@ -88,7 +88,7 @@ type Input struct {
 	JitterKey string
 }
 
-// Condition types a renewal decision may ask the host to set (seed 004).
+// Condition types a renewal decision may ask the host to set.
 // A host sets the ones in Decision.Conditions and removes the others.
 const (
 	ConditionRenewalDisabled       = "RenewalDisabled"
@@ -124,7 +124,8 @@ type Condition struct {
 	Message string `json:"message"`
 }
 
-// Status is seed 004's status.renewal.
+// Status is a certificate's status.renewal: the policy in effect and its
+// windows.
 type Status struct {
 	Policy  Policy         `json:"policy"`
 	Windows *WindowsStatus `json:"windows,omitempty"`

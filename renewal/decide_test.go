@@ -1,11 +1,11 @@
 package renewal
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
 )
 
 func TestDecide(t *testing.T) {
@@ -126,11 +126,9 @@ func TestDecide(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
 				t.Fatalf("Decide() mismatch (-want +got):\n%s\nmessage: %s", diff, d.Message)
 			}
-			if !strings.Contains(d.Message, tc.want.msg) {
-				t.Fatalf("message %q does not say %q", d.Message, tc.want.msg)
-			}
-			if d.Renew && d.NextCheck.After(tc.now) && !d.NextCheck.IsZero() {
-				t.Fatalf("a renewing decision asks to look again later: %v", d.NextCheck)
+			require.Contains(t, d.Message, tc.want.msg, "the message does not say it")
+			if d.Renew && !d.NextCheck.IsZero() {
+				require.False(t, d.NextCheck.After(tc.now), "a renewing decision asks to look again later: %v", d.NextCheck)
 			}
 		})
 	}
@@ -144,27 +142,19 @@ func TestDecideARIPointIsDeterministicAndInside(t *testing.T) {
 		in.JitterKey = key
 		d1 := Decide(in, utc("2026-01-15T00:00:00Z"), Options{})
 		d2 := Decide(in, utc("2026-02-01T00:00:00Z"), Options{})
-		if !d1.RenewalTime.Equal(d2.RenewalTime) {
-			t.Fatal("the ARI point moved between calls")
-		}
-		if d1.RenewalTime.Before(w.Start) || !d1.RenewalTime.Before(w.End) {
-			t.Fatalf("ARI point %v outside the window", d1.RenewalTime)
-		}
+		require.True(t, d1.RenewalTime.Equal(d2.RenewalTime), "the ARI point moved between calls")
+		require.False(t, d1.RenewalTime.Before(w.Start), "ARI point %v before the window", d1.RenewalTime)
+		require.True(t, d1.RenewalTime.Before(w.End), "ARI point %v at or after the window's end", d1.RenewalTime)
 		seen[d1.RenewalTime] = true
 	}
-	if len(seen) < 5 {
-		t.Fatal("keys do not spread inside the ARI window")
-	}
+	require.GreaterOrEqual(t, len(seen), 5, "keys do not spread inside the ARI window")
 }
 
 func TestSpecValidate(t *testing.T) {
-	if err := (Spec{Policy: PolicyScheduled, Windows: []Window{{Start: "01:00", End: "02:00"}}}).Validate(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, (Spec{Policy: PolicyScheduled, Windows: []Window{{Start: "01:00", End: "02:00"}}}).Validate())
 	err := Spec{Policy: "Weekly", Windows: []Window{{Start: "1", End: "02:00"}}}.Validate()
-	if err == nil || !strings.Contains(err.Error(), `policy: "Weekly"`) || !strings.Contains(err.Error(), "windows[0].start") {
-		t.Fatalf("Validate() = %v, want both the policy and the window named", err)
-	}
+	require.ErrorContains(t, err, `policy: "Weekly"`, "Validate() names the policy")
+	require.ErrorContains(t, err, "windows[0].start", "Validate() names the window")
 }
 
 func BenchmarkNextWindow7(b *testing.B) {
@@ -217,15 +207,13 @@ func TestWindowOpeningIsSpread(t *testing.T) {
 		case d.Reason == ReasonDeferred:
 			at = d.NextCheck
 		default:
-			t.Fatalf("%s: %s %s", key, d.Reason, d.Message)
+			t.Fatalf("%s: neither renews nor defers: %s %s", key, d.Reason, d.Message)
 		}
-		if at.Before(opening) || !at.Before(opening.Add(MaxWindowSpread)) {
-			t.Fatalf("%s renews at %v, outside the first %v of the window", key, at, MaxWindowSpread)
-		}
+		require.False(t, at.Before(opening), "%s renews at %v, before the window opens", key, at)
+		require.True(t, at.Before(opening.Add(MaxWindowSpread)), "%s renews at %v, outside the first %v of the window", key, at, MaxWindowSpread)
 		if !d.Renew {
-			if got := Decide(in(key), at, jitter); !got.Renew {
-				t.Fatalf("%s at its slot %v: %s", key, at, got.Message)
-			}
+			got := Decide(in(key), at, jitter)
+			require.True(t, got.Renew, "%s at its slot %v: %s", key, at, got.Message)
 		}
 		perMinute[at.Truncate(time.Minute)]++
 	}
@@ -235,17 +223,14 @@ func TestWindowOpeningIsSpread(t *testing.T) {
 	for _, n := range perMinute {
 		peak = max(peak, n)
 	}
-	if len(perMinute) < 100 || peak > 6 {
-		t.Fatalf("200 certificates in %d minutes, %d in the busiest: not spread", len(perMinute), peak)
-	}
-	if d := Decide(in("x"), opening, Options{}); !d.Renew {
-		t.Fatalf("without jitter the window's opening renews at once: %s", d.Message)
-	}
+	require.GreaterOrEqual(t, len(perMinute), 100, "200 certificates in too few distinct minutes: not spread")
+	require.LessOrEqual(t, peak, 6, "200 certificates in %d minutes, too many in the busiest: not spread", len(perMinute))
+	noJitter := Decide(in("x"), opening, Options{})
+	require.True(t, noJitter.Renew, "without jitter the window's opening renews at once: %s", noJitter.Message)
 	near := in("x")
 	near.NotAfter = opening.Add(time.Hour)
-	if d := Decide(near, opening, jitter); !d.Renew {
-		t.Fatalf("near expiry, no slot waits: %s", d.Message)
-	}
+	nearExpiry := Decide(near, opening, jitter)
+	require.True(t, nearExpiry.Renew, "near expiry, no slot waits: %s", nearExpiry.Message)
 	// A certificate that falls due inside the open window renews at once:
 	// find keys whose jittered renewal time lands in Monday's window.
 	found := 0
@@ -257,11 +242,8 @@ func TestWindowOpeningIsSpread(t *testing.T) {
 			continue
 		}
 		found++
-		if d := Decide(k, at, jitter); !d.Renew {
-			t.Fatalf("a certificate that fell due inside the window waits: %s", d.Message)
-		}
+		d := Decide(k, at, jitter)
+		require.True(t, d.Renew, "a certificate that fell due inside the window waits: %s", d.Message)
 	}
-	if found == 0 {
-		t.Fatal("no key fell due inside the window: the test checks nothing")
-	}
+	require.NotZero(t, found, "no key fell due inside the window: the test checks nothing")
 }

@@ -1,6 +1,6 @@
 // Package renewal answers "when may this certificate renew?" as pure
 // functions of its validity, its renewal spec, the host's options, `now`,
-// and a stable key for jitter (seed 004, RFC 9773, Let's Encrypt's
+// and a stable key for jitter (RFC 9773, Let's Encrypt's
 // integration guidance).
 //
 // # Renewal time
@@ -29,7 +29,7 @@
 // certificate identifier, and [NextPoll] when to ask again: Retry-After
 // clamped to [MinPoll, MaxPoll], DefaultPoll without one.
 //
-// # Policies and windows (seed 004)
+// # Policies and windows
 //
 // Automatic renews at the renewal time (windows given with it are ignored,
 // and a RenewalWindowsIgnored condition says so). Disabled never renews on

@@ -6,6 +6,8 @@ import (
 	"math/big"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 var t0 = time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC) // a Monday
@@ -38,9 +40,8 @@ func TestRenewalTime(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			got, src := Time(t0, t0.Add(tc.lifetime), tc.renewBefore, tc.pct, tc.timing)
-			if want := t0.Add(tc.want); !got.Equal(want) || src != tc.src {
-				t.Fatalf("Time() = +%v (%s), want +%v (%s)", got.Sub(t0), src, tc.want, tc.src)
-			}
+			require.True(t, got.Equal(t0.Add(tc.want)), "Time() = +%v (%s), want +%v (%s)", got.Sub(t0), src, tc.want, tc.src)
+			require.Equal(t, tc.src, src, "Time() source")
 		})
 	}
 }
@@ -50,15 +51,12 @@ func TestRenewalTimeNoOverflowAt99PercentOverTenYears(t *testing.T) {
 	na := nb.AddDate(10, 0, 0)
 	got, _ := Time(nb, na, 0, 99, Timing{})
 	want := nb.Add(na.Sub(nb) / 100).Truncate(time.Second)
-	if !got.Equal(want) {
-		t.Fatalf("99%% of 10 years: %v, want %v", got, want)
-	}
+	require.True(t, got.Equal(want), "99%% of 10 years: %v, want %v", got, want)
 	// The largest lifetime a Duration holds, at 1 %: no overflow either.
 	far := nb.Add(1<<63 - 1)
 	got, _ = Time(nb, far, 0, 1, Timing{})
-	if got.Before(nb) || got.After(far) {
-		t.Fatalf("1%% of the largest lifetime is outside the validity: %v", got)
-	}
+	require.False(t, got.Before(nb), "1%% of the largest lifetime is before the validity: %v", got)
+	require.False(t, got.After(far), "1%% of the largest lifetime is after the validity: %v", got)
 }
 
 func TestJitterIsEarlierBoundedAndSpreads(t *testing.T) {
@@ -70,12 +68,10 @@ func TestJitterIsEarlierBoundedAndSpreads(t *testing.T) {
 	for i := 0; i < 2000; i++ {
 		key := fmt.Sprintf("uid-%04d", i)
 		a := timing.jitter(base, nb, na, key)
-		if a != timing.jitter(base, nb, na, key) {
-			t.Fatal("jitter is not deterministic")
-		}
-		if a.After(base) || base.Sub(a) >= bound || a.Nanosecond() != 0 {
-			t.Fatalf("jittered %v is not within (base-%v, base]", a, bound)
-		}
+		require.True(t, a == timing.jitter(base, nb, na, key), "jitter is not deterministic")
+		require.False(t, a.After(base), "jittered %v is after the base %v", a, base)
+		require.Less(t, base.Sub(a), bound, "jittered %v is not within (base-%v, base]", a, bound)
+		require.Zero(t, a.Nanosecond(), "jittered %v is not on a whole second", a)
 		perMinute[a.Unix()/60]++
 	}
 	// 2000 certificates expiring in the same second spread uniformly over
@@ -84,12 +80,9 @@ func TestJitterIsEarlierBoundedAndSpreads(t *testing.T) {
 	for _, n := range perMinute {
 		peak = max(peak, n)
 	}
-	if len(perMinute) < 1650 || peak > 6 {
-		t.Fatalf("2000 certificates renew in %d distinct minutes, at most %d in one", len(perMinute), peak)
-	}
-	if got := timing.jitter(base, nb, na, ""); !got.Equal(base) {
-		t.Fatal("no key must mean no jitter")
-	}
+	require.GreaterOrEqual(t, len(perMinute), 1650, "2000 certificates renew in too few distinct minutes")
+	require.LessOrEqual(t, peak, 6, "2000 certificates renew in %d distinct minutes, too many in one", len(perMinute))
+	require.True(t, timing.jitter(base, nb, na, "").Equal(base), "no key must mean no jitter")
 }
 
 func TestCertID(t *testing.T) {
@@ -98,15 +91,12 @@ func TestCertID(t *testing.T) {
 	aki := []byte{0x69, 0x88, 0x5B, 0x6B, 0x87, 0x46, 0x40, 0x41, 0xE1, 0xB3, 0x7B, 0x84, 0x7B, 0xA0, 0xAE, 0x2C, 0xDE, 0x01, 0xC8, 0xD4}
 	cert := &x509.Certificate{AuthorityKeyId: aki, SerialNumber: big.NewInt(0x87654321)}
 	got, err := CertID(cert)
-	if err != nil || got != "aYhba4dGQEHhs3uEe6CuLN4ByNQ.AIdlQyE" {
-		t.Fatalf("CertID = %q, %v", got, err)
-	}
-	if _, err := CertID(&x509.Certificate{SerialNumber: big.NewInt(1)}); err == nil {
-		t.Fatal("a certificate without AKI has no ARI identifier")
-	}
-	if _, err := CertID(nil); err == nil {
-		t.Fatal("nil certificate")
-	}
+	require.NoError(t, err, "CertID")
+	require.Equal(t, "aYhba4dGQEHhs3uEe6CuLN4ByNQ.AIdlQyE", got, "CertID")
+	_, err = CertID(&x509.Certificate{SerialNumber: big.NewInt(1)})
+	require.Error(t, err, "a certificate without AKI has no ARI identifier")
+	_, err = CertID(nil)
+	require.Error(t, err, "nil certificate")
 }
 
 func TestNextPollClamps(t *testing.T) {
@@ -119,9 +109,7 @@ func TestNextPollClamps(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := NextPoll(t0, tc.in).Sub(t0); got != tc.want {
-				t.Fatalf("NextPoll(%v) = +%v, want +%v", tc.in, got, tc.want)
-			}
+			require.Equal(t, tc.want, NextPoll(t0, tc.in).Sub(t0), "NextPoll(%v) - t0", tc.in)
 		})
 	}
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // Window is a time of day, on some days of the week, in one time zone,
-// during which a Scheduled certificate may renew (seed 004).
+// during which a Scheduled certificate may renew.
 type Window struct {
 	// DaysOfWeek the window starts on: "Monday" … "Sunday" (case does not
 	// matter; "Mon" … "Sun" also work). Empty means every day.

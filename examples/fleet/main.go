@@ -17,7 +17,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 
-	"github.com/certlife/certlife/internal/fleet"
+	"github.com/certlife/certlife/examples/internal/fleet"
 )
 
 func main() {

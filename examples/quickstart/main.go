@@ -14,8 +14,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-
-	"github.com/certlife/certlife/internal/quickstart"
 )
 
 func main() {
@@ -24,7 +22,7 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	res, err := quickstart.Run(ctx, quickstart.Options{Out: *out, W: os.Stdout, Verbose: *verbose})
+	res, err := Run(ctx, Options{Out: *out, W: os.Stdout, Verbose: *verbose})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)

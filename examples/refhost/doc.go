@@ -24,7 +24,8 @@
 //
 // Issuers answer requests through the issuer contract of package
 // certificate: LocalCA (a CA key pair, from package certificate/localca),
-// SelfSigned, or any Issuer a host provides.
+// SelfSigned, ACME (over RFC 8555 with acmeclient.Issuer), or any Issuer a
+// host provides.
 //
 // The host is single-threaded and moves only when Step is called, so tests
 // and simulations run it on a fake clock: Settle steps until nothing more

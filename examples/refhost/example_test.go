@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/certlife/certlife/acmeclient"
+	"github.com/certlife/certlife/acmeclient/acmetest"
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/certificate/localca"
 	"github.com/certlife/certlife/examples/refhost"
 	"github.com/certlife/certlife/keys"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -53,4 +56,70 @@ func Example() {
 	// Output:
 	// Mar 1: Ready=True revision 1, renews at Mar 21, host looks again at Mar 21
 	// Mar 21: Ready=True revision 2, renews at Apr 10, host looks again at Apr 10
+}
+
+// A host that keeps two certificates with the public API: one from an
+// internal CA, one over ACME — here against Pebble in process, as a host's
+// own tests would. The host's loop runs on the real clock: step, then wait
+// until the next thing is due.
+func Example_twoIssuers() {
+	ctx := context.Background()
+	pebble, err := acmetest.Start(acmetest.Options{})
+	if err != nil {
+		panic(err)
+	}
+	defer pebble.Close()
+	accountKey, _ := keys.Generate(rand.Reader, keys.KeySpec{Algorithm: keys.AlgorithmECDSA})
+	client, err := acmeclient.New(pebble.ClientConfig(accountKey))
+	if err != nil {
+		panic(err)
+	}
+	acme, err := acmeclient.NewIssuer(acmeclient.IssuerConfig{
+		Client: client, Account: acmeclient.AccountOptions{AgreeToTerms: true},
+		Store: acmeclient.NewMemoryStore(), Solvers: pebble.Solvers(),
+	})
+	if err != nil {
+		panic(err)
+	}
+	internal, err := localca.NewRoot(rand.Reader, "internal CA", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, time.Now().Add(-time.Hour), 10*365*24*time.Hour)
+	if err != nil {
+		panic(err)
+	}
+
+	store := refhost.NewStore()
+	host := refhost.New(store, clock.RealClock{}, certificate.Config{}, map[string]refhost.Issuer{
+		"internal": refhost.LocalCA{CA: internal},
+		"public":   refhost.ACME{Issuer: acme},
+	})
+	for name, issuer := range map[string]string{"api": "internal", "www": "public"} {
+		err := store.CreateCertificate(&certificate.Certificate{
+			ObjectMeta: certificate.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: certificate.Spec{SecretName: name + "-tls", DNSNames: []string{name + ".example"},
+				IssuerRef: certificate.IssuerRef{Name: issuer}},
+		})
+		if err != nil {
+			panic(err)
+		}
+	}
+
+	ready := func(name string) bool {
+		c, _ := store.Certificate(name)
+		r := c.Status.Condition(certificate.ConditionReady)
+		return r != nil && r.Status == certificate.StatusTrue
+	}
+	for deadline := time.Now().Add(30 * time.Second); !(ready("api") && ready("www")) && time.Now().Before(deadline); {
+		host.Step(ctx)
+		if next, ok := host.Next(); ok {
+			time.Sleep(min(max(time.Until(next), 0), 100*time.Millisecond))
+		}
+	}
+	for _, name := range []string{"api", "www"} {
+		c, _ := store.Certificate(name)
+		sec, _ := store.Secret(c.Spec.SecretName)
+		fmt.Printf("%s: Ready=%v, issued by %s for %s\n", name, ready(name),
+			sec.Annotations[certificate.AnnotationIssuerName], sec.Annotations[certificate.AnnotationAltNames])
+	}
+	// Output:
+	// api: Ready=true, issued by internal for api.example
+	// www: Ready=true, issued by public for www.example
 }

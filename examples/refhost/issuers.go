@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/certificate/localca"
 	"github.com/certlife/certlife/keys"
@@ -53,4 +54,18 @@ func orCryptoRand(r io.Reader) io.Reader {
 		return r
 	}
 	return rand.Reader
+}
+
+// ACME answers requests over ACME with an acmeclient.Issuer: one order
+// per request, whose state the issuer keeps in its Store, so a restarted
+// host resumes the same order. The host marks a renewal with the
+// certificate it replaces when it creates the request (RFC 9773 §5).
+type ACME struct {
+	Issuer *acmeclient.Issuer
+}
+
+// Answer does the request's next ACME steps and says when to look again.
+func (a ACME) Answer(ctx context.Context, r *certificate.CertificateRequest, _ time.Time) (time.Time, error) {
+	res, err := a.Issuer.Step(ctx, r)
+	return res.RequeueAt, err
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/certlife/certlife/examples/refhost"
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/renewal"
+	"github.com/stretchr/testify/require"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -45,9 +46,8 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 //	status NAME: the certificate's status and its secret
 func TestScenarios(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "scenarios", "*.txt"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scenarios: %v", err)
-	}
+	require.NoError(t, err, "no scenarios")
+	require.NotEmpty(t, files, "no scenarios")
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
 			runScenario(t, file)
@@ -64,9 +64,7 @@ type block struct {
 
 func parseScenario(t *testing.T, file string) []block {
 	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer f.Close()
 	var out []block
 	var cur block
@@ -81,16 +79,12 @@ func parseScenario(t *testing.T, file string) []block {
 		case inOutput:
 			cur.want += line + "\n"
 		case line == "----":
-			if cur.cmd == "" {
-				t.Fatalf("%s: ---- without a command", file)
-			}
+			require.NotEmpty(t, cur.cmd, "%s: ---- without a command", file)
 			inOutput = true
 		case strings.HasPrefix(line, "#") || line == "":
 			cur.comments = append(cur.comments, line)
 		default:
-			if cur.cmd != "" {
-				t.Fatalf("%s: %q follows %q without ----", file, line, cur.cmd)
-			}
+			require.Empty(t, cur.cmd, "%s: %q follows a command without ----", file, line)
 			cur.cmd = line
 		}
 	}
@@ -120,14 +114,10 @@ func runScenario(t *testing.T, file string) {
 			rewritten.WriteString(b.cmd + "\n----\n" + got + "\n")
 			continue
 		}
-		if got != b.want {
-			t.Fatalf("%s: %s\n--- want:\n%s--- got:\n%s(go test -rewrite updates the file)", file, b.cmd, b.want, got)
-		}
+		require.Equal(t, b.want, got, "%s: %s (go test -rewrite updates the file)", file, b.cmd)
 	}
 	if *rewrite {
-		if err := os.WriteFile(file, []byte(strings.TrimRight(rewritten.String(), "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(file, []byte(strings.TrimRight(rewritten.String(), "\n")+"\n"), 0o644))
 	}
 }
 
@@ -144,9 +134,7 @@ type scenario struct {
 
 func newScenario(t *testing.T) *scenario {
 	root, err := localca.NewRoot(rand.Reader, "scenario CA", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, t0.AddDate(-1, 0, 0), 10*365*24*time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	s := &scenario{t: t, clock: clocktesting.NewFakePassiveClock(t0), store: refhost.NewStore()}
 	s.ca = &testCA{ca: root}
 	s.host = refhost.New(s.store, s.clock, certificate.Config{}, map[string]refhost.Issuer{"ca": s.ca})
@@ -157,9 +145,7 @@ func newScenario(t *testing.T) *scenario {
 func (s *scenario) do(cmd string) string {
 	s.out.Reset()
 	fields := splitFields(cmd)
-	if len(fields) == 0 {
-		s.t.Fatalf("empty command")
-	}
+	require.NotEmpty(s.t, fields, "empty command")
 	args := fields[1:]
 	switch fields[0] {
 	case "certificate":
@@ -239,9 +225,8 @@ func (s *scenario) checkInvariants(cmd string) {
 		seen := map[string]string{}
 		for _, r := range s.store.Requests(func(r *certificate.CertificateRequest) bool { return r.OwnerUID == c.UID }) {
 			rev := r.Annotations[certificate.AnnotationRevision]
-			if other, ok := seen[rev]; ok {
-				s.t.Fatalf("after %q: requests %s and %s are both for revision %s of %s", cmd, other, r.Name, rev, c.Name)
-			}
+			other, ok := seen[rev]
+			require.False(s.t, ok, "after %q: requests %s and %s are both for revision %s of %s", cmd, other, r.Name, rev, c.Name)
 			seen[rev] = r.Name
 		}
 		ready := c.Status.Condition(certificate.ConditionReady)
@@ -249,27 +234,22 @@ func (s *scenario) checkInvariants(cmd string) {
 			continue
 		}
 		sec, err := s.store.Secret(c.Spec.SecretName)
-		if err != nil {
-			s.t.Fatalf("after %q: %s is Ready without a secret: %v", cmd, c.Name, err)
-		}
+		require.NoError(s.t, err, "after %q: %s is Ready without a secret", cmd, c.Name)
 		p, _ := keys.ParseSecretData(sec.Data)
-		if p == nil || !p.KeyMatches || keys.CompareCertificateNames(p.Leaf, c.Spec.Template()) != nil {
-			s.t.Fatalf("after %q: %s is Ready but its secret does not hold a matching key pair for its names", cmd, c.Name)
-		}
+		require.NotNil(s.t, p, "after %q: %s is Ready but its secret cannot be read", cmd, c.Name)
+		require.True(s.t, p.KeyMatches, "after %q: %s is Ready but its secret does not hold a matching key pair", cmd, c.Name)
+		require.Nil(s.t, keys.CompareCertificateNames(p.Leaf, c.Spec.Template()), "after %q: %s is Ready but its secret's certificate is not for its names", cmd, c.Name)
 	}
 }
 
 func (s *scenario) must(err error) {
 	s.t.Helper()
-	if err != nil {
-		s.t.Fatal(err)
-	}
+	require.NoError(s.t, err)
 }
 
 func (s *scenario) run() {
-	if _, err := s.host.Settle(context.Background(), 50); err != nil {
-		s.t.Fatalf("%v\n%s", err, s.out.String())
-	}
+	_, err := s.host.Settle(context.Background(), 50)
+	require.NoError(s.t, err, "%s", s.out.String())
 }
 
 // applySpec sets the spec fields named by key=value arguments.
@@ -393,15 +373,12 @@ func (s *scenario) status(name string) {
 func parseDuration(t *testing.T, s string) time.Duration {
 	if d, ok := strings.CutSuffix(s, "d"); ok {
 		var n int
-		if _, err := fmt.Sscanf(d, "%d", &n); err != nil {
-			t.Fatalf("duration %q: %v", s, err)
-		}
+		_, err := fmt.Sscanf(d, "%d", &n)
+		require.NoError(t, err, "duration %q", s)
 		return time.Duration(n) * 24 * time.Hour
 	}
 	v, err := time.ParseDuration(s)
-	if err != nil {
-		t.Fatalf("duration %q: %v", s, err)
-	}
+	require.NoError(t, err, "duration %q", s)
 	return v
 }
 

@@ -3,18 +3,18 @@ package stablehash
 import (
 	"fmt"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestFractionIsDeterministicAndInRange(t *testing.T) {
 	for i := 0; i < 1000; i++ {
 		key := fmt.Sprintf("uid-%d", i)
 		a, b := Fraction("d", key), Fraction("d", key)
-		if a != b {
-			t.Fatalf("Fraction(%q) not deterministic: %v != %v", key, a, b)
-		}
-		if a < 0 || a >= 1 {
-			t.Fatalf("Fraction(%q) = %v, want [0,1)", key, a)
-		}
+		require.Equal(t, a, b, "Fraction(%q) not deterministic", key)
+		require.GreaterOrEqual(t, a, 0.0, "Fraction(%q), want [0,1)", key)
+		require.Less(t, a, 1.0, "Fraction(%q), want [0,1)", key)
 	}
 }
 
@@ -27,9 +27,7 @@ func TestDomainsAreIndependent(t *testing.T) {
 		}
 	}
 	// Independent buckets collide about 1 % of the time.
-	if same > 40 {
-		t.Fatalf("%d of 1000 keys landed in the same bucket in two domains", same)
-	}
+	require.LessOrEqual(t, same, 40, "keys of 1000 that landed in the same bucket in two domains")
 }
 
 func TestScaleSpreadsSequentialKeys(t *testing.T) {
@@ -39,31 +37,21 @@ func TestScaleSpreadsSequentialKeys(t *testing.T) {
 	var count [buckets]int
 	for i := 0; i < n; i++ {
 		v := Scale(buckets, "renewal", fmt.Sprintf("00000000-0000-0000-0000-%012d", i))
-		if v < 0 || v >= buckets {
-			t.Fatalf("Scale out of range: %d", v)
-		}
+		require.GreaterOrEqual(t, v, int64(0), "Scale out of range")
+		require.Less(t, v, int64(buckets), "Scale out of range")
 		count[v]++
 	}
 	for b, c := range count {
-		if c < 50 || c > 150 {
-			t.Errorf("bucket %d holds %d of %d keys, want about %d", b, c, n, n/buckets)
-		}
+		assert.GreaterOrEqual(t, c, 50, "bucket %d's share of %d keys, want about %d", b, n, n/buckets)
+		assert.LessOrEqual(t, c, 150, "bucket %d's share of %d keys, want about %d", b, n, n/buckets)
 	}
 }
 
 func TestScaleEdges(t *testing.T) {
-	if got := Scale(0, "d", "k"); got != 0 {
-		t.Errorf("Scale(0) = %d, want 0", got)
-	}
-	if got := Scale(-5, "d", "k"); got != 0 {
-		t.Errorf("Scale(-5) = %d, want 0", got)
-	}
-	if got := Scale(1, "d", "k"); got != 0 {
-		t.Errorf("Scale(1) = %d, want 0", got)
-	}
-	if Sum64("ab", "c") == Sum64("a", "bc") {
-		t.Error("domain and key boundary is ambiguous")
-	}
+	assert.Equal(t, int64(0), Scale(0, "d", "k"), "Scale(0)")
+	assert.Equal(t, int64(0), Scale(-5, "d", "k"), "Scale(-5)")
+	assert.Equal(t, int64(0), Scale(1, "d", "k"), "Scale(1)")
+	assert.NotEqual(t, Sum64("ab", "c"), Sum64("a", "bc"), "domain and key boundary is ambiguous")
 }
 
 func BenchmarkScale(b *testing.B) {

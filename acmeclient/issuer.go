@@ -1,0 +1,774 @@
+package acmeclient
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/challenge"
+	"github.com/certlife/certlife/keys"
+	"github.com/certlife/certlife/order"
+	"github.com/certlife/certlife/renewal"
+)
+
+// AnnotationReplaces on a CertificateRequest: the ARI identifier (RFC
+// 9773 §4.1) of the certificate the request renews. The Issuer's order
+// names it in "replaces" (RFC 9773 §5), which exempts a renewal from
+// Let's Encrypt's rate limits. SetReplaces sets it.
+const AnnotationReplaces = "acme.certlife.dev/replaces"
+
+// SetReplaces marks r as the renewal of leaf, the certificate it
+// replaces: a host calls it when it creates a request for a certificate
+// whose secret already holds one (certificate.CreateRequest). The leaf
+// must carry an authority key identifier, as every publicly trusted
+// certificate does.
+func SetReplaces(r *certificate.CertificateRequest, leaf *x509.Certificate) error {
+	id, err := renewal.CertID(leaf)
+	if err != nil {
+		return fmt.Errorf("acmeclient: the certificate request %s replaces a certificate without an ARI identifier: %w", r.Name, err)
+	}
+	if r.Annotations == nil {
+		r.Annotations = map[string]string{}
+	}
+	r.Annotations[AnnotationReplaces] = id
+	return nil
+}
+
+// IssuerConfig configures an Issuer. Client, Store and at least one
+// presenter in Solvers are required; every other field has a documented
+// zero value.
+type IssuerConfig struct {
+	// Client makes the ACME requests, on its clock. It needs an account:
+	// the issuer registers one with Account (or finds the key's) before
+	// its first order, unless the host did with EnsureAccount.
+	Client *Client
+	// Account is what the account is registered with, when the issuer
+	// registers it.
+	Account AccountOptions
+	// Store keeps each request's order and challenges for the host.
+	Store Store
+	// Solvers present and self-check the challenges: one Presenter per
+	// challenge type the orders may use.
+	Solvers Solvers
+	// SolverConfigs choose, per identifier, the challenge type and the
+	// solver configuration a presenter sees (order.ChooseSolver). Every
+	// type named must have a presenter in Solvers. Empty means one
+	// default per presenter: HTTP-01 for names and IP addresses when
+	// there is an HTTP-01 presenter, DNS-01 for wildcards (and for every
+	// name when it is the only one).
+	SolverConfigs []order.SolverConfig
+	// Profile is the certificate profile the orders ask for; empty asks
+	// for the server's default.
+	Profile string
+	// PreferredChain is the issuer common name of the chain to prefer
+	// among those the server offers; empty takes its default.
+	PreferredChain string
+	// RequestValidity makes each order ask for notBefore = now and
+	// notAfter = now + the request's duration (RFC 8555 §7.4), for CAs
+	// that honour them; Let's Encrypt does not.
+	RequestValidity bool
+	// Order, Challenge and Scheduler configure the machines; their zero
+	// values are their defaults (the first poll 200 ms after each change,
+	// doubling to 5 s while nothing changes, the server's Retry-After
+	// followed; at most 60 challenges in flight, never two for the same
+	// name and type).
+	Order     order.Config
+	Challenge challenge.Config
+	Scheduler challenge.SchedulerConfig
+	// KeepAnswered is how long a state is kept after its request was
+	// answered, so that a host that crashed before it wrote the answer
+	// gets it again from the same order; zero means 10 minutes.
+	KeepAnswered time.Duration
+	// Trace, when set, sees every decision that had effects.
+	Trace func(Event)
+}
+
+// Event is one decision of the order or a challenge machine that had
+// effects, for a timeline or a log.
+type Event struct {
+	Time time.Time
+	// Resource is "order/<name>" or "challenge/<name>".
+	Resource string
+	Reason   string
+	Message  string
+	Actions  []string
+	// Err is the error that stopped the actions, if one did.
+	Err error
+}
+
+// String is one readable line.
+func (e Event) String() string {
+	s := fmt.Sprintf("%s %-28s %-22s %s", e.Time.UTC().Format("15:04:05.000"), e.Resource, e.Reason, strings.Join(e.Actions, " "))
+	if e.Err != nil {
+		s += " error: " + e.Err.Error()
+	}
+	return s
+}
+
+// Issuer answers certificate requests over ACME: one order per request,
+// driven by the order and challenge machines, whose state the host keeps
+// in a Store. It carries out every action of both machines, schedules the
+// challenges, cleans a challenge up before it is deleted, presents again
+// after a restart what the states say is presented, and answers the
+// request through the issuer contract of package certificate.
+//
+// The loop stays the host's: Step does what is due now and says when to
+// call it again. Safe for concurrent use by several requests at once; one
+// request is stepped by one caller at a time.
+type Issuer struct {
+	cfg       IssuerConfig
+	selectors []order.SolverConfig
+
+	// mu makes scheduling atomic: list, choose, mark processing.
+	mu sync.Mutex
+
+	accountMu  sync.Mutex
+	accountURL string
+
+	// shown holds the challenges presented by this process (name and
+	// token): one the states say is presented but that is not here was
+	// presented before a restart and is presented again.
+	shownMu sync.Mutex
+	shown   map[string]bool
+}
+
+// NewIssuer returns an Issuer. It makes no request. Its errors wrap
+// ErrConfig and name every field that is wrong.
+func NewIssuer(cfg IssuerConfig) (*Issuer, error) {
+	var problems []string
+	if cfg.Client == nil {
+		problems = append(problems, "Client is required")
+	}
+	if cfg.Store == nil {
+		problems = append(problems, "Store is required")
+	}
+	if cfg.Solvers.HTTP01 == nil && cfg.Solvers.DNS01 == nil {
+		problems = append(problems, "Solvers needs a presenter: HTTP01, DNS01 or both")
+	}
+	if cfg.KeepAnswered < 0 {
+		problems = append(problems, fmt.Sprintf("KeepAnswered %v is negative", cfg.KeepAnswered))
+	}
+	selectors := cfg.SolverConfigs
+	if len(selectors) == 0 {
+		if cfg.Solvers.HTTP01 != nil {
+			selectors = append(selectors, order.SolverConfig{Solver: challenge.Solver{HTTP01: &challenge.HTTP01Solver{}}})
+		}
+		if cfg.Solvers.DNS01 != nil {
+			selectors = append(selectors, order.SolverConfig{Solver: challenge.Solver{DNS01: &challenge.DNS01Solver{}}})
+		}
+	}
+	for i, s := range selectors {
+		switch {
+		case s.Solver.HTTP01 == nil && s.Solver.DNS01 == nil:
+			problems = append(problems, fmt.Sprintf("SolverConfigs[%d] configures no solver", i))
+		case s.Solver.HTTP01 != nil && s.Solver.DNS01 != nil:
+			problems = append(problems, fmt.Sprintf("SolverConfigs[%d] configures both HTTP-01 and DNS-01; give each its own entry", i))
+		case s.Solver.DNS01 != nil && cfg.Solvers.DNS01 == nil:
+			problems = append(problems, fmt.Sprintf("SolverConfigs[%d] is DNS-01, but Solvers.DNS01 is nil", i))
+		case s.Solver.HTTP01 != nil && cfg.Solvers.HTTP01 == nil:
+			problems = append(problems, fmt.Sprintf("SolverConfigs[%d] is HTTP-01, but Solvers.HTTP01 is nil", i))
+		}
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("%w: IssuerConfig: %s", ErrConfig, strings.Join(problems, "; "))
+	}
+	return &Issuer{cfg: cfg, selectors: selectors, shown: map[string]bool{}}, nil
+}
+
+// Result is what one Step did and when to call again.
+type Result struct {
+	// Answered: Step answered the request (certificate.SetIssued,
+	// SetFailed or SetInvalid); the host writes its status back and stops
+	// stepping it.
+	Answered bool
+	// Changed: Step changed the request's status (answered it, or
+	// recorded its order with certificate.SetPending); the host writes it
+	// back.
+	Changed bool
+	// RequeueAt is when to call Step again; zero once Answered. It is
+	// set after an error too.
+	RequeueAt time.Time
+	// Reason and Message say what the order is doing or waiting for, in
+	// words a person can act on, with the last failure when there is
+	// one.
+	Reason, Message string
+	// Err is the first error of an ACME request, presentation or clean-up
+	// in this step. The order's or challenge's status records it too and
+	// the machines retry it at RequeueAt, so it needs no handling; it is
+	// here for logs, and for a host that gives up waiting to say why.
+	Err error
+}
+
+// OrderName is the key of a request's state and the name of its order:
+// the request's name and a hash of its namespace, name and CSR, so that a
+// request made again with a new CSR gets a new order.
+func OrderName(r *certificate.CertificateRequest) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00", r.Namespace, r.Name)
+	h.Write(r.Spec.Request)
+	return r.Name + "-" + hex.EncodeToString(h.Sum(nil)[:4])
+}
+
+// ReasonAccount is the Result.Reason of a step that could not register
+// the ACME account.
+const ReasonAccount = "RegisteringAccount"
+
+// maxRounds bounds the decide–carry out rounds of one Step; a request
+// with more to do is stepped again at once.
+const maxRounds = 16
+
+// schedulerWait is how soon a request whose challenge waits for a
+// scheduler slot (every slot taken, or another challenge for the same
+// name and type in flight) is looked at again.
+const schedulerWait = time.Second
+
+// Step does what is due for r now: it creates the request's order (the
+// first time), carries out the actions of the order machine and of the
+// challenge machine for each of its challenges until they wait, starting
+// the challenges the scheduler allows, and writes the state to the Store
+// after each decision. When the order has its certificate, Step answers r
+// with certificate.SetIssued; when the order failed, with
+// certificate.SetFailed and the server's Retry-After; a CSR that cannot
+// be ordered, with certificate.SetInvalid. Then it cleans up the
+// challenges.
+//
+// An error means the step could not run (the store failed, or ctx ended);
+// Result.RequeueAt says when to try again. A failed ACME request is not
+// an error of Step: see Result.Err.
+func (i *Issuer) Step(ctx context.Context, r *certificate.CertificateRequest) (Result, error) {
+	now := i.now()
+	retry := Result{RequeueAt: now.Add(i.cfg.Order.RetryDelay(1))}
+	if r == nil {
+		return Result{}, errors.New("acmeclient: Step of a nil request")
+	}
+	if certificate.Answered(r) {
+		return Result{Answered: true, Reason: "Answered", Message: "the request is answered"}, nil
+	}
+	key := OrderName(r)
+	st, err := i.cfg.Store.Get(ctx, key)
+	if err != nil {
+		return retry, fmt.Errorf("acmeclient: reading the state of %s: %w", key, err)
+	}
+	res := Result{}
+	account, err := i.account(ctx)
+	if err != nil {
+		if Retryable(err) {
+			at, ok := RetryAfter(err)
+			if !ok {
+				at = now.Add(i.cfg.Order.RetryDelay(1))
+			}
+			return Result{RequeueAt: at, Reason: ReasonAccount, Message: "registering the ACME account: " + err.Error(), Err: err}, nil
+		}
+		at, _ := RetryAfter(err)
+		certificate.SetFailed(r, "the ACME account: "+err.Error(), now, at)
+		return Result{Answered: true, Changed: true, Reason: ReasonAccount, Message: err.Error(), Err: err}, nil
+	}
+	if st == nil {
+		spec, problem := i.orderSpec(r, account, now)
+		if problem != "" {
+			certificate.SetInvalid(r, problem, now)
+			return Result{Answered: true, Changed: true, Reason: order.ReasonInvalidSpec, Message: problem}, nil
+		}
+		st = &State{Order: order.Order{Name: key, Namespace: r.Namespace, CreationTimestamp: now, Labels: r.Labels, Spec: spec}}
+		if err := i.cfg.Store.Put(ctx, key, st); err != nil {
+			return retry, fmt.Errorf("acmeclient: writing the state of %s: %w", key, err)
+		}
+		certificate.SetPending(r, "waiting for the ACME order "+key, now)
+		res.Changed = true
+	}
+	if st.AnsweredAt == nil {
+		i.presentAgain(ctx, st)
+	}
+	for round := 0; ; round++ {
+		if err := ctx.Err(); err != nil {
+			return retry, err
+		}
+		now = i.now()
+		if answered := i.answer(ctx, r, st, now); answered != nil {
+			answered.Changed = true
+			if err := i.cfg.Store.Put(ctx, key, st); err != nil {
+				return retry, fmt.Errorf("acmeclient: writing the state of %s: %w", key, err)
+			}
+			return *answered, nil
+		}
+		if round == maxRounds {
+			res.RequeueAt = now
+			return res, nil
+		}
+		acted, next, why, err := i.round(ctx, key, st, now)
+		if err != nil {
+			return retry, err
+		}
+		res.Err = firstErr(res.Err, why.err)
+		res.Reason, res.Message = why.reason, why.message
+		if !acted {
+			res.RequeueAt = next
+			if next.IsZero() {
+				res.RequeueAt = now.Add(schedulerWait)
+			}
+			return res, nil
+		}
+	}
+}
+
+func firstErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// why is what a round says about the order: the order machine's reason
+// and message, the last failure, and the first error of a call.
+type why struct {
+	reason, message string
+	err             error
+}
+
+// round decides once for the order and each of its challenges and carries
+// out the actions. acted reports whether any action was carried out; next
+// is the earliest time a machine asked to be looked at again.
+func (i *Issuer) round(ctx context.Context, key string, st *State, now time.Time) (acted bool, next time.Time, w why, err error) {
+	owned := make([]*challenge.Challenge, len(st.Challenges))
+	for j := range st.Challenges {
+		owned[j] = &st.Challenges[j]
+	}
+	ores := order.Decide(&st.Order, owned, now, i.cfg.Order)
+	w.reason, w.message = ores.Reason, ores.Message
+	if len(ores.Actions) > 0 {
+		acted = true
+		w.err = i.carryOutOrder(ctx, st, ores, now)
+		if err := i.cfg.Store.Put(ctx, key, st); err != nil {
+			return false, time.Time{}, w, fmt.Errorf("acmeclient: writing the state of %s: %w", key, err)
+		}
+		return acted, ores.RequeueAt, w, nil
+	}
+	next = ores.RequeueAt
+	started, err := i.schedule(ctx, key, st, now)
+	if err != nil {
+		return false, time.Time{}, w, err
+	}
+	acted = started
+	wrote := started
+	for j := range st.Challenges {
+		c := &st.Challenges[j]
+		cres := challenge.Decide(c, now, i.cfg.Challenge)
+		if len(cres.Actions) == 0 {
+			next = earliest(next, cres.RequeueAt)
+			if c.Status.SelfCheckAt != nil && !c.Status.SelfCheckPassed && c.Status.Processing {
+				w.message += "; " + c.Spec.DNSName + ": " + c.Status.Reason
+			}
+			if c.Status.LastError != "" {
+				w.message += "; " + c.Spec.DNSName + ": " + c.Status.LastError
+			}
+			continue
+		}
+		acted, wrote = true, true
+		w.err = firstErr(w.err, i.carryOutChallenge(ctx, c, cres, now))
+	}
+	if wrote {
+		if err := i.cfg.Store.Put(ctx, key, st); err != nil {
+			return false, time.Time{}, w, fmt.Errorf("acmeclient: writing the state of %s: %w", key, err)
+		}
+	}
+	if st.Order.Status.LastError != "" {
+		w.message += "; the last call failed: " + st.Order.Status.LastError
+	}
+	return acted, next, w, nil
+}
+
+func earliest(a, b time.Time) time.Time {
+	switch {
+	case a.IsZero():
+		return b
+	case b.IsZero() || a.Before(b):
+		return a
+	}
+	return b
+}
+
+// schedule starts the request's challenges the scheduler allows, looking
+// at every request's challenges in the store, and writes the state when
+// it started one. It also removes answered states older than
+// KeepAnswered.
+func (i *Issuer) schedule(ctx context.Context, key string, st *State, now time.Time) (bool, error) {
+	waiting := false
+	for _, c := range st.Challenges {
+		if !c.Status.Processing && !c.Status.State.Final() && (c.Status.NextAttemptAt == nil || !now.Before(*c.Status.NextAttemptAt)) {
+			waiting = true
+		}
+	}
+	if !waiting {
+		return false, nil
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	states, err := i.cfg.Store.List(ctx)
+	if err != nil {
+		return false, fmt.Errorf("acmeclient: listing the states: %w", err)
+	}
+	i.removeOld(ctx, states, now)
+	var all []*challenge.Challenge
+	mine := map[*challenge.Challenge]bool{}
+	for k, s := range states {
+		if k == key || s.AnsweredAt != nil {
+			continue
+		}
+		for j := range s.Challenges {
+			all = append(all, &s.Challenges[j])
+		}
+	}
+	for j := range st.Challenges {
+		c := &st.Challenges[j]
+		all = append(all, c)
+		mine[c] = true
+	}
+	sort.Slice(all, func(a, b int) bool { return all[a].Name < all[b].Name })
+	started := false
+	for _, c := range challenge.Schedule(all, now, i.cfg.Scheduler) {
+		if mine[c] {
+			c.Status.Processing = true
+			started = true
+		}
+	}
+	if started {
+		if err := i.cfg.Store.Put(ctx, key, st); err != nil {
+			return false, fmt.Errorf("acmeclient: writing the state of %s: %w", key, err)
+		}
+	}
+	return started, nil
+}
+
+// removeOld removes answered states older than KeepAnswered.
+func (i *Issuer) removeOld(ctx context.Context, states map[string]*State, now time.Time) {
+	keep := i.cfg.KeepAnswered
+	if keep == 0 {
+		keep = 10 * time.Minute
+	}
+	for k, s := range states {
+		if s.AnsweredAt != nil && now.Sub(*s.AnsweredAt) > keep {
+			_ = i.cfg.Store.Delete(ctx, k) // another step removes it if this fails
+		}
+	}
+}
+
+func (i *Issuer) carryOutOrder(ctx context.Context, st *State, res order.Result, now time.Time) error {
+	ev := Event{Time: now, Resource: "order/" + st.Order.Name, Reason: res.Reason, Message: res.Message}
+	c := i.cfg.Client
+	var err error
+	for _, a := range res.Actions {
+		ev.Actions = append(ev.Actions, a.String())
+		o := &st.Order
+		switch a := a.(type) {
+		case order.CreateOrder:
+			o.Status, err = c.CreateOrder(ctx, o.Status, a)
+		case order.GetAuthorization:
+			o.Status, err = c.GetAuthorization(ctx, o.Status, a)
+		case order.Sync:
+			o.Status, err = c.SyncOrder(ctx, o.Status, a)
+		case order.Finalize:
+			o.Status, err = c.Finalize(ctx, o.Status, a)
+		case order.FetchCertificate:
+			o.Status, err = c.FetchCertificate(ctx, o.Status, a)
+		case order.CreateChallenge:
+			if findChallenge(st, a.Challenge.Name) < 0 { // AlreadyExists is success
+				st.Challenges = append(st.Challenges, a.Challenge)
+			}
+		case order.DeleteChallenge:
+			err = i.deleteChallenge(ctx, st, a.Name)
+		case order.UpdateStatus:
+			o.Status = a.Status
+		case order.DeleteOrder:
+			// The issuer answers a failed order's request at once and
+			// removes the state later (KeepAnswered).
+		default:
+			err = fmt.Errorf("acmeclient: unknown order action %T", a)
+		}
+		if err != nil {
+			break
+		}
+	}
+	ev.Err = err
+	i.trace(ev)
+	return err
+}
+
+func findChallenge(st *State, name string) int {
+	for j := range st.Challenges {
+		if st.Challenges[j].Name == name {
+			return j
+		}
+	}
+	return -1
+}
+
+// deleteChallenge cleans a presented challenge up, then removes it: the
+// order machine may delete a challenge the challenge machine has not
+// cleaned up, and nothing stays presented for a challenge that is gone.
+func (i *Issuer) deleteChallenge(ctx context.Context, st *State, name string) error {
+	j := findChallenge(st, name)
+	if j < 0 {
+		return nil // NotFound is success
+	}
+	c := st.Challenges[j]
+	if c.Status.Presented {
+		if err := i.cfg.Solvers.CleanUp(ctx, cleanUpOf(c.Spec)); err != nil {
+			return fmt.Errorf("acmeclient: cleaning up the challenge %s before deleting it: %w", name, err)
+		}
+	}
+	i.forgetShown(c)
+	st.Challenges = append(st.Challenges[:j], st.Challenges[j+1:]...)
+	return nil
+}
+
+func cleanUpOf(sp challenge.Spec) challenge.CleanUp {
+	return challenge.CleanUp{Type: sp.Type, DNSName: sp.DNSName, Token: sp.Token, Key: sp.Key, Solver: sp.Solver, Wildcard: sp.Wildcard}
+}
+
+func (i *Issuer) carryOutChallenge(ctx context.Context, c *challenge.Challenge, res challenge.Result, now time.Time) error {
+	ev := Event{Time: now, Resource: "challenge/" + c.Name, Reason: res.Reason, Message: res.Message}
+	var err error
+	for _, a := range res.Actions {
+		ev.Actions = append(ev.Actions, a.String())
+		switch a := a.(type) {
+		case challenge.Sync:
+			c.Status, err = i.cfg.Client.SyncChallenge(ctx, c.Status, a)
+		case challenge.Accept:
+			c.Status, err = i.cfg.Client.Accept(ctx, c.Status, a)
+		case challenge.Present:
+			c.Status, err = i.cfg.Solvers.Present(ctx, c.Status, a, now)
+			if err == nil {
+				i.markShown(*c)
+			}
+		case challenge.SelfCheck:
+			// A failed self-check is recorded in the status and
+			// repeated later; it is not an error of the step.
+			c.Status, _ = i.cfg.Solvers.SelfCheck(ctx, c.Status, a, now)
+		case challenge.CleanUp:
+			if err = i.cfg.Solvers.CleanUp(ctx, a); err == nil {
+				i.forgetShown(*c)
+			}
+		case challenge.UpdateStatus:
+			c.Status = a.Status
+		default:
+			err = fmt.Errorf("acmeclient: unknown challenge action %T", a)
+		}
+		if err != nil {
+			break
+		}
+	}
+	ev.Err = err
+	i.trace(ev)
+	return err
+}
+
+func shownKey(c challenge.Challenge) string { return c.Name + "\x00" + c.Spec.Token }
+
+func (i *Issuer) markShown(c challenge.Challenge) {
+	i.shownMu.Lock()
+	defer i.shownMu.Unlock()
+	i.shown[shownKey(c)] = true
+}
+
+func (i *Issuer) forgetShown(c challenge.Challenge) {
+	i.shownMu.Lock()
+	defer i.shownMu.Unlock()
+	delete(i.shown, shownKey(c))
+}
+
+// presentAgain presents once more, in this process, each challenge the
+// state says is presented but this process did not present: a restart
+// loses what an in-memory presenter (HTTP01Handler) served, and the CA
+// would find nothing. Presenting is idempotent; a failure is left to the
+// challenge machine, whose self-check or validation then fails.
+func (i *Issuer) presentAgain(ctx context.Context, st *State) {
+	for _, c := range st.Challenges {
+		if !c.Status.Presented {
+			continue
+		}
+		i.shownMu.Lock()
+		done := i.shown[shownKey(c)]
+		i.shownMu.Unlock()
+		if done {
+			continue
+		}
+		sp := c.Spec
+		if _, err := i.cfg.Solvers.Present(ctx, c.Status, challenge.Present{Type: sp.Type, DNSName: sp.DNSName, Token: sp.Token,
+			Key: sp.Key, Solver: sp.Solver, Wildcard: sp.Wildcard}, i.now()); err == nil {
+			i.markShown(c)
+		}
+	}
+}
+
+// answer answers r when the order has its certificate or has failed,
+// cleaning up its challenges; nil when it has neither.
+func (i *Issuer) answer(ctx context.Context, r *certificate.CertificateRequest, st *State, now time.Time) *Result {
+	o := &st.Order
+	var res Result
+	switch {
+	case o.Status.State == order.StateValid && len(o.Status.Certificate) > 0:
+		certificate.SetIssued(r, o.Status.Certificate, topOfChain(o.Status.Certificate), now)
+		res = Result{Answered: true, Reason: order.ReasonDone, Message: "the certificate is issued"}
+	case o.Status.State.Failed():
+		msg := "the ACME order " + o.Name + " is " + string(o.Status.State)
+		if o.Status.Reason != "" {
+			msg += ": " + o.Status.Reason
+		}
+		var retryAfter time.Time
+		if ra := o.Status.RetryAfter; ra != nil && ra.After(now) {
+			retryAfter = *ra
+		}
+		certificate.SetFailed(r, msg, now, retryAfter)
+		res = Result{Answered: true, Reason: order.ReasonFailed, Message: msg}
+		if o.Status.LastError != "" {
+			res.Err = errors.New(o.Status.LastError)
+		}
+	default:
+		return nil
+	}
+	for _, c := range st.Challenges {
+		if c.Status.Presented {
+			if err := i.cfg.Solvers.CleanUp(ctx, cleanUpOf(c.Spec)); err != nil {
+				res.Err = firstErr(res.Err, err)
+			}
+		}
+		i.forgetShown(c)
+	}
+	st.Challenges = nil
+	if st.AnsweredAt == nil {
+		t := now
+		st.AnsweredAt = &t
+	}
+	return &res
+}
+
+// Forget removes a request's state, cleaning up what its challenges
+// present: for a request deleted before it was answered (the host carries
+// out certificate.DeleteRequest). An answered request's state is removed
+// on its own after KeepAnswered.
+func (i *Issuer) Forget(ctx context.Context, r *certificate.CertificateRequest) error {
+	key := OrderName(r)
+	st, err := i.cfg.Store.Get(ctx, key)
+	if err != nil || st == nil {
+		return err
+	}
+	for _, c := range st.Challenges {
+		if c.Status.Presented {
+			if err := i.cfg.Solvers.CleanUp(ctx, cleanUpOf(c.Spec)); err != nil {
+				return fmt.Errorf("acmeclient: cleaning up the challenge %s: %w", c.Name, err)
+			}
+		}
+		i.forgetShown(c)
+	}
+	return i.cfg.Store.Delete(ctx, key)
+}
+
+func (i *Issuer) now() time.Time { return i.cfg.Client.now() }
+
+func (i *Issuer) trace(ev Event) {
+	if i.cfg.Trace != nil {
+		i.cfg.Trace(ev)
+	}
+}
+
+// account is the client's account URL, registering the account the first
+// time.
+func (i *Issuer) account(ctx context.Context) (string, error) {
+	i.accountMu.Lock()
+	defer i.accountMu.Unlock()
+	if i.accountURL != "" {
+		return i.accountURL, nil
+	}
+	if u, err := i.cfg.Client.account(); err == nil {
+		i.accountURL = u
+		return u, nil
+	}
+	a, err := i.cfg.Client.EnsureAccount(ctx, i.cfg.Account)
+	if err != nil {
+		return "", err
+	}
+	i.accountURL = a.URL
+	return a.URL, nil
+}
+
+// orderSpec is the order for a request: the CSR's identifiers (its common
+// name as itself — order.Identifiers makes an IP address an IP
+// identifier, never a DNS name), the issuer's solvers, profile and chain,
+// the validity when asked for, and replaces from the request's
+// AnnotationReplaces. problem says why the request cannot be ordered.
+func (i *Issuer) orderSpec(r *certificate.CertificateRequest, account string, now time.Time) (order.Spec, string) {
+	csr, err := keys.ParseCSR(r.Spec.Request)
+	if err != nil {
+		return order.Spec{}, "the request's CSR cannot be used: " + err.Error()
+	}
+	spec := order.Spec{CSR: csr.Raw, Issuer: challenge.Issuer{Name: r.Spec.IssuerRef.Name, Kind: r.Spec.IssuerRef.Kind, Group: r.Spec.IssuerRef.Group},
+		Account: account, CommonName: csr.Subject.CommonName, DNSNames: append([]string(nil), csr.DNSNames...),
+		Solvers: i.selectors, Profile: i.cfg.Profile, PreferredChain: i.cfg.PreferredChain}
+	for _, ip := range csr.IPAddresses {
+		spec.IPAddresses = append(spec.IPAddresses, ip.String())
+	}
+	if len(csr.EmailAddresses) > 0 || len(csr.URIs) > 0 {
+		return order.Spec{}, "ACME certificates name DNS names and IP addresses only; the CSR also asks for email addresses or URIs"
+	}
+	if id, ok := r.Annotations[AnnotationReplaces]; ok {
+		if !validCertID(id) {
+			return order.Spec{}, fmt.Sprintf("annotation %s: %q is not an ARI certificate identifier (base64url of the authority key identifier, \".\", base64url of the serial)", AnnotationReplaces, id)
+		}
+		spec.Replaces = id
+	}
+	if i.cfg.RequestValidity {
+		d := certificate.DefaultDuration
+		if r.Spec.Duration != nil && r.Spec.Duration.Duration > 0 {
+			d = r.Spec.Duration.Duration
+		}
+		nb := now.Truncate(time.Second)
+		na := nb.Add(d)
+		spec.NotBefore, spec.NotAfter = &nb, &na
+	}
+	if _, _, problem := order.Identifiers(&spec); problem != "" {
+		return order.Spec{}, problem
+	}
+	return spec, ""
+}
+
+// validCertID checks the shape of an ARI certificate identifier (RFC 9773
+// §4.1): two non-empty base64url parts joined by ".".
+func validCertID(id string) bool {
+	aki, serial, ok := strings.Cut(id, ".")
+	if !ok || aki == "" || serial == "" {
+		return false
+	}
+	for _, part := range []string{aki, serial} {
+		for _, ch := range part {
+			if !(ch >= 'A' && ch <= 'Z' || ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || ch == '-' || ch == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// topOfChain returns the last certificate of a PEM chain, the one the
+// root signed: what the issuer gives as the request's CA.
+func topOfChain(chain []byte) []byte {
+	var last []byte
+	rest := chain
+	for {
+		b, r := pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		last = pem.EncodeToMemory(b)
+		rest = r
+	}
+	return last
+}

@@ -1,0 +1,103 @@
+package acmeclient
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/challenge"
+	"github.com/certlife/certlife/order"
+)
+
+// The order for a request: its CSR's names, the common name as itself —
+// an IP address becomes an IP identifier (RFC 8738), never a DNS name; a
+// name becomes a DNS identifier once — the issuer's solvers, replaces
+// from the request, and the validity when asked for (RFC 8555 §7.4).
+func TestOrderSpecFromTheRequest(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	iss, err := NewIssuer(IssuerConfig{Client: &Client{}, Store: NewMemoryStore(), Solvers: Solvers{HTTP01: &HTTP01Handler{}}})
+	require.NoError(t, err)
+	http01 := []order.SolverConfig{{Solver: challenge.Solver{HTTP01: &challenge.HTTP01Solver{}}}}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 500, time.UTC)
+	tests := map[string]struct {
+		cn          string
+		dnsNames    []string
+		ips         []net.IP
+		annotations map[string]string
+		duration    time.Duration
+		validity    bool
+		wantDNS     []string
+		wantIPs     []string
+		want        func(o order.Spec) order.Spec // the rest of the spec
+	}{
+		"an IP address common name is an IP identifier, never a DNS name": {
+			cn: "192.0.2.7", dnsNames: []string{"web.example"}, ips: []net.IP{net.ParseIP("192.0.2.7")},
+			wantDNS: []string{"web.example"}, wantIPs: []string{"192.0.2.7"},
+		},
+		"an IP address common name alone is ordered as an IP identifier": {
+			cn: "192.0.2.7", wantIPs: []string{"192.0.2.7"},
+		},
+		"a name common name already among the DNS names is ordered once": {
+			cn: "web.example", dnsNames: []string{"web.example", "www.web.example"}, wantDNS: []string{"web.example", "www.web.example"},
+		},
+		"a name common name alone is ordered as a DNS identifier": {
+			cn: "only.example", wantDNS: []string{"only.example"},
+		},
+		"a renewal names the certificate it replaces (RFC 9773 §5)": {
+			dnsNames: []string{"web.example"}, wantDNS: []string{"web.example"},
+			annotations: map[string]string{AnnotationReplaces: "aYhba4dGQEHhs3uEe6CuLN4ByNQ.AIdlQyE"},
+			want:        func(o order.Spec) order.Spec { o.Replaces = "aYhba4dGQEHhs3uEe6CuLN4ByNQ.AIdlQyE"; return o },
+		},
+		"the validity asked for is from now, to the second, for the request's duration": {
+			dnsNames: []string{"web.example"}, wantDNS: []string{"web.example"}, duration: 48 * time.Hour, validity: true,
+			want: func(o order.Spec) order.Spec {
+				nb := now.Truncate(time.Second)
+				na := nb.Add(48 * time.Hour)
+				o.NotBefore, o.NotAfter = &nb, &na
+				return o
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			tmpl := &x509.CertificateRequest{DNSNames: tc.dnsNames, IPAddresses: tc.ips}
+			tmpl.Subject.CommonName = tc.cn
+			der, err := x509.CreateCertificateRequest(rand.Reader, tmpl, key)
+			require.NoError(t, err)
+			r := &certificate.CertificateRequest{ObjectMeta: certificate.ObjectMeta{Name: "web-1", Annotations: tc.annotations},
+				Spec: certificate.RequestSpec{Request: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+					IssuerRef: certificate.IssuerRef{Name: "letsencrypt"}}}
+			if tc.duration > 0 {
+				r.Spec.Duration = &certificate.Duration{Duration: tc.duration}
+			}
+			iss.cfg.RequestValidity = tc.validity
+			spec, problem := iss.orderSpec(r, "https://ca/acct/1", now)
+			require.Empty(t, problem)
+			want := order.Spec{CSR: der, Issuer: challenge.Issuer{Name: "letsencrypt"}, Account: "https://ca/acct/1", CommonName: tc.cn,
+				DNSNames: tc.dnsNames, Solvers: http01}
+			for _, ip := range tc.ips {
+				want.IPAddresses = append(want.IPAddresses, ip.String())
+			}
+			if tc.want != nil {
+				want = tc.want(want)
+			}
+			if diff := cmp.Diff(want, spec); diff != "" {
+				t.Fatalf("orderSpec() mismatch (-want +got):\n%s", diff)
+			}
+			dns, ips, problem := order.Identifiers(&spec)
+			require.Empty(t, problem)
+			require.Equal(t, tc.wantDNS, dns)
+			require.Equal(t, tc.wantIPs, ips)
+		})
+	}
+}

@@ -1,0 +1,127 @@
+package acmeclient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/certlife/certlife/challenge"
+	"github.com/certlife/certlife/order"
+)
+
+// State is what an Issuer keeps for one certificate request: its ACME
+// order, the order's challenges, and when the request was answered. It is
+// plain data with JSON tags: a host stores it as it is (a row, a file, a
+// Kubernetes resource's status) and hands it back unchanged.
+type State struct {
+	// Order is the request's one ACME order.
+	Order order.Order `json:"order"`
+	// Challenges are the order's challenges, in flight or finished.
+	Challenges []challenge.Challenge `json:"challenges,omitempty"`
+	// AnsweredAt is when the issuer answered the request from this
+	// order. The state is kept a while after (IssuerConfig.KeepAnswered),
+	// so that a host that crashed before it wrote the answer gets the
+	// same answer again instead of a second order.
+	AnsweredAt *time.Time `json:"answeredAt,omitempty"`
+}
+
+// Store keeps an Issuer's states for the host, so that the issuer itself
+// holds nothing a restart would lose: a process that starts again with
+// the same store resumes each request's order instead of creating
+// another. Keys are the issuer's (OrderName); the host treats them, and
+// the states, as opaque.
+//
+// An Issuer steps one request at a time per key (the host's queue sees
+// to it; a workqueue does) and writes only that key's state, so a store
+// needs no transactions; it must be safe for concurrent use when the host
+// steps several requests at once. One Issuer works on a store at a time.
+type Store interface {
+	// Get returns the state of key, or nil when there is none.
+	Get(ctx context.Context, key string) (*State, error)
+	// Put creates or replaces the state of key.
+	Put(ctx context.Context, key string, s *State) error
+	// Delete removes the state of key; a key that is not there is no
+	// error.
+	Delete(ctx context.Context, key string) error
+	// List returns every state by key: the issuer's view of the
+	// challenges in flight for every request, which its scheduler needs,
+	// and of the answered states it removes once they are old.
+	List(ctx context.Context) (map[string]*State, error)
+}
+
+// MemoryStore is a Store in memory, for tests and for hosts that keep
+// nothing across restarts. It keeps each state as JSON, as a host that
+// persists them would, so nothing is shared between what Get returns
+// and what it holds. Safe for concurrent use.
+type MemoryStore struct {
+	mu     sync.Mutex
+	states map[string][]byte
+}
+
+// NewMemoryStore returns an empty MemoryStore.
+func NewMemoryStore() *MemoryStore { return &MemoryStore{states: map[string][]byte{}} }
+
+var _ Store = (*MemoryStore)(nil)
+
+// Get implements Store.
+func (m *MemoryStore) Get(_ context.Context, key string) (*State, error) {
+	m.mu.Lock()
+	b, ok := m.states[key]
+	m.mu.Unlock()
+	if !ok {
+		return nil, nil
+	}
+	return decodeState(key, b)
+}
+
+// Put implements Store.
+func (m *MemoryStore) Put(_ context.Context, key string, s *State) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("acmeclient: encoding the state of %s: %w", key, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.states == nil {
+		m.states = map[string][]byte{}
+	}
+	m.states[key] = b
+	return nil
+}
+
+// Delete implements Store.
+func (m *MemoryStore) Delete(_ context.Context, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.states, key)
+	return nil
+}
+
+// List implements Store.
+func (m *MemoryStore) List(_ context.Context) (map[string]*State, error) {
+	m.mu.Lock()
+	raw := make(map[string][]byte, len(m.states))
+	for k, b := range m.states {
+		raw[k] = b
+	}
+	m.mu.Unlock()
+	out := make(map[string]*State, len(raw))
+	for k, b := range raw {
+		s, err := decodeState(k, b)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = s
+	}
+	return out, nil
+}
+
+func decodeState(key string, b []byte) (*State, error) {
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("acmeclient: decoding the state of %s: %w", key, err)
+	}
+	return &s, nil
+}
