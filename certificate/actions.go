@@ -31,7 +31,9 @@ type DeleteSecret struct {
 // CreateRequest asks the host to create Request after filling
 // Request.Spec.Request with keys.BuildCSR(rand, Template, key), where key is
 // tls.key of the secret KeySecretName. The name is deterministic
-// (<certificate>-<revision>): AlreadyExists is success.
+// (<certificate>-<revision>): AlreadyExists is success. The host keeps the
+// request's annotations: AnnotationCreatedAt times the request on the
+// decisions' own clock, whatever clock sets its creationTimestamp.
 type CreateRequest struct {
 	Request       CertificateRequest
 	KeySecretName string

@@ -68,7 +68,7 @@ func issuingStage(p *pass, now time.Time, cfg Config) Result {
 		res.Reason, res.Message = ReasonRequestPending, "no request for revision "+strconv.Itoa(next)+" yet"
 		return res
 	}
-	if spentBefore(req.CertificateRequest, cond) || failedBefore(req.CertificateRequest, cond) {
+	if spentBefore(req, cond) || failedBefore(req.CertificateRequest, cond) {
 		// Answered for an earlier attempt: the requestmanager replaces it;
 		// judging it again would count its failure twice.
 		res.Reason, res.Message = ReasonRequestPending, "request "+req.Name+" was answered before this issuance began; it is being replaced"
@@ -114,7 +114,7 @@ func issuingStage(p *pass, now time.Time, cfg Config) Result {
 		// creation time cannot be told from the next attempt's, so it is
 		// deleted now.
 		r := recordFailure(c, req.CertificateRequest, reason, "request "+req.Name+" was issued "+bad, now, now)
-		if req.CreationTimestamp.IsZero() {
+		if req.created.IsZero() {
 			r.Actions = append([]Action{DeleteRequest{Name: req.Name, Reason: "its certificate was rejected: " + bad}}, r.Actions...)
 		}
 		return r

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/certlife/certlife/keys"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -32,6 +33,9 @@ type testHost struct {
 	creates  int  // CreateRequest actions carried out
 	// noCreationTime: the host leaves requests' creation time unset.
 	noCreationTime bool
+	// serverSkew: the API server's clock, which sets creation times, is
+	// this far ahead of the host's (behind when negative).
+	serverSkew time.Duration
 	trace          []string
 }
 
@@ -104,7 +108,7 @@ func (h *testHost) apply(c *Certificate, a Action) {
 		r.Spec.Request, err = keys.BuildCSR(rand.Reader, a.Template, key)
 		require.NoError(h.t, err)
 		if !h.noCreationTime {
-			r.CreationTimestamp = h.now // as the API server does
+			r.CreationTimestamp = h.now.Add(h.serverSkew) // as the API server does, on its clock
 		}
 		h.requests[r.Name] = &r
 		h.creates++
@@ -308,5 +312,34 @@ func TestRevisionAdoptedAfterAnInterruptedIssuance(t *testing.T) {
 		if u, ok := a.(UpdateStatus); ok {
 			require.Nil(t, u.Status.Revision, "adopted the revision of a request for another certificate: %v", u)
 		}
+	}
+}
+
+// The API server's clock is not the host's: a request's creationTimestamp
+// an hour ahead or behind never makes an answer look older or younger than
+// the issuance it belongs to — issuance, a failure, its backoff and the
+// retry each happen once, with no request made twice.
+func TestLifecycleAPIServerClockSkew(t *testing.T) {
+	for _, skew := range []time.Duration{time.Hour, -time.Hour} {
+		t.Run(skew.String(), func(t *testing.T) {
+			h := newTestHost(t)
+			h.serverSkew = skew
+			h.settle()
+			require.Equal(t, 1, *h.cert.Status.Revision)
+			require.Equal(t, 1, h.creates)
+
+			h.fail = true
+			h.now = h.now.Add(61 * 24 * time.Hour) // renewal due
+			h.settle()
+			require.NotNil(t, h.cert.Status.FailedIssuanceAttempts)
+			assert.Equal(t, 1, *h.cert.Status.FailedIssuanceAttempts, "one failure, counted once")
+			assert.Equal(t, 2, h.creates)
+
+			h.fail = false
+			h.now = h.now.Add(time.Hour + time.Minute) // past the backoff
+			h.settle()
+			assert.Equal(t, 2, *h.cert.Status.Revision)
+			assert.Equal(t, 3, h.creates, "one request per attempt")
+		})
 	}
 }

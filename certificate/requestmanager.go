@@ -11,14 +11,14 @@ import (
 // spentBefore reports a request that was answered (issued or failed)
 // before the current Issuing transition: it belongs to an earlier attempt.
 // A request without a creation time never counts as spent.
-func spentBefore(r *CertificateRequest, issuingCond *Condition) bool {
-	if r.CreationTimestamp.IsZero() || !r.CreationTimestamp.Before(issuingCond.LastTransitionTime) {
+func spentBefore(r *request, issuingCond *Condition) bool {
+	if r.created.IsZero() || !r.created.Before(issuingCond.LastTransitionTime) {
 		return false
 	}
 	if ready := r.Condition(RequestConditionReady); ready != nil && (ready.Status == StatusTrue || ready.Reason == RequestReasonFailed) {
 		return true
 	}
-	failed, _, _ := requestFailed(r)
+	failed, _, _ := requestFailed(r.CertificateRequest)
 	return failed
 }
 
@@ -109,7 +109,7 @@ func requestmanager(p *pass, now time.Time) Result {
 		switch {
 		case current != nil:
 			why = "request " + current.Name + " is the current one for revision " + strconv.Itoa(next)
-		case spentBefore(r.CertificateRequest, cond):
+		case spentBefore(r, cond):
 			why = "it was answered before this issuance began"
 		case failedBefore(r.CertificateRequest, cond):
 			why = "its failure predates the current issuance"
@@ -140,6 +140,7 @@ func requestmanager(p *pass, now time.Time) Result {
 		ObjectMeta: ObjectMeta{Name: name, Namespace: c.Namespace, OwnerUID: c.UID, Annotations: map[string]string{
 			AnnotationRevision: strconv.Itoa(next), AnnotationCertificateName: c.Name,
 			AnnotationPrivateKeySecretName: keyName,
+			AnnotationCreatedAt:            now.UTC().Format(time.RFC3339Nano),
 		}},
 		Spec: RequestSpec{IssuerRef: c.Spec.IssuerRef, Duration: c.Spec.Duration, IsCA: c.Spec.IsCA, Usages: c.Spec.Usages},
 	}

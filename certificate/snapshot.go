@@ -113,6 +113,9 @@ type request struct {
 	*CertificateRequest
 	// revision is the revision annotation; 0 when missing or invalid.
 	revision int
+	// created is when the request was made, on the decisions' clock
+	// (createdAt).
+	created time.Time
 	csr      *x509.CertificateRequest
 	csrErr   error
 }
@@ -140,7 +143,7 @@ func newPass(s *Snapshot, now time.Time, cfg Config) *pass {
 		if r == nil {
 			continue
 		}
-		rq := request{CertificateRequest: r}
+		rq := request{CertificateRequest: r, created: createdAt(r)}
 		rq.revision, _ = revisionOf(r)
 		rq.csr, rq.csrErr = keys.DecodeCSR(r.Spec.Request)
 		p.requests = append(p.requests, rq)
@@ -150,7 +153,7 @@ func newPass(s *Snapshot, now time.Time, cfg Config) *pass {
 	// the issuing stage acts on the first of the revision, so both mean
 	// the same one when a host holds two for a revision.
 	slices.SortStableFunc(p.requests, func(a, b request) int {
-		return cmp.Or(cmp.Compare(a.revision, b.revision), a.CreationTimestamp.Compare(b.CreationTimestamp), strings.Compare(a.Name, b.Name))
+		return cmp.Or(cmp.Compare(a.revision, b.revision), a.created.Compare(b.created), strings.Compare(a.Name, b.Name))
 	})
 	for _, sec := range s.NextPrivateKeySecrets {
 		if sec == nil {
@@ -173,6 +176,20 @@ func revisionOf(r *CertificateRequest) (int, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// createdAt is when a request was made, on the clock its decisions read:
+// the AnnotationCreatedAt the requestmanager stamps (the decision's now),
+// else, for a request made without it, its creationTimestamp. Zero means
+// unknown. The stages compare it with times they recorded themselves
+// (when an issuance began), so it must come from the same clock — an API
+// server's clock ahead of or behind the host's would otherwise make every
+// answer look older or younger than the issuance it belongs to.
+func createdAt(r *CertificateRequest) time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, r.Annotations[AnnotationCreatedAt]); err == nil {
+		return t
+	}
+	return r.CreationTimestamp
 }
 
 // requestFor returns the request of the given revision, or nil.

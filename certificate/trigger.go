@@ -424,10 +424,10 @@ func backoffInput(c *Certificate) backoff.Input {
 func secretNotCaughtUp(p *pass, now time.Time, cfg Config) (until time.Time, msg string, hold bool) {
 	grace := cfg.cacheGrace()
 	req := p.current()
-	if grace <= 0 || req == nil || req.CreationTimestamp.IsZero() {
+	if grace <= 0 || req == nil || req.created.IsZero() {
 		return time.Time{}, "", false
 	}
-	until = req.CreationTimestamp.Add(grace)
+	until = req.created.Add(grace)
 	if !now.Before(until) {
 		return time.Time{}, "", false
 	}

@@ -31,6 +31,12 @@ const (
 	AnnotationIPSANs     = "certlife.dev/ip-sans"
 	AnnotationURISANs    = "certlife.dev/uri-sans"
 	AnnotationEmailSANs  = "certlife.dev/email-sans"
+	// AnnotationCreatedAt on a CertificateRequest: when the requestmanager
+	// asked for it, on the clock of the decisions (RFC 3339), which the
+	// stages compare with the times they record. A request without it is
+	// timed by its creationTimestamp, which an API server sets on its own
+	// clock.
+	AnnotationCreatedAt = "certlife.dev/created-at"
 	// LabelNextPrivateKey marks a Secret that holds the next private key of
 	// a certificate during issuance; its value is "true".
 	LabelNextPrivateKey = "certlife.dev/next-private-key"
