@@ -36,7 +36,7 @@ type testHost struct {
 	// serverSkew: the API server's clock, which sets creation times, is
 	// this far ahead of the host's (behind when negative).
 	serverSkew time.Duration
-	trace          []string
+	trace      []string
 }
 
 func newTestHost(t *testing.T) *testHost {

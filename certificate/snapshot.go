@@ -116,8 +116,8 @@ type request struct {
 	// created is when the request was made, on the decisions' clock
 	// (createdAt).
 	created time.Time
-	csr      *x509.CertificateRequest
-	csrErr   error
+	csr     *x509.CertificateRequest
+	csrErr  error
 }
 
 // nextKey is a next-private-key secret and its decoded key.
