@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -260,6 +261,14 @@ func (s *Server) Close() {
 // Client returns an HTTP client that trusts the ACME server's TLS
 // certificate (not the certificates it issues: see Roots).
 func (s *Server) Client() *http.Client { return s.acme.Client() }
+
+// CABundle is the ACME endpoint's TLS certificate, PEM: what a host that
+// takes the server's trust as a CA bundle (a Kubernetes issuer's caBundle)
+// configures to reach it. It is not a root of the certificates the server
+// issues: see Roots.
+func (s *Server) CABundle() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.acme.Certificate().Raw})
+}
 
 // ClientConfig is the acmeclient configuration for this server and an
 // account key: its directory, and an HTTP client that trusts it.

@@ -5,7 +5,10 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"net"
+	"net/http"
 	"net/url"
 	"runtime"
 	"strings"
@@ -207,4 +210,25 @@ func TestSolversPresentWhereTheCALooks(t *testing.T) {
 			require.Error(t, check.Check(ctx, tc.p), "seen after the clean-up")
 		})
 	}
+}
+
+// CABundle alone is enough to reach the server: a client that trusts only
+// it reads the directory, and one that trusts nothing does not.
+func TestCABundleReachesTheServer(t *testing.T) {
+	s, err := Start(Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(s.CABundle()), "CABundle is not PEM")
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	defer c.CloseIdleConnections()
+	res, err := c.Get(s.DirectoryURL)
+	require.NoError(t, err)
+	res.Body.Close()
+	assert.Equal(t, http.StatusOK, res.StatusCode)
+
+	bare := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: x509.NewCertPool()}}}
+	defer bare.CloseIdleConnections()
+	_, err = bare.Get(s.DirectoryURL)
+	require.Error(t, err, "a client without the bundle reached the server")
 }

@@ -38,6 +38,7 @@ func main() {
 		leaderNS    = flag.String("leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace, or default outside a cluster)")
 		clusterNS   = flag.String("cluster-resource-namespace", "certlife", "namespace of the Secrets ClusterIssuers name")
 		workers     = flag.Int("workers", 4, "certificates reconciled at once")
+		http01Addr  = flag.String("http01-address", ":8089", "where ACME HTTP-01 challenges are answered, on every replica (route the names' port 80 /.well-known/acme-challenge/ here; empty turns it off)")
 	)
 	zapOpts := zap.Options{Development: true}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -50,6 +51,7 @@ func main() {
 			*leaderNS = "default" // not in a cluster
 		}
 	}
+	challenges := operator.NewChallengeServer()
 	metrics := operator.NewMetrics()
 	if err := metrics.Register(ctrlmetrics.Registry); err != nil {
 		logger.Error(err, "registering metrics")
@@ -67,10 +69,17 @@ func main() {
 		ClusterResourceNamespace: *clusterNS,
 		Workers:                  *workers,
 		Metrics:                  metrics,
+		ACME:                     operator.ACMEOptions{ChallengeServer: challenges},
 	})
 	if err != nil {
 		logger.Error(err, "setting up the operator")
 		os.Exit(1)
+	}
+	if *http01Addr != "" {
+		if err := mgr.Add(challenges.Runnable(*http01Addr)); err != nil {
+			logger.Error(err, "HTTP-01 challenge server")
+			os.Exit(1)
+		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		logger.Error(err, "health check")

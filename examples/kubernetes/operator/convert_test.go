@@ -135,15 +135,17 @@ func TestManagedLabelCannotBeTemplatedAway(t *testing.T) {
 	assert.Equal(t, "false", crt.Spec.SecretTemplate.Labels[operator.LabelManaged], "the input is left alone")
 }
 
-// A request's creation time is the operator's record of it, on its own
-// clock, not the API server's (which may differ).
-func TestRequestCreationTimeIsTheOperators(t *testing.T) {
-	r := operator.RequestFromCore(fullRequest(), owner)
+// The time certlife records for a request's creation, on its decisions'
+// clock, travels with the request's annotations: certlife reads it rather
+// than the API server's creationTimestamp, whose clock may differ.
+func TestRequestCreationTimeTravels(t *testing.T) {
+	in := fullRequest()
+	in.Annotations[certificate.AnnotationCreatedAt] = t0.Add(time.Minute).Format(time.RFC3339Nano)
+	r := operator.RequestFromCore(in, owner)
 	r.CreationTimestamp = metav1.NewTime(t0.Add(-time.Hour)) // the API server's, an hour behind
 	got := operator.RequestToCore(r)
-	assert.True(t, got.CreationTimestamp.Equal(t0.Add(time.Minute)))
-	delete(r.Annotations, operator.AnnotationCreatedAt)
-	assert.True(t, operator.RequestToCore(r).CreationTimestamp.Equal(t0.Add(-time.Hour)), "without the record, the API server's")
+	assert.Equal(t, in.Annotations[certificate.AnnotationCreatedAt], got.Annotations[certificate.AnnotationCreatedAt])
+	assert.True(t, got.CreationTimestamp.Equal(t0.Add(-time.Hour)), "metadata.creationTimestamp stays the API server's")
 }
 
 func fullStatus() certificate.Status {

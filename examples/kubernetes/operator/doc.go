@@ -34,14 +34,6 @@ const (
 	// held in the operator's cache; certlife puts it back on a target
 	// Secret that lost it (it joins spec.secretTemplate's labels).
 	LabelManaged = "operator.certlife.dev/managed"
-
-	// AnnotationCreatedAt on a CertificateRequest: when the operator
-	// created it, RFC 3339 on the clock its decisions run on. certlife
-	// compares a request's creation with the Issuing condition's
-	// transition, which the operator stamps; metadata.creationTimestamp
-	// comes from the API server's clock, which may be behind or ahead of
-	// the operator's.
-	AnnotationCreatedAt = "operator.certlife.dev/created-at"
 )
 
 // Field indexes the controllers look objects up by.
@@ -55,4 +47,6 @@ const (
 	indexIssuer = "operator.certlife.dev/issuer"
 	// indexCASecret: the CA Secret an Issuer or ClusterIssuer signs with.
 	indexCASecret = "operator.certlife.dev/ca-secret"
+	// indexChallengeToken: a Challenge's token.
+	indexChallengeToken = "operator.certlife.dev/challenge-token"
 )

@@ -47,8 +47,10 @@ func StatusFromCore(s certificate.Status) v1alpha1.CertificateStatus {
 }
 
 // RequestFromCore converts a request a CreateRequest action asks for,
-// owned by the certificate owner when its OwnerUID is owner's. A creation
-// time, when set, is recorded in AnnotationCreatedAt.
+// owned by the certificate owner when its OwnerUID is owner's. (certlife
+// records the request's creation on its decisions' clock in the
+// certificate.AnnotationCreatedAt annotation, which travels with the
+// others.)
 func RequestFromCore(r *certificate.CertificateRequest, owner *v1alpha1.Certificate) *v1alpha1.CertificateRequest {
 	out := &v1alpha1.CertificateRequest{
 		ObjectMeta: metaFromCore(r.ObjectMeta, owner),
@@ -60,12 +62,6 @@ func RequestFromCore(r *certificate.CertificateRequest, owner *v1alpha1.Certific
 			Usages:    usagesFromCore(r.Spec.Usages),
 		},
 		Status: RequestStatusFromCore(r.Status),
-	}
-	if !r.CreationTimestamp.IsZero() {
-		if out.Annotations == nil {
-			out.Annotations = map[string]string{}
-		}
-		out.Annotations[AnnotationCreatedAt] = r.CreationTimestamp.UTC().Format(time.RFC3339Nano)
 	}
 	return out
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/certificate/localca"
 	"github.com/certlife/certlife/keys"
@@ -92,13 +93,17 @@ func (is Issuers) loadCA(ctx context.Context, namespace, name string) (*localca.
 	return ca, nil
 }
 
-// RequestReconciler answers CertificateRequests for CA and SelfSigned
-// issuers through certlife's issuer contract (package
-// certificate/localca), and leaves ACME requests to the ACME controllers.
+// RequestReconciler answers CertificateRequests through certlife's issuer
+// contract: for CA and SelfSigned issuers with package
+// certificate/localca, at once; for ACME issuers with an
+// acmeclient.Issuer, one Step per pass, its order and challenges kept in
+// Order and Challenge resources.
 type RequestReconciler struct {
 	Client  client.Client
 	Issuers Issuers
-	Clock   clock.PassiveClock
+	// ACME answers the requests of ACME issuers.
+	ACME  *acmeIssuers
+	Clock clock.PassiveClock
 	// Rand is the randomness for serial numbers and signatures.
 	Rand     io.Reader
 	Recorder events.EventRecorder
@@ -108,11 +113,18 @@ type RequestReconciler struct {
 // +kubebuilder:rbac:groups=certlife.dev,resources=certificaterequests,verbs=get;list;watch
 // +kubebuilder:rbac:groups=certlife.dev,resources=certificaterequests/status,verbs=update
 // +kubebuilder:rbac:groups=certlife.dev,resources=issuers;clusterissuers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=certlife.dev,resources=orders;challenges,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=certlife.dev,resources=orders/status;challenges/status,verbs=update
 
 // Reconcile answers one request, once.
 func (r *RequestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var cr v1alpha1.CertificateRequest
 	if err := r.Issuers.Gatherer.Cache.Get(ctx, req.NamespacedName, &cr); err != nil {
+		if apierrors.IsNotFound(err) && r.ACME != nil {
+			// Deleted before its order ended: take down what its
+			// challenges present and remove its order.
+			return ctrl.Result{}, r.ACME.forgetRequest(ctx, req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	core := RequestToCore(&cr)
@@ -153,7 +165,11 @@ func (r *RequestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			return ctrl.Result{}, err
 		}
 	case spec.ACME != nil:
-		certificate.SetPending(core, "ACME issuers are answered by the ACME controllers, which this operator does not run yet", now)
+		kind := cr.Spec.IssuerRef.Kind
+		if kind == "" {
+			kind = "Issuer"
+		}
+		out.RequeueAfter = r.stepACME(ctx, &cr, core, kind, spec.ACME, secretsNS, now)
 	}
 
 	st := RequestStatusFromCore(core.Status)
@@ -186,6 +202,47 @@ func (r *RequestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		log.FromContext(ctx).V(1).Info("answered", "answer", answer, "message", ready.Message)
 	}
 	return out, nil
+}
+
+// stepACME does one Step of an ACME request's order and says when to step
+// again. A request whose issuer cannot be used yet (its account key
+// Secret is being made, its configuration is wrong) waits Pending with
+// the reason, and is brought back by the issuer's next change.
+func (r *RequestReconciler) stepACME(ctx context.Context, cr *v1alpha1.CertificateRequest, core *certificate.CertificateRequest, kind string, spec *v1alpha1.ACMEIssuer, secretsNS string, now time.Time) time.Duration {
+	if r.ACME == nil {
+		certificate.SetPending(core, "this operator was started without ACME", now)
+		return 0
+	}
+	rt, err := r.ACME.get(ctx, kind, cr.Namespace, cr.Spec.IssuerRef.Name, spec, secretsNS)
+	if err != nil {
+		pendingIfChanged(core, "waiting for the ACME issuer: "+err.Error(), now)
+		return pendingRecheck
+	}
+	res, err := rt.issuer.Step(withRequest(ctx, cr), core)
+	logger := log.FromContext(ctx)
+	if err != nil {
+		// The store failed (a conflict, or the API server): a fresh read
+		// on the next step.
+		logger.V(1).Info("ACME step failed; stepping again", "error", err.Error(), "requeueAt", res.RequeueAt)
+	} else if res.Err != nil {
+		logger.Info("ACME request failed; the order retries it", "reason", res.Reason, "error", res.Err.Error(), "requeueAt", res.RequeueAt)
+	}
+	if !res.Answered && err == nil && res.Message != "" {
+		pendingIfChanged(core, res.Reason+": "+res.Message, now)
+	}
+	if res.RequeueAt.IsZero() {
+		return 0
+	}
+	return max(res.RequeueAt.Sub(r.Clock.Now()), time.Millisecond)
+}
+
+// pendingIfChanged marks r Pending with message unless it says that
+// already.
+func pendingIfChanged(r *certificate.CertificateRequest, message string, now time.Time) {
+	if c := r.Condition(certificate.RequestConditionReady); c != nil && c.Reason == certificate.RequestReasonPending && c.Message == message {
+		return
+	}
+	certificate.SetPending(r, message, now)
 }
 
 // answerOf names an answered request's answer.
@@ -228,6 +285,13 @@ const (
 	ReasonCAUnusable       = "CAUnusable"
 	ReasonCAExpired        = "CAExpired"
 	ReasonACMENotAvailable = "ACMENotAvailable"
+	// ReasonACMEAccountKey: the account key Secret cannot be made.
+	ReasonACMEAccountKey = "ACMEAccountKey"
+	// ReasonACMEConfig: the issuer's ACME settings cannot be used.
+	ReasonACMEConfig = "ACMEConfig"
+	// ReasonACMEAccountFailed: the server refused to register the account,
+	// or could not be reached.
+	ReasonACMEAccountFailed = "ACMEAccountFailed"
 )
 
 // issuerRecheck is how often a Ready issuer is looked at again without a
@@ -243,7 +307,10 @@ const (
 type IssuerReconciler struct {
 	Client  client.Client
 	Issuers Issuers
+	ACME    *acmeIssuers
 	Clock   clock.PassiveClock
+	// Rand is the randomness of ACME account keys.
+	Rand io.Reader
 	// Cluster is true for ClusterIssuers.
 	Cluster bool
 }
@@ -266,6 +333,13 @@ func (r *IssuerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		obj, spec, status = iss, &iss.Spec, &iss.Status
 	}
 	if err := r.Issuers.Gatherer.Cache.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) && r.ACME != nil {
+			kind := "Issuer"
+			if r.Cluster {
+				kind = "ClusterIssuer"
+			}
+			r.ACME.drop(issuerID(kind, req.Namespace, req.Name))
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	now := r.Clock.Now()
@@ -289,8 +363,12 @@ func (r *IssuerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 	case spec.SelfSigned != nil:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, ReasonIssuerReady, "signing each certificate with its own key"
-	default:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionUnknown, ReasonACMENotAvailable, "ACME issuers are answered by the ACME controllers, which this operator does not run yet"
+	case spec.ACME != nil:
+		kind := "Issuer"
+		if r.Cluster {
+			kind = "ClusterIssuer"
+		}
+		out.RequeueAfter = r.account(ctx, kind, obj, spec.ACME, status, secretsNS, &cond)
 	}
 	before := status.DeepCopy()
 	cond.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second)) // kept unless the status changes
@@ -304,6 +382,41 @@ func (r *IssuerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, err
 	}
 	return out, nil
+}
+
+// account makes sure an ACME issuer has its account key Secret and a
+// registered account, and says so in cond and status.acme.
+func (r *IssuerReconciler) account(ctx context.Context, kind string, obj client.Object, spec *v1alpha1.ACMEIssuer, status *v1alpha1.IssuerStatus, secretsNS string, cond *metav1.Condition) time.Duration {
+	fail := func(reason, message string, retry time.Duration) time.Duration {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reason, message
+		return retry
+	}
+	if r.ACME == nil {
+		return fail(ReasonACMENotAvailable, "this operator was started without ACME", 0)
+	}
+	if _, err := r.ACME.ensureAccountKey(ctx, spec, secretsNS, r.Rand); err != nil {
+		return fail(ReasonACMEAccountKey, "the account key secret "+secretsNS+"/"+spec.PrivateKeySecretRef.Name+": "+err.Error(), pendingRecheck)
+	}
+	rt, err := r.ACME.get(ctx, kind, obj.GetNamespace(), obj.GetName(), spec, secretsNS)
+	if err != nil {
+		return fail(ReasonACMEConfig, err.Error(), pendingRecheck)
+	}
+	if rt.registered != "" && status.ACME != nil && status.ACME.URI == rt.registered && status.ACME.LastRegisteredEmail == spec.Email {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, ReasonIssuerReady, "the ACME account "+rt.registered+" is registered at "+spec.Server
+		return issuerRecheck
+	}
+	acct, err := rt.client.EnsureAccount(ctx, rt.account)
+	if err != nil {
+		retry := time.Minute
+		if at, ok := acmeclient.RetryAfter(err); ok {
+			retry = max(at.Sub(r.Clock.Now()), time.Second)
+		}
+		return fail(ReasonACMEAccountFailed, "registering the ACME account at "+spec.Server+": "+err.Error(), retry)
+	}
+	rt.registered = acct.URL
+	status.ACME = &v1alpha1.ACMEIssuerStatus{URI: acct.URL, LastRegisteredEmail: spec.Email}
+	cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, ReasonIssuerReady, "the ACME account "+acct.URL+" is registered at "+spec.Server
+	return issuerRecheck
 }
 
 func describeCA(c *x509.Certificate) string {

@@ -34,9 +34,17 @@ import (
 //	certlife_certificate_renewals_deferred_total       renewals a window deferred (RenewalDeferred turned True)
 //	certlife_certificate_renewals_forced_total         renewals the fail-safe forced outside the windows (RenewalWindowBypassed turned True)
 //	certlife_issuer_answers_total                      requests an issuer answered, by answer (Issued, Failed, Denied, InvalidRequest)
+//
+// And per ACME issuer (namespace, issuer_kind, issuer_name), by kind of
+// request (newOrder, authorization, challenge, finalize, order,
+// certificate, nonce, account, directory, …), counted by each issuer's
+// acmeclient.Transport:
+//
+//	certlife_acme_requests_total                       requests sent to the ACME server
 type Metrics struct {
 	issuances, failures, deferred, forced, ans *prometheus.CounterVec
 	perCertificate                             *certificateCollector
+	acmeRequests                               *acmeRequestsCollector
 }
 
 // NewMetrics makes the metrics, unregistered; the per-certificate ones
@@ -55,12 +63,14 @@ func NewMetrics() *Metrics {
 		ans: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "certlife_issuer_answers_total",
 			Help: "CertificateRequests an issuer answered, by answer."}, append(issuer, "answer")),
 		perCertificate: newCertificateCollector(),
+		acmeRequests: &acmeRequestsCollector{desc: prometheus.NewDesc("certlife_acme_requests_total",
+			"Requests sent to ACME servers, by issuer and kind of request.", append(issuer, "kind"), nil)},
 	}
 }
 
 // Register registers the metrics with r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.perCertificate, m.issuances, m.failures, m.deferred, m.forced, m.ans} {
+	for _, c := range []prometheus.Collector{m.perCertificate, m.acmeRequests, m.issuances, m.failures, m.deferred, m.forced, m.ans} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

@@ -48,6 +48,8 @@ type Options struct {
 	// EventSource names the operator in Events; empty means
 	// "certlife-operator".
 	EventSource string
+	// ACME configures the ACME issuers.
+	ACME ACMEOptions
 }
 
 // Scheme is the scheme the operator's clients use: Kubernetes' built-in
@@ -154,7 +156,35 @@ func Setup(mgr manager.Manager, o Options) error {
 		return err
 	}
 
+	// The challenge server finds presented tokens in the cache.
+	if err := idx.IndexField(ctx, &v1alpha1.Challenge{}, indexChallengeToken, func(obj client.Object) []string {
+		return []string{obj.(*v1alpha1.Challenge).Spec.Token}
+	}); err != nil {
+		return err
+	}
+
 	g := Gatherer{Cache: mgr.GetClient(), API: mgr.GetAPIReader()}
+	if o.ACME.ChallengeServer == nil {
+		o.ACME.ChallengeServer = NewChallengeServer()
+	}
+	o.ACME.ChallengeServer.cache = mgr.GetCache()
+	challenges, err := mgr.GetCache().GetInformer(ctx, &v1alpha1.Challenge{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return err
+	}
+	if _, err := challenges.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		o.ACME.ChallengeServer.forget(obj)
+	}}); err != nil {
+		return err
+	}
+	acme := &acmeIssuers{client: mgr.GetClient(), api: mgr.GetAPIReader(), cache: mgr.GetCache(), gather: g, clock: o.Clock,
+		opts: o.ACME, log: mgr.GetLogger().WithName("acme"), clusterSecret: o.ClusterResourceNamespace, byID: map[string]*acmeRuntime{}}
+	if o.Metrics != nil {
+		o.Metrics.acmeRequests.issuers.Store(acme)
+	}
 	if o.Metrics != nil {
 		var cached client.Reader = mgr.GetCache()
 		o.Metrics.perCertificate.reader.Store(&cached)
@@ -165,7 +195,7 @@ func Setup(mgr manager.Manager, o Options) error {
 		return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name, Clock: o.Clock})
 	}
 
-	certs := &CertificateReconciler{Client: mgr.GetClient(), Gatherer: g, Clock: o.Clock, Config: o.Config, Rand: o.Rand, Recorder: recorder, Metrics: o.Metrics}
+	certs := &CertificateReconciler{Client: mgr.GetClient(), Gatherer: g, Clock: o.Clock, Config: o.Config, Rand: o.Rand, Recorder: recorder, Metrics: o.Metrics, Issuers: &issuers}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("certificate").
 		For(&v1alpha1.Certificate{}).
 		// Another certificate naming the same Secret changed.
@@ -178,12 +208,12 @@ func Setup(mgr manager.Manager, o Options) error {
 		return err
 	}
 
-	reqs := &RequestReconciler{Client: mgr.GetClient(), Issuers: issuers, Clock: o.Clock, Rand: o.Rand, Recorder: recorder, Metrics: o.Metrics}
+	reqs := &RequestReconciler{Client: mgr.GetClient(), Issuers: issuers, ACME: acme, Clock: o.Clock, Rand: o.Rand, Recorder: recorder, Metrics: o.Metrics}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("certificaterequest").
 		For(&v1alpha1.CertificateRequest{}).
 		Watches(&v1alpha1.Issuer{}, handler.EnqueueRequestsFromMapFunc(issuerRequests(g.Cache, "Issuer"))).
 		Watches(&v1alpha1.ClusterIssuer{}, handler.EnqueueRequestsFromMapFunc(issuerRequests(g.Cache, "ClusterIssuer"))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 2, NewQueue: newQueue}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers, NewQueue: newQueue}).
 		Complete(reqs); err != nil {
 		return err
 	}
@@ -214,7 +244,7 @@ func Setup(mgr manager.Manager, o Options) error {
 			// A CA Secret the operator manages (one a Certificate wrote).
 			Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(caSecretIssuers(g.Cache, cluster, o.ClusterResourceNamespace))).
 			WithOptions(controller.Options{NewQueue: newQueue}).
-			Complete(&IssuerReconciler{Client: mgr.GetClient(), Issuers: issuers, Clock: o.Clock, Cluster: cluster}); err != nil {
+			Complete(&IssuerReconciler{Client: mgr.GetClient(), Issuers: issuers, ACME: acme, Clock: o.Clock, Rand: o.Rand, Cluster: cluster}); err != nil {
 			return err
 		}
 	}

@@ -128,20 +128,9 @@ func StatusToCore(s *v1alpha1.CertificateStatus) certificate.Status {
 	return out
 }
 
-// RequestToCore converts a CertificateRequest. Its creation time is the
-// one the operator recorded in AnnotationCreatedAt, on the clock its
-// decisions run on, when there is one (see AnnotationCreatedAt).
+// RequestToCore converts a CertificateRequest.
 func RequestToCore(r *v1alpha1.CertificateRequest) *certificate.CertificateRequest {
 	meta := metaToCore(&r.ObjectMeta)
-	if at, ok := meta.Annotations[AnnotationCreatedAt]; ok {
-		if t, err := time.Parse(time.RFC3339Nano, at); err == nil {
-			meta.CreationTimestamp = t
-		}
-		delete(meta.Annotations, AnnotationCreatedAt)
-		if len(meta.Annotations) == 0 {
-			meta.Annotations = nil
-		}
-	}
 	return &certificate.CertificateRequest{
 		ObjectMeta: meta,
 		Spec: certificate.RequestSpec{

@@ -14,6 +14,7 @@ import (
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="Issuer",type=string,JSONPath=`.spec.issuerRef.name`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,priority=1
+// +kubebuilder:printcolumn:name="Last Error",type=string,JSONPath=`.status.lastError`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Order struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -36,8 +37,11 @@ type OrderList struct {
 //
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="the spec of an Order cannot be changed"
 type OrderSpec struct {
-	// Request is the DER certificate signing request to finalize with.
-	Request []byte `json:"request"`
+	// Request is the certificate signing request to finalize with, PEM.
+	// (A string, not bytes: the API server cannot evaluate the spec's
+	// immutability rule over a base64 field.)
+	// +kubebuilder:validation:MinLength=1
+	Request string `json:"request"`
 	// IssuerRef names the ACME issuer (and so the account).
 	IssuerRef IssuerReference `json:"issuerRef"`
 	// Account is the ACME account URL.
@@ -59,9 +63,9 @@ type OrderSpec struct {
 	Profile string `json:"profile,omitempty"`
 	// NotBefore and NotAfter ask for a validity (RFC 8555 §7.4).
 	// +optional
-	NotBefore *metav1.Time `json:"notBefore,omitempty"`
+	NotBefore *metav1.MicroTime `json:"notBefore,omitempty"`
 	// +optional
-	NotAfter *metav1.Time `json:"notAfter,omitempty"`
+	NotAfter *metav1.MicroTime `json:"notAfter,omitempty"`
 	// Replaces is the ARI identifier of the certificate this one renews
 	// (RFC 9773 §5).
 	// +optional
@@ -126,11 +130,15 @@ type OrderStatus struct {
 	// +optional
 	Certificate []byte `json:"certificate,omitempty"`
 	// +optional
-	FailureTime *metav1.Time `json:"failureTime,omitempty"`
+	FailureTime *metav1.MicroTime `json:"failureTime,omitempty"`
 	// +optional
-	SyncedAt *metav1.Time `json:"syncedAt,omitempty"`
+	SyncedAt *metav1.MicroTime `json:"syncedAt,omitempty"`
+	// ChangedAt is when a call last found the order changed; reads that
+	// find it unchanged are spaced out from it.
 	// +optional
-	Expires *metav1.Time `json:"expires,omitempty"`
+	ChangedAt *metav1.MicroTime `json:"changedAt,omitempty"`
+	// +optional
+	Expires *metav1.MicroTime `json:"expires,omitempty"`
 	// +optional
 	SpecHash string `json:"specHash,omitempty"`
 	// +optional
@@ -138,15 +146,20 @@ type OrderStatus struct {
 	// +optional
 	Transient bool `json:"transient,omitempty"`
 	// +optional
-	LastErrorTime *metav1.Time `json:"lastErrorTime,omitempty"`
+	LastErrorTime *metav1.MicroTime `json:"lastErrorTime,omitempty"`
 	// +optional
 	FailedAttempts int `json:"failedAttempts,omitempty"`
 	// +optional
-	RetryAfter *metav1.Time `json:"retryAfter,omitempty"`
+	RetryAfter *metav1.MicroTime `json:"retryAfter,omitempty"`
 	// KeyAuthorizations maps a challenge token to its key authorization
 	// (RFC 8555 §8.1); they are public by design (the CA reads them).
 	// +optional
 	KeyAuthorizations map[string]string `json:"keyAuthorizations,omitempty"`
+	// AnsweredAt is when the CertificateRequest was answered from this
+	// order; the order is kept a while after, so that an answer lost in a
+	// crash is given again from the same order.
+	// +optional
+	AnsweredAt *metav1.MicroTime `json:"answeredAt,omitempty"`
 }
 
 // ACMEAuthorization is what the server said about one identifier.
@@ -162,7 +175,7 @@ type ACMEAuthorization struct {
 	// +listType=atomic
 	Challenges []ACMEOfferedChallenge `json:"challenges,omitempty"`
 	// +optional
-	FetchedAt *metav1.Time `json:"fetchedAt,omitempty"`
+	FetchedAt *metav1.MicroTime `json:"fetchedAt,omitempty"`
 }
 
 // ACMEOfferedChallenge is one challenge an authorization offers.
@@ -183,6 +196,7 @@ type ACMEOfferedChallenge struct {
 // +kubebuilder:printcolumn:name="Domain",type=string,JSONPath=`.spec.dnsName`
 // +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,priority=1
+// +kubebuilder:printcolumn:name="Last Error",type=string,JSONPath=`.status.lastError`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Challenge struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -229,15 +243,18 @@ type ChallengeStatus struct {
 	// +optional
 	Presented bool `json:"presented,omitempty"`
 	// +optional
-	PresentedAt *metav1.Time `json:"presentedAt,omitempty"`
+	PresentedAt *metav1.MicroTime `json:"presentedAt,omitempty"`
 	// +optional
 	State string `json:"state,omitempty"`
 	// +optional
 	Reason string `json:"reason,omitempty"`
 	// +optional
-	SyncedAt *metav1.Time `json:"syncedAt,omitempty"`
+	SyncedAt *metav1.MicroTime `json:"syncedAt,omitempty"`
+	// ChangedAt is when a call last moved the challenge on.
 	// +optional
-	SelfCheckAt *metav1.Time `json:"selfCheckAt,omitempty"`
+	ChangedAt *metav1.MicroTime `json:"changedAt,omitempty"`
+	// +optional
+	SelfCheckAt *metav1.MicroTime `json:"selfCheckAt,omitempty"`
 	// +optional
 	SelfCheckPassed bool `json:"selfCheckPassed,omitempty"`
 	// +optional
@@ -247,13 +264,13 @@ type ChallengeStatus struct {
 	// +optional
 	Transient bool `json:"transient,omitempty"`
 	// +optional
-	RetryAfter *metav1.Time `json:"retryAfter,omitempty"`
+	RetryAfter *metav1.MicroTime `json:"retryAfter,omitempty"`
 	// +optional
-	LastErrorTime *metav1.Time `json:"lastErrorTime,omitempty"`
+	LastErrorTime *metav1.MicroTime `json:"lastErrorTime,omitempty"`
 	// +optional
 	FailedAttempts int `json:"failedAttempts,omitempty"`
 	// +optional
-	NextAttemptAt *metav1.Time `json:"nextAttemptAt,omitempty"`
+	NextAttemptAt *metav1.MicroTime `json:"nextAttemptAt,omitempty"`
 }
 
 func init() {

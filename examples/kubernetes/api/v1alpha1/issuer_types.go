@@ -82,9 +82,8 @@ type CAIssuer struct {
 // SelfSignedIssuer signs each certificate with the certificate's own key.
 type SelfSignedIssuer struct{}
 
-// ACMEIssuer gets certificates from an ACME server. (The operator's ACME
-// controllers come in a later release; the API is here so Orders and
-// Challenges have a home.)
+// ACMEIssuer gets certificates from an ACME server: one Order per
+// CertificateRequest, with a Challenge per name to prove.
 type ACMEIssuer struct {
 	// Server is the ACME directory URL.
 	// +kubebuilder:validation:Pattern=`^https://`

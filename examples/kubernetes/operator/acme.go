@@ -1,0 +1,527 @@
+package operator
+
+import (
+	"context"
+	"crypto"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/certlife/certlife/acmeclient"
+	"github.com/certlife/certlife/challenge"
+	"github.com/certlife/certlife/keys"
+	"github.com/certlife/certlife/order"
+
+	"github.com/certlife/certlife/examples/kubernetes/api/v1alpha1"
+)
+
+// ChallengeServer answers HTTP-01 challenges (RFC 8555 §8.3) on the
+// operator's -http01-address, where the names' traffic to
+// /.well-known/acme-challenge/ must be routed. It is the ACME issuers'
+// HTTP-01 presenter: the replica that solves a challenge serves its token
+// from memory at once, and every replica, leader or not, serves the
+// tokens of the presented Challenges in its cache, so a Service in front
+// of several replicas answers from any of them.
+type ChallengeServer struct {
+	handler acmeclient.HTTP01Handler
+	cache   client.Reader // set by Setup
+}
+
+// NewChallengeServer returns a ChallengeServer; Setup connects it to the
+// operator's cache.
+func NewChallengeServer() *ChallengeServer { return &ChallengeServer{} }
+
+// Present serves p's key authorization.
+func (s *ChallengeServer) Present(ctx context.Context, p acmeclient.Presentation) error {
+	return s.handler.Present(ctx, p)
+}
+
+// CleanUp stops serving p's token from memory.
+func (s *ChallengeServer) CleanUp(ctx context.Context, p acmeclient.Presentation) error {
+	return s.handler.CleanUp(ctx, p)
+}
+
+// Presented is how many tokens this process serves from memory.
+func (s *ChallengeServer) Presented() int { return s.handler.Presented() }
+
+// ServeHTTP answers a token this process presents, or one a presented
+// Challenge in the cache holds.
+func (s *ChallengeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if token, ok := strings.CutPrefix(r.URL.Path, acmeclient.HTTP01Path); ok && token != "" && s.cache != nil &&
+		(r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		var l v1alpha1.ChallengeList
+		if err := s.cache.List(r.Context(), &l, client.MatchingFields{indexChallengeToken: token}); err == nil {
+			for _, c := range l.Items {
+				if c.Spec.Type == string(challenge.TypeHTTP01) && c.Status.Presented && !challenge.State(c.Status.State).Final() {
+					w.Header().Set("Content-Type", "text/plain")
+					_, _ = w.Write([]byte(c.Spec.Key))
+					return
+				}
+			}
+		}
+	}
+	s.handler.ServeHTTP(w, r)
+}
+
+// forget stops serving a deleted Challenge's token from memory.
+func (s *ChallengeServer) forget(obj any) {
+	if c, ok := obj.(*v1alpha1.Challenge); ok {
+		_ = s.handler.CleanUp(context.Background(), acmeclient.Presentation{Type: challenge.TypeHTTP01, Token: c.Spec.Token})
+	}
+}
+
+// ACMEOptions are the operator's ACME settings.
+type ACMEOptions struct {
+	// ChallengeServer presents HTTP-01 key authorizations; nil means a
+	// new one (which Setup serves on nothing: main.go serves it on
+	// -http01-address).
+	ChallengeServer *ChallengeServer
+	// HTTP01Check and DNS01Check are the self-checks before a challenge is
+	// accepted; nil means acmeclient.HTTP01Checker{} and
+	// acmeclient.DNS01Checker{} (with the solver's nameservers).
+	HTTP01Check, DNS01Check acmeclient.Checker
+	// UserAgent is sent with every ACME request; empty means
+	// "certlife-operator".
+	UserAgent string
+}
+
+// acmeIssuers builds, and keeps until its configuration changes, one
+// acmeclient.Issuer per ACME Issuer or ClusterIssuer.
+type acmeIssuers struct {
+	client        client.Client
+	api, cache    client.Reader
+	gather        Gatherer
+	clock         clock.PassiveClock
+	opts          ACMEOptions
+	log           logr.Logger
+	clusterSecret string
+
+	mu   sync.Mutex
+	byID map[string]*acmeRuntime
+	// retired holds the request counts of replaced clients, by issuer
+	// labels and kind, so the exported counters never go backwards.
+	retired map[[4]string]int
+}
+
+// retire keeps a replaced runtime's request counts. Called with mu held.
+func (a *acmeIssuers) retire(rt *acmeRuntime) {
+	if a.retired == nil {
+		a.retired = map[[4]string]int{}
+	}
+	for kind, n := range rt.client.Transport().Counts().ByKind {
+		a.retired[[4]string{rt.namespace, rt.kind, rt.name, string(kind)}] += n
+	}
+}
+
+// acmeRuntime is one issuer's ACME client and certlife issuer.
+type acmeRuntime struct {
+	fingerprint string
+	client      *acmeclient.Client
+	issuer      *acmeclient.Issuer
+	account     acmeclient.AccountOptions
+	// kind, namespace, name label the ACME request counts.
+	kind, namespace, name string
+	// registered is the account URL once registered with this client.
+	registered string
+}
+
+// errNoAccountKey: the account key Secret does not exist yet.
+type errNoAccountKey struct{ namespace, name string }
+
+func (e errNoAccountKey) Error() string {
+	return fmt.Sprintf("the ACME account key secret %s/%s does not exist yet", e.namespace, e.name)
+}
+
+// issuerID names an issuer among all: kind, namespace (for an Issuer),
+// name.
+func issuerID(kind, namespace, name string) string {
+	if kind == "ClusterIssuer" {
+		return kind + "/" + name
+	}
+	return "Issuer/" + namespace + "/" + name
+}
+
+// get returns the runtime of an ACME issuer, built anew when its spec or
+// any Secret it reads changed.
+func (a *acmeIssuers) get(ctx context.Context, kind, namespace, name string, spec *v1alpha1.ACMEIssuer, secretsNS string) (*acmeRuntime, error) {
+	keySecret, err := a.gather.secret(ctx, secretsNS, spec.PrivateKeySecretRef.Name)
+	if err != nil {
+		return nil, err
+	}
+	if keySecret == nil || len(keySecret.Data[spec.PrivateKeySecretRef.Key]) == 0 {
+		return nil, errNoAccountKey{secretsNS, spec.PrivateKeySecretRef.Name}
+	}
+	var eab *acmeclient.EAB
+	fp := sha256.New()
+	specJSON, _ := json.Marshal(spec)
+	fp.Write(specJSON)
+	fmt.Fprintf(fp, "|%s|%s", keySecret.UID, keySecret.ResourceVersion)
+	if b := spec.ExternalAccountBinding; b != nil {
+		s, err := a.gather.secret(ctx, secretsNS, b.KeySecretRef.Name)
+		if err != nil {
+			return nil, err
+		}
+		if s == nil || len(s.Data[b.KeySecretRef.Key]) == 0 {
+			return nil, fmt.Errorf("spec.acme.externalAccountBinding.keySecretRef: secret %s/%s has no key %q", secretsNS, b.KeySecretRef.Name, b.KeySecretRef.Key)
+		}
+		mac, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(strings.TrimSpace(string(s.Data[b.KeySecretRef.Key])), "="))
+		if err != nil {
+			return nil, fmt.Errorf("spec.acme.externalAccountBinding.keySecretRef: secret %s/%s key %q is not base64url", secretsNS, b.KeySecretRef.Name, b.KeySecretRef.Key)
+		}
+		eab = &acmeclient.EAB{KeyID: b.KeyID, Key: mac}
+		fmt.Fprintf(fp, "|%s|%s", s.UID, s.ResourceVersion)
+	}
+	id := issuerID(kind, namespace, name)
+	fingerprint := hex.EncodeToString(fp.Sum(nil))
+	a.mu.Lock()
+	rt := a.byID[id]
+	a.mu.Unlock()
+	if rt != nil && rt.fingerprint == fingerprint {
+		return rt, nil
+	}
+
+	key, err := keys.DecodePrivateKey(keySecret.Data[spec.PrivateKeySecretRef.Key])
+	if err != nil {
+		return nil, fmt.Errorf("spec.acme.privateKeySecretRef: the key in secret %s/%s cannot be used: %w", secretsNS, spec.PrivateKeySecretRef.Name, err)
+	}
+	signer, ok := key.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("spec.acme.privateKeySecretRef: the key in secret %s/%s cannot sign", secretsNS, spec.PrivateKeySecretRef.Name)
+	}
+	hc := &http.Client{Timeout: 30 * time.Second}
+	if len(spec.CABundle) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(spec.CABundle) {
+			return nil, errors.New("spec.acme.caBundle: no PEM certificate in it")
+		}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		hc.Transport = t
+	}
+	ua := a.opts.UserAgent
+	if ua == "" {
+		ua = "certlife-operator"
+	}
+	c, err := acmeclient.New(acmeclient.Config{DirectoryURL: spec.Server, Key: signer, HTTPClient: hc, UserAgent: ua, Clock: a.clock})
+	if err != nil {
+		return nil, fmt.Errorf("spec.acme: %w", err)
+	}
+	account := acmeclient.AccountOptions{AgreeToTerms: true, EAB: eab}
+	if spec.Email != "" {
+		account.Contact = []string{"mailto:" + spec.Email}
+	}
+	solvers, configs := a.solvers(spec, secretsNS)
+	storeNS := namespace
+	if kind == "ClusterIssuer" {
+		storeNS = ""
+	}
+	label := labelValueHash(id)
+	logger := a.log.WithValues("issuer", id)
+	iss, err := acmeclient.NewIssuer(acmeclient.IssuerConfig{
+		Client:         c,
+		Account:        account,
+		Store:          newOrderStore(a.client, a.api, a.cache, label, storeNS),
+		Solvers:        solvers,
+		SolverConfigs:  configs,
+		Profile:        spec.Profile,
+		PreferredChain: spec.PreferredChain,
+		Trace: func(e acmeclient.Event) {
+			if e.Err != nil {
+				logger.Info(e.String(), "error", e.Err.Error())
+				return
+			}
+			logger.V(1).Info(e.String())
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("spec.acme: %w", err)
+	}
+	rt = &acmeRuntime{fingerprint: fingerprint, client: c, issuer: iss, account: account, kind: kind, namespace: namespace, name: name}
+	a.mu.Lock()
+	if old := a.byID[id]; old != nil {
+		// Keep the request counts of the client replaced.
+		a.retire(old)
+	}
+	a.byID[id] = rt
+	a.mu.Unlock()
+	return rt, nil
+}
+
+// labelValueHash is a short hash, for label values of names that may be
+// long.
+func labelValueHash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:12])
+}
+
+// solvers maps the issuer's solvers to certlife's: the presenters (the
+// challenge server for HTTP-01, RFC 2136 for DNS-01) and one solver
+// configuration per solver, with its selector.
+func (a *acmeIssuers) solvers(spec *v1alpha1.ACMEIssuer, secretsNS string) (acmeclient.Solvers, []order.SolverConfig) {
+	s := acmeclient.Solvers{HTTP01: a.opts.ChallengeServer, HTTP01Check: a.opts.HTTP01Check, DNS01Check: a.opts.DNS01Check}
+	if s.HTTP01Check == nil {
+		s.HTTP01Check = acmeclient.HTTP01Checker{}
+	}
+	var configs []order.SolverConfig
+	for _, sv := range spec.Solvers {
+		var sc order.SolverConfig
+		if sel := sv.Selector; sel != nil {
+			sc.Selector = &order.Selector{DNSNames: sel.DNSNames, DNSZones: sel.DNSZones, MatchLabels: sel.MatchLabels}
+		}
+		switch {
+		case sv.HTTP01 != nil:
+			sc.Solver.HTTP01 = &challenge.HTTP01Solver{}
+		case sv.DNS01 != nil:
+			sc.Solver.DNS01 = dns01Config(sv.DNS01)
+			s.DNS01 = &dns01Presenter{gather: a.gather, namespace: secretsNS}
+			if s.DNS01Check == nil {
+				s.DNS01Check = acmeclient.DNS01Checker{Nameservers: sv.DNS01.Nameservers}
+			}
+		}
+		configs = append(configs, sc)
+	}
+	return s, configs
+}
+
+// dns01Config is the solver configuration a DNS-01 presenter reads back
+// from a presentation: the provider and its settings (the TSIG secret by
+// reference, never its value).
+func dns01Config(d *v1alpha1.ACMEDNS01Solver) *challenge.DNS01Solver {
+	out := &challenge.DNS01Solver{Config: map[string]string{}}
+	if r := d.RFC2136; r != nil {
+		out.Provider = "rfc2136"
+		out.Config["nameserver"] = r.Nameserver
+		if r.TSIGKeyName != "" {
+			out.Config["tsigKeyName"] = r.TSIGKeyName
+			out.Config["tsigAlgorithm"] = r.TSIGAlgorithm
+		}
+		if ref := r.TSIGSecretRef; ref != nil {
+			out.Config["tsigSecretName"] = ref.Name
+			out.Config["tsigSecretKey"] = ref.Key
+		}
+	}
+	return out
+}
+
+// dns01Presenter publishes DNS-01 TXT records with the provider the
+// presentation's solver configuration names.
+type dns01Presenter struct {
+	gather    Gatherer
+	namespace string // of the TSIG Secrets
+}
+
+func (d *dns01Presenter) provider(ctx context.Context, p acmeclient.Presentation) (acmeclient.Presenter, error) {
+	cfg := p.Solver.DNS01
+	if cfg == nil || cfg.Provider != "rfc2136" {
+		return nil, errors.New("spec.acme.solvers[].dns01: no DNS provider configured (rfc2136 is the one this operator has)")
+	}
+	in := &v1alpha1.ACMEDNS01RFC2136{Nameserver: cfg.Config["nameserver"], TSIGKeyName: cfg.Config["tsigKeyName"], TSIGAlgorithm: cfg.Config["tsigAlgorithm"]}
+	secret := ""
+	if name := cfg.Config["tsigSecretName"]; name != "" {
+		s, err := d.gather.secret(ctx, d.namespace, name)
+		if err != nil {
+			return nil, err
+		}
+		key := cfg.Config["tsigSecretKey"]
+		if s == nil || len(s.Data[key]) == 0 {
+			return nil, fmt.Errorf("spec.acme.solvers[].dns01.rfc2136.tsigSecretRef: secret %s/%s has no key %q", d.namespace, name, key)
+		}
+		secret = strings.TrimSpace(string(s.Data[key]))
+	}
+	return newRFC2136(in, secret)
+}
+
+// Present publishes p's TXT record.
+func (d *dns01Presenter) Present(ctx context.Context, p acmeclient.Presentation) error {
+	pr, err := d.provider(ctx, p)
+	if err != nil {
+		return err
+	}
+	return pr.Present(ctx, p)
+}
+
+// CleanUp removes p's TXT record.
+func (d *dns01Presenter) CleanUp(ctx context.Context, p acmeclient.Presentation) error {
+	pr, err := d.provider(ctx, p)
+	if err != nil {
+		return err
+	}
+	return pr.CleanUp(ctx, p)
+}
+
+// ensureAccountKey creates the account key Secret when it is missing: an
+// ECDSA P-256 key, PKCS#8, labelled so the operator caches it.
+func (a *acmeIssuers) ensureAccountKey(ctx context.Context, spec *v1alpha1.ACMEIssuer, secretsNS string, rnd io.Reader) (created bool, err error) {
+	s, err := a.gather.secret(ctx, secretsNS, spec.PrivateKeySecretRef.Name)
+	if err != nil || s != nil {
+		return false, err
+	}
+	key, err := keys.Generate(rnd, keys.KeySpec{Algorithm: keys.AlgorithmECDSA, Size: 256})
+	if err != nil {
+		return false, err
+	}
+	pemKey, err := keys.EncodePrivateKey(key, keys.EncodingPKCS8)
+	if err != nil {
+		return false, err
+	}
+	obj := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: spec.PrivateKeySecretRef.Name, Namespace: secretsNS, Labels: map[string]string{LabelManaged: "true"}},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{spec.PrivateKeySecretRef.Key: pemKey},
+	}
+	if err := a.client.Create(ctx, obj); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// forgetRequest cleans up after a CertificateRequest deleted before its
+// order ended: it takes down what the order's challenges present (an
+// HTTP-01 token, a DNS-01 TXT record) and deletes the Challenges and the
+// Order (which the garbage collector would delete too, but without
+// cleaning up). Orders of a newer request of the same name stay.
+func (a *acmeIssuers) forgetRequest(ctx context.Context, namespace, name string) error {
+	var ol v1alpha1.OrderList
+	if err := a.api.List(ctx, &ol, client.InNamespace(namespace), client.MatchingLabels{LabelACMERequest: labelValue(name)}); err != nil || len(ol.Items) == 0 {
+		return err
+	}
+	var live v1alpha1.CertificateRequest
+	err := a.api.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &live)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	for i := range ol.Items {
+		o := &ol.Items[i]
+		if ref := metav1.GetControllerOfNoCopy(o); ref == nil || ref.Kind != "CertificateRequest" || ref.Name != name || (err == nil && ref.UID == live.UID) {
+			continue
+		}
+		var cl v1alpha1.ChallengeList
+		if err := a.api.List(ctx, &cl, client.InNamespace(namespace), client.MatchingLabels{LabelACMEOrder: labelValue(o.Name)}); err != nil {
+			return err
+		}
+		for j := range cl.Items {
+			c := &cl.Items[j]
+			if c.Status.Presented {
+				if err := a.cleanUp(ctx, c); err != nil {
+					return fmt.Errorf("cleaning up challenge %s/%s: %w", c.Namespace, c.Name, err)
+				}
+			}
+			if err := a.client.Delete(ctx, c); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
+		if err := a.client.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// cleanUp takes down what a Challenge presents.
+func (a *acmeIssuers) cleanUp(ctx context.Context, c *v1alpha1.Challenge) error {
+	core := ChallengeToCore(c)
+	p := acmeclient.Presentation{Type: core.Spec.Type, Identifier: core.Spec.DNSName, Wildcard: core.Spec.Wildcard,
+		Token: core.Spec.Token, KeyAuthorization: core.Spec.Key, Solver: core.Spec.Solver}
+	switch core.Spec.Type {
+	case challenge.TypeHTTP01:
+		return a.opts.ChallengeServer.CleanUp(ctx, p)
+	case challenge.TypeDNS01:
+		ns := c.Namespace
+		if c.Spec.IssuerRef.Kind == "ClusterIssuer" {
+			ns = a.clusterSecret
+		}
+		return (&dns01Presenter{gather: a.gather, namespace: ns}).CleanUp(ctx, p)
+	}
+	return nil
+}
+
+// drop forgets an issuer's runtime (the issuer was deleted).
+func (a *acmeIssuers) drop(id string) {
+	a.mu.Lock()
+	if rt := a.byID[id]; rt != nil {
+		a.retire(rt)
+		delete(a.byID, id)
+	}
+	a.mu.Unlock()
+}
+
+// acmeRequestsCollector exports every ACME issuer's request counts, by
+// kind, at each scrape.
+type acmeRequestsCollector struct {
+	issuers atomic.Pointer[acmeIssuers]
+	desc    *prometheus.Desc
+}
+
+func (c *acmeRequestsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *acmeRequestsCollector) Collect(ch chan<- prometheus.Metric) {
+	a := c.issuers.Load()
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	counts := make(map[[4]string]int, len(a.retired))
+	for k, n := range a.retired {
+		counts[k] = n
+	}
+	for _, rt := range a.byID {
+		for kind, n := range rt.client.Transport().Counts().ByKind {
+			counts[[4]string{rt.namespace, rt.kind, rt.name, string(kind)}] += n
+		}
+	}
+	a.mu.Unlock()
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n), k[0], k[1], k[2], k[3])
+	}
+}
+
+// Runnable serves the challenge server on addr while the manager runs,
+// on every replica, leader or not (add it with mgr.Add).
+func (s *ChallengeServer) Runnable(addr string) manager.Runnable { return challengeRunnable{s, addr} }
+
+type challengeRunnable struct {
+	s    *ChallengeServer
+	addr string
+}
+
+// NeedLeaderElection is false: every replica answers challenges.
+func (challengeRunnable) NeedLeaderElection() bool { return false }
+
+// Start serves until ctx ends.
+func (r challengeRunnable) Start(ctx context.Context) error {
+	srv := &http.Server{Addr: r.addr, Handler: r.s, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	select {
+	case <-ctx.Done():
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(shut)
+	case err := <-errc:
+		return fmt.Errorf("the HTTP-01 challenge server on %s: %w", r.addr, err)
+	}
+}

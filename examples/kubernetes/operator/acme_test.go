@@ -1,0 +1,262 @@
+package operator_test
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/certlife/certlife/acmeclient"
+	"github.com/certlife/certlife/acmeclient/acmetest"
+	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/keys"
+
+	"github.com/certlife/certlife/examples/kubernetes/api/v1alpha1"
+	"github.com/certlife/certlife/examples/kubernetes/operator"
+)
+
+// pebble starts Pebble in process for a test: the ACME server, its DNS
+// (every name is 127.0.0.1) and the port it validates HTTP-01 on.
+func pebble(t *testing.T) *acmetest.Server {
+	t.Helper()
+	srv, err := acmetest.Start(acmetest.Options{})
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// withACME points an operator's ACME at Pebble: cs answers on the port
+// Pebble validates HTTP-01 against, and the self-checks resolve names as
+// Pebble does.
+func withACME(srv *acmetest.Server, cs *operator.ChallengeServer) func(*manager.Options, *operator.Options) {
+	return func(_ *manager.Options, o *operator.Options) {
+		srv.SetHTTP01Handler(cs)
+		checks := srv.Solvers()
+		o.ACME = operator.ACMEOptions{ChallengeServer: cs, HTTP01Check: checks.HTTP01Check, DNS01Check: checks.DNS01Check}
+	}
+}
+
+// acmeIssuer makes an ACME Issuer on Pebble, with an HTTP-01 solver, and
+// waits until its account is registered.
+func (h *harness) acmeIssuer(name string, srv *acmetest.Server) *v1alpha1.Issuer {
+	h.t.Helper()
+	h.create(&v1alpha1.Issuer{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.IssuerSpec{ACME: &v1alpha1.ACMEIssuer{
+		Server: srv.DirectoryURL, Email: "ops@example.com", CABundle: srv.CABundle(),
+		PrivateKeySecretRef: v1alpha1.SecretKeySelector{Name: name + "-account", Key: "tls.key"},
+		Solvers:             []v1alpha1.ACMESolver{{HTTP01: &v1alpha1.ACMEHTTP01Solver{}}},
+	}}})
+	var iss v1alpha1.Issuer
+	h.eventually("the ACME issuer to be Ready", func() bool {
+		if err := k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, &iss); err != nil {
+			return false
+		}
+		c := condition(iss.Status.Conditions, "Ready")
+		return c != nil && c.Status == metav1.ConditionTrue
+	})
+	return &iss
+}
+
+func (h *harness) orders() []v1alpha1.Order {
+	h.t.Helper()
+	var l v1alpha1.OrderList
+	require.NoError(h.t, k8s.List(h.ctx, &l, client.InNamespace(h.ns)))
+	return l.Items
+}
+
+func (h *harness) challenges() []v1alpha1.Challenge {
+	h.t.Helper()
+	var l v1alpha1.ChallengeList
+	require.NoError(h.t, k8s.List(h.ctx, &l, client.InNamespace(h.ns)))
+	return l.Items
+}
+
+// leafOf parses a Secret's certificate and checks its key.
+func (h *harness) leafOf(secret string) *x509.Certificate {
+	h.t.Helper()
+	s, err := h.secret(secret)
+	require.NoError(h.t, err)
+	pair, err := tls.X509KeyPair(s.Data[keys.SecretCertificate], s.Data[keys.SecretPrivateKey])
+	require.NoError(h.t, err, "tls.key is the key of tls.crt")
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	require.NoError(h.t, err)
+	return leaf
+}
+
+// A Certificate from an ACME Issuer becomes Ready through Pebble: the
+// account key is made and the account registered, one Order and one
+// Challenge per name are kept as resources, HTTP-01 is answered by the
+// operator's challenge server, the certificate chains to Pebble's root.
+// A renewal names the certificate it replaces (RFC 9773), and Pebble
+// marks the old one replaced.
+func TestACMEIssuerIssuesAndRenews(t *testing.T) {
+	srv := pebble(t)
+	h := newHarness(t)
+	cs := operator.NewChallengeServer()
+	op := h.start(withACME(srv, cs))
+	iss := h.acmeIssuer("le", srv)
+	require.NotNil(t, iss.Status.ACME)
+	assert.NotEmpty(t, iss.Status.ACME.URI, "the account URL is in status")
+	acct, err := h.secret("le-account")
+	require.NoError(t, err, "the account key Secret is made")
+	_, err = keys.DecodePrivateKey(acct.Data["tls.key"])
+	require.NoError(t, err)
+	h.settle(op)
+	op.writes.take()
+
+	h.create(h.certificate("web", "le", func(s *v1alpha1.CertificateSpec) { s.DNSNames = []string{"web.example", "www.web.example"} }))
+	h.waitReady("web", 1)
+	h.settle(op)
+	first, failed := op.writes.take()
+	t.Logf("writes for a first ACME issuance: %v (failed: %v)", first, failed)
+	leaf := h.leafOf("web-tls")
+	assert.ElementsMatch(t, []string{"web.example", "www.web.example"}, leaf.DNSNames)
+	_, err = leaf.Verify(x509.VerifyOptions{Roots: srv.RootPool(), Intermediates: intermediates(t, h, "web-tls"), CurrentTime: time.Now()})
+	assert.NoError(t, err, "the certificate chains to Pebble's root")
+
+	orders := h.orders()
+	require.Len(t, orders, 1, "one order for one request")
+	o := orders[0]
+	assert.Equal(t, v1alpha1.OrderState("valid"), o.Status.State)
+	assert.NotEmpty(t, o.Status.URL)
+	assert.NotNil(t, o.Status.AnsweredAt, "the order records the answer")
+	assert.Equal(t, "web-1", metav1.GetControllerOf(&o).Name, "the request owns its order")
+	assert.Equal(t, 2, first["create Challenge"], "a challenge per name")
+	assert.Equal(t, 2, first["delete Challenge"], "the challenges are cleaned up and deleted once the order is done")
+	assert.Empty(t, h.challenges())
+	assert.Equal(t, float64(1), op.metric("certlife_acme_requests_total", h.ns, "Issuer", "le", "newOrder"))
+	assert.Equal(t, float64(1), op.metric("certlife_acme_requests_total", h.ns, "Issuer", "le", "finalize"))
+	assert.Equal(t, float64(1), op.metric("certlife_issuer_answers_total", h.ns, "Issuer", "le", certificate.RequestReasonIssued))
+	assert.Equal(t, 0, cs.Presented(), "no token is served once the order is done")
+
+	// Renewal, by hand: the new order names the certificate it replaces.
+	crt := h.get("web")
+	crt.Status.Conditions = append(crt.Status.Conditions, metav1.Condition{Type: certificate.ConditionIssuing, Status: metav1.ConditionTrue,
+		Reason: certificate.ReasonManualTrigger, Message: "by hand", LastTransitionTime: metav1.NewTime(h.clock.Now())})
+	require.NoError(t, k8s.Status().Update(h.ctx, crt))
+	h.waitReady("web", 2)
+	h.settle(op)
+	renewal, failed := op.writes.take()
+	t.Logf("writes for an ACME renewal: %v (failed: %v)", renewal, failed)
+	var renewed *v1alpha1.Order
+	for _, o := range h.orders() {
+		if metav1.GetControllerOf(&o).Name == "web-2" {
+			renewed = &o
+		}
+	}
+	require.NotNil(t, renewed, "the renewal has its own order")
+	assert.NotEmpty(t, renewed.Spec.Replaces, "the renewal's order names the certificate it replaces")
+	replaced, err := srv.Replaced(leaf)
+	require.NoError(t, err)
+	assert.True(t, replaced, "Pebble marked the first certificate replaced")
+	assert.NotEqual(t, leaf.SerialNumber, h.leafOf("web-tls").SerialNumber)
+}
+
+func intermediates(t *testing.T, h *harness, secret string) *x509.CertPool {
+	s, err := h.secret(secret)
+	require.NoError(t, err)
+	pair, err := tls.X509KeyPair(s.Data[keys.SecretCertificate], s.Data[keys.SecretPrivateKey])
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	for _, der := range pair.Certificate[1:] {
+		c, err := x509.ParseCertificate(der)
+		require.NoError(t, err)
+		pool.AddCert(c)
+	}
+	return pool
+}
+
+// gate answers HTTP-01 with its handler only when open: closed, the CA
+// and the self-check find nothing.
+type gate struct {
+	open atomic.Bool
+	next http.Handler
+}
+
+func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !g.open.Load() {
+		http.NotFound(w, r)
+		return
+	}
+	g.next.ServeHTTP(w, r)
+}
+
+// An operator stopped in the middle of an order, and started again with
+// nothing in memory, resumes the same order from its Order and Challenge
+// resources: no second order at the CA, the token presented again.
+func TestACMERestartResumesTheSameOrder(t *testing.T) {
+	srv := pebble(t)
+	h := newHarness(t)
+	cs1 := operator.NewChallengeServer()
+	g := &gate{next: cs1}
+	op1 := h.start(withACME(srv, cs1), func(*manager.Options, *operator.Options) { srv.SetHTTP01Handler(g) })
+	h.acmeIssuer("le", srv)
+	h.create(h.certificate("web", "le"))
+	h.eventually("the challenge to be presented and waiting for its self-check", func() bool {
+		chs := h.challenges()
+		return len(chs) == 1 && chs[0].Status.Presented && chs[0].Status.SelfCheckAt != nil && !chs[0].Status.SelfCheckPassed
+	})
+	before := h.orders()
+	require.Len(t, before, 1)
+	require.NotEmpty(t, before[0].Status.URL, "the order exists at the CA")
+	assert.Equal(t, float64(1), op1.metric("certlife_acme_requests_total", h.ns, "Issuer", "le", "newOrder"))
+	op1.stop()
+
+	cs2 := operator.NewChallengeServer()
+	g2 := &gate{next: cs2}
+	g2.open.Store(true)
+	op2 := h.start(withACME(srv, cs2), func(*manager.Options, *operator.Options) { srv.SetHTTP01Handler(g2) })
+	h.clock.Step(time.Minute) // past the self-check's retry
+	h.waitReady("web", 1)
+	after := h.orders()
+	require.Len(t, after, 1, "still one order")
+	assert.Equal(t, before[0].UID, after[0].UID)
+	assert.Equal(t, before[0].Status.URL, after[0].Status.URL, "the same order at the CA")
+	assert.Equal(t, float64(0), op2.metric("certlife_acme_requests_total", h.ns, "Issuer", "le", "newOrder"), "the restarted operator made no new order")
+}
+
+// A request deleted while its order waits takes its order and challenges
+// with it, and what they presented stops being served.
+func TestACMEDeletedRequestCleansUp(t *testing.T) {
+	srv := pebble(t)
+	h := newHarness(t)
+	cs := operator.NewChallengeServer()
+	g := &gate{next: cs}
+	h.start(withACME(srv, cs), func(*manager.Options, *operator.Options) { srv.SetHTTP01Handler(g) })
+	h.acmeIssuer("le", srv)
+	h.create(h.certificate("web", "le"))
+	h.eventually("the challenge to be presented", func() bool {
+		chs := h.challenges()
+		return len(chs) == 1 && chs[0].Status.Presented
+	})
+	require.Equal(t, 1, cs.Presented())
+	// A spec change replaces the request mid-order.
+	crt := h.get("web")
+	crt.Spec.DNSNames = []string{"web2.example"}
+	require.NoError(t, k8s.Update(h.ctx, crt))
+	g.open.Store(true)
+	h.waitReady("web", 1)
+	leaf := h.leafOf("web-tls")
+	assert.Equal(t, []string{"web2.example"}, leaf.DNSNames)
+	h.eventually("the old order to be gone", func() bool {
+		for _, o := range h.orders() {
+			if len(o.Spec.DNSNames) > 0 && o.Spec.DNSNames[0] == "web.example" {
+				return false
+			}
+		}
+		return true
+	})
+	for _, c := range h.challenges() {
+		assert.Equal(t, "web2.example", c.Spec.DNSName, "the old order's challenges are gone")
+	}
+	assert.Equal(t, 0, cs.Presented(), "the old token is no longer served")
+}
+
+var _ = acmeclient.HTTP01Path
