@@ -133,6 +133,13 @@ func TestACMEIssuerIssuesAndRenews(t *testing.T) {
 	assert.Empty(t, h.challenges())
 	assert.Equal(t, float64(1), op.metric("certlife_acme_requests_total", h.ns, "Issuer", "le", "newOrder"))
 	assert.Equal(t, float64(1), op.metric("certlife_acme_requests_total", h.ns, "Issuer", "le", "finalize"))
+	acmeCounts := map[string]float64{}
+	for _, k := range []string{"directory", "nonce", "account", "newOrder", "authorization", "challenge", "finalize", "order", "certificate", "renewalInfo", "other"} {
+		if v := op.metric("certlife_acme_requests_total", h.ns, "Issuer", "le", k); v > 0 {
+			acmeCounts[k] = v
+		}
+	}
+	t.Logf("ACME requests, account registration and first issuance: %v", acmeCounts)
 	assert.Equal(t, float64(1), op.metric("certlife_issuer_answers_total", h.ns, "Issuer", "le", certificate.RequestReasonIssued))
 	assert.Equal(t, 0, cs.Presented(), "no token is served once the order is done")
 

@@ -37,3 +37,26 @@ func TestSamples(t *testing.T) {
 	h.waitReady("example-ca", 1)
 	h.waitReady("web", 1)
 }
+
+// The ACME sample is accepted by the schema as it is (it is not run: it
+// names Let's Encrypt's staging server).
+func TestACMESampleIsAccepted(t *testing.T) {
+	h := newHarness(t)
+	b, err := os.ReadFile(filepath.Join("..", "config", "samples", "acme-issuer.yaml"))
+	require.NoError(t, err)
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	n := 0
+	for {
+		var obj unstructured.Unstructured
+		err := dec.Decode(&obj.Object)
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		if obj.Object != nil {
+			h.create(&obj)
+			n++
+		}
+	}
+	require.Equal(t, 2, n, "an Issuer and a Certificate")
+}

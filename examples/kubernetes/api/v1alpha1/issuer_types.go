@@ -159,27 +159,11 @@ type ACMESolverSelector struct {
 }
 
 // ACMEHTTP01Solver answers http-01 challenges from the operator's own
-// challenge server (its -http01-address), to which the names' traffic on
-// port 80 at /.well-known/acme-challenge/ must be routed.
-type ACMEHTTP01Solver struct {
-	// Ingress, when set, has the operator route each challenge path to
-	// its challenge server with an Ingress of this class.
-	// +optional
-	Ingress *ACMEHTTP01Ingress `json:"ingress,omitempty"`
-}
-
-// ACMEHTTP01Ingress routes challenge paths through an Ingress.
-type ACMEHTTP01Ingress struct {
-	// ClassName is the IngressClass.
-	// +optional
-	ClassName string `json:"className,omitempty"`
-	// ServiceName and ServicePort name the operator's challenge Service.
-	// +kubebuilder:validation:MinLength=1
-	ServiceName string `json:"serviceName"`
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=65535
-	ServicePort int32 `json:"servicePort"`
-}
+// challenge server (its -http01-address, on every replica), to which the
+// names' traffic on port 80 at /.well-known/acme-challenge/ must be routed
+// (a Service and an Ingress rule, or a load balancer, that the cluster's
+// administrator sets up once).
+type ACMEHTTP01Solver struct{}
 
 // ACMEDNS01Solver answers dns-01 challenges by writing TXT records.
 type ACMEDNS01Solver struct {
