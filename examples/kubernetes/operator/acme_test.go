@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -267,3 +268,81 @@ func TestACMEDeletedRequestCleansUp(t *testing.T) {
 }
 
 var _ = acmeclient.HTTP01Path
+
+// A ClusterIssuer on a CA that requires an external account binding and
+// offers profiles: the account is bound with the key ID and MAC key from
+// a Secret in the cluster resource namespace, and the certificate comes
+// from the profile asked for (Pebble's "shortlived": 6 days).
+func TestACMEClusterIssuerWithEABAndProfile(t *testing.T) {
+	const keyID, mac = "kid-1", "zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W"
+	srv, err := acmetest.Start(acmetest.Options{RequireEAB: true, EAB: map[string]string{keyID: mac}})
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	h := newHarness(t) // the operator's cluster resource namespace is the test's
+	h.start(withACME(srv, operator.NewChallengeServer()))
+	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "eab"}, Data: map[string][]byte{"mac": []byte(mac)}})
+	name := h.ns + "-le"
+	require.NoError(t, k8s.Create(h.ctx, &v1alpha1.ClusterIssuer{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.IssuerSpec{ACME: &v1alpha1.ACMEIssuer{
+		Server: srv.DirectoryURL, CABundle: srv.CABundle(), Profile: "shortlived",
+		PrivateKeySecretRef:    v1alpha1.SecretKeySelector{Name: "le-account", Key: "tls.key"},
+		ExternalAccountBinding: &v1alpha1.ACMEExternalAccountBinding{KeyID: keyID, KeySecretRef: v1alpha1.SecretKeySelector{Name: "eab", Key: "mac"}},
+		Solvers:                []v1alpha1.ACMESolver{{HTTP01: &v1alpha1.ACMEHTTP01Solver{}}},
+	}}}))
+	t.Cleanup(func() { _ = k8s.Delete(h.ctx, &v1alpha1.ClusterIssuer{ObjectMeta: metav1.ObjectMeta{Name: name}}) })
+	h.eventually("the ClusterIssuer's account to be registered", func() bool {
+		var iss v1alpha1.ClusterIssuer
+		if err := k8s.Get(h.ctx, client.ObjectKey{Name: name}, &iss); err != nil {
+			return false
+		}
+		c := condition(iss.Status.Conditions, "Ready")
+		return c != nil && c.Status == metav1.ConditionTrue && iss.Status.ACME != nil && iss.Status.ACME.URI != ""
+	})
+	h.create(h.certificate("web", name, func(s *v1alpha1.CertificateSpec) { s.IssuerRef.Kind = "ClusterIssuer" }))
+	h.waitReady("web", 1)
+	leaf := h.leafOf("web-tls")
+	assert.InDelta(t, (6 * 24 * time.Hour).Hours(), leaf.NotAfter.Sub(leaf.NotBefore).Hours(), 1, "the shortlived profile's validity")
+	orders := h.orders()
+	require.Len(t, orders, 1)
+	assert.Equal(t, "shortlived", orders[0].Spec.Profile)
+	assert.Equal(t, "ClusterIssuer", orders[0].Spec.IssuerRef.Kind)
+}
+
+// An ACME issuer whose server cannot be reached says so in its Ready
+// condition, and its requests wait Pending, saying why.
+func TestACMEUnreachableServer(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	h.create(&v1alpha1.Issuer{ObjectMeta: metav1.ObjectMeta{Name: "down"}, Spec: v1alpha1.IssuerSpec{ACME: &v1alpha1.ACMEIssuer{
+		Server:              "https://127.0.0.1:1/directory",
+		PrivateKeySecretRef: v1alpha1.SecretKeySelector{Name: "down-account", Key: "tls.key"},
+		Solvers:             []v1alpha1.ACMESolver{{HTTP01: &v1alpha1.ACMEHTTP01Solver{}}},
+	}}})
+	var msg string
+	h.eventually("the issuer to say the server cannot be reached", func() bool {
+		var iss v1alpha1.Issuer
+		if err := k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "down"}, &iss); err != nil {
+			return false
+		}
+		c := condition(iss.Status.Conditions, "Ready")
+		if c == nil {
+			return false
+		}
+		msg = c.Message
+		return c.Status == metav1.ConditionFalse && c.Reason == operator.ReasonACMEAccountFailed
+	})
+	assert.Contains(t, msg, "https://127.0.0.1:1/directory")
+	h.create(h.certificate("web", "down"))
+	h.eventually("the request to wait Pending with the reason", func() bool {
+		for _, r := range h.requests() {
+			for _, c := range r.Status.Conditions {
+				if c.Type == certificate.RequestConditionReady && c.Reason == certificate.RequestReasonPending && c.Message != "" && c.Message != "waiting for the ACME order "+r.Name {
+					msg = c.Message
+					return true
+				}
+			}
+		}
+		return false
+	})
+	t.Logf("the request says: %s", msg)
+	assert.Empty(t, h.orders(), "no order without an account")
+}
