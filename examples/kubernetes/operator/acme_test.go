@@ -346,3 +346,39 @@ func TestACMEUnreachableServer(t *testing.T) {
 	t.Logf("the request says: %s", msg)
 	assert.Empty(t, h.orders(), "no order without an account")
 }
+
+// Two replicas with leader election, and the CA's HTTP-01 requests going
+// only to the replica that does not lead (as a Service may route them):
+// it answers them from the Challenges in its cache, and the leader's
+// order completes.
+func TestACMEHTTP01AnsweredByEveryReplica(t *testing.T) {
+	srv := pebble(t)
+	h := newHarness(t)
+	elect := func(mo *manager.Options, _ *operator.Options) {
+		mo.LeaderElection = true
+		mo.LeaderElectionID = "certlife-operator"
+		mo.LeaderElectionNamespace = h.ns
+		mo.LeaderElectionReleaseOnCancel = true
+		mo.LeaseDuration, mo.RenewDeadline, mo.RetryPeriod = new(15*time.Second), new(10*time.Second), new(500*time.Millisecond)
+	}
+	leader := operator.NewChallengeServer()
+	a := h.start(withACME(srv, leader), elect)
+	<-a.mgr.Elected()
+	follower := operator.NewChallengeServer()
+	b := h.start(withACME(srv, follower), elect) // the CA now reaches only the follower
+	h.acmeIssuer("le", srv)
+	h.create(h.certificate("web", "le"))
+	deadline := time.Now().Add(time.Minute)
+	for !h.isReady("web", 1) {
+		require.True(t, time.Now().Before(deadline), "timed out waiting for web Ready")
+		h.clock.Step(time.Second) // the self-check's retries, should the follower's cache lag
+		time.Sleep(100 * time.Millisecond)
+	}
+	assert.Zero(t, b.writes.total(), "the follower wrote nothing")
+	assert.Zero(t, follower.Presented(), "the follower presented nothing itself")
+	select {
+	case <-b.mgr.Elected():
+		t.Fatal("both replicas lead")
+	default:
+	}
+}

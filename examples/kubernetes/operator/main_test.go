@@ -375,6 +375,17 @@ func (h *harness) eventually(what string, cond func() bool) {
 	}
 }
 
+// isReady reports whether the certificate is Ready at revision rev.
+func (h *harness) isReady(name string, rev int) bool {
+	c := &v1alpha1.Certificate{}
+	if err := k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, c); err != nil {
+		return false
+	}
+	ready := condition(c.Status.Conditions, certificate.ConditionReady)
+	return ready != nil && ready.Status == metav1.ConditionTrue && c.Status.Revision != nil && *c.Status.Revision == rev &&
+		c.Status.NextPrivateKeySecretName == ""
+}
+
 // waitReady waits until the certificate is Ready at revision rev.
 func (h *harness) waitReady(name string, rev int) *v1alpha1.Certificate {
 	h.t.Helper()
