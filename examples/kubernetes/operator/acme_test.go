@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/acmeclient/acmetest"
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/keys"
@@ -266,8 +265,6 @@ func TestACMEDeletedRequestCleansUp(t *testing.T) {
 	}
 	assert.Equal(t, 0, cs.Presented(), "the old token is no longer served")
 }
-
-var _ = acmeclient.HTTP01Path
 
 // A ClusterIssuer on a CA that requires an external account binding and
 // offers profiles: the account is bound with the key ID and MAC key from
