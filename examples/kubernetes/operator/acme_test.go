@@ -351,13 +351,7 @@ func TestACMEUnreachableServer(t *testing.T) {
 func TestACMEHTTP01AnsweredByEveryReplica(t *testing.T) {
 	srv := pebble(t)
 	h := newHarness(t)
-	elect := func(mo *manager.Options, _ *operator.Options) {
-		mo.LeaderElection = true
-		mo.LeaderElectionID = "certlife-operator"
-		mo.LeaderElectionNamespace = h.ns
-		mo.LeaderElectionReleaseOnCancel = true
-		mo.LeaseDuration, mo.RenewDeadline, mo.RetryPeriod = new(15*time.Second), new(10*time.Second), new(500*time.Millisecond)
-	}
+	elect := h.elect
 	leader := operator.NewChallengeServer()
 	a := h.start(withACME(srv, leader), elect)
 	<-a.mgr.Elected()

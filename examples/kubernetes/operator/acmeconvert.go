@@ -2,6 +2,7 @@ package operator
 
 import (
 	"encoding/pem"
+	"maps"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,7 +94,7 @@ func acmeIssuerToCore(i v1alpha1.IssuerReference) challenge.Issuer {
 // the store's own labels are the caller's.
 func OrderFromCore(o *order.Order) *v1alpha1.Order {
 	out := &v1alpha1.Order{
-		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, Labels: copyMap(o.Labels)},
+		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, Labels: maps.Clone(o.Labels)},
 		Spec: v1alpha1.OrderSpec{
 			Request:        string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: o.Spec.CSR})),
 			IssuerRef:      acmeIssuerFromCore(o.Spec.Issuer),
@@ -161,7 +162,7 @@ func OrderToCore(o *v1alpha1.Order, storeLabels ...string) order.Order {
 		Namespace:         o.Namespace,
 		UID:               string(o.UID),
 		CreationTimestamp: createdAtToCore(&o.ObjectMeta),
-		Labels:            copyMap(o.Labels),
+		Labels:            maps.Clone(o.Labels),
 		Spec: order.Spec{
 			CSR:            csrDER(o.Spec.Request),
 			Issuer:         acmeIssuerToCore(o.Spec.IssuerRef),
@@ -323,15 +324,4 @@ func csrDER(s string) []byte {
 		return nil
 	}
 	return b.Bytes
-}
-
-func copyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

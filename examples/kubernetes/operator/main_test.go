@@ -262,6 +262,18 @@ func (h *harness) start(mod ...func(*manager.Options, *operator.Options)) *runni
 	return &running{mgr: mgr, writes: w, registry: registry, stop: stop}
 }
 
+// elect turns leader election on for an operator the test starts, with
+// the Lease in the test's namespace.
+func (h *harness) elect(mo *manager.Options, _ *operator.Options) {
+	mo.LeaderElection = true
+	mo.LeaderElectionID = "certlife-operator"
+	mo.LeaderElectionNamespace = h.ns
+	mo.LeaderElectionReleaseOnCancel = true
+	// Generous enough for a loaded machine; a clean stop releases the
+	// lease at once, so the handover does not wait for it.
+	mo.LeaseDuration, mo.RenewDeadline, mo.RetryPeriod = new(15*time.Second), new(10*time.Second), new(500*time.Millisecond)
+}
+
 // caIssuer makes a CA key pair in a Secret and an Issuer signing with it.
 func (h *harness) caIssuer(name string) *localca.CA {
 	h.t.Helper()

@@ -8,11 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/certlife/certlife/certificate"
-
-	"github.com/certlife/certlife/examples/kubernetes/operator"
 )
 
 // Two replicas with leader election: only the leader acts; when it stops,
@@ -20,15 +17,7 @@ import (
 func TestLeaderElectionOnlyOneActs(t *testing.T) {
 	h := newHarness(t)
 	h.caIssuer("ca")
-	elect := func(mo *manager.Options, _ *operator.Options) {
-		mo.LeaderElection = true
-		mo.LeaderElectionID = "certlife-operator"
-		mo.LeaderElectionNamespace = h.ns
-		mo.LeaderElectionReleaseOnCancel = true
-		// Generous enough for a loaded machine; a clean stop releases the
-		// lease at once, so the handover does not wait for it.
-		mo.LeaseDuration, mo.RenewDeadline, mo.RetryPeriod = new(15*time.Second), new(10*time.Second), new(500*time.Millisecond)
-	}
+	elect := h.elect
 	a := h.start(elect)
 	<-a.mgr.Elected() // a leads; b starts after it, so it waits
 	b := h.start(elect)
