@@ -21,7 +21,8 @@ import (
 // example that needs one shows a gap in the public API. What only the
 // examples share lives under examples/internal/, which they may import.
 func TestExamplesImportOnlyPublicPackages(t *testing.T) {
-	const forbidden = "github.com/certlife/certlife/internal/"
+	const module = "github.com/certlife/certlife"
+	const forbidden = module + "/internal/"
 	files := 0
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -372,31 +372,28 @@ func (d *dns01Presenter) CleanUp(ctx context.Context, p acmeclient.Presentation)
 
 // ensureAccountKey creates the account key Secret when it is missing: an
 // ECDSA P-256 key, PKCS#8, labelled so the operator caches it.
-func (a *acmeIssuers) ensureAccountKey(ctx context.Context, spec *v1alpha1.ACMEIssuer, secretsNS string, rnd io.Reader) (created bool, err error) {
+func (a *acmeIssuers) ensureAccountKey(ctx context.Context, spec *v1alpha1.ACMEIssuer, secretsNS string, rnd io.Reader) error {
 	s, err := a.gather.secret(ctx, secretsNS, spec.PrivateKeySecretRef.Name)
 	if err != nil || s != nil {
-		return false, err
+		return err
 	}
 	key, err := keys.Generate(rnd, keys.KeySpec{Algorithm: keys.AlgorithmECDSA, Size: 256})
 	if err != nil {
-		return false, err
+		return err
 	}
 	pemKey, err := keys.EncodePrivateKey(key, keys.EncodingPKCS8)
 	if err != nil {
-		return false, err
+		return err
 	}
 	obj := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: spec.PrivateKeySecretRef.Name, Namespace: secretsNS, Labels: map[string]string{LabelManaged: "true"}},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{spec.PrivateKeySecretRef.Key: pemKey},
 	}
-	if err := a.client.Create(ctx, obj); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return false, nil
-		}
-		return false, err
+	if err := a.client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
 	}
-	return true, nil
+	return nil
 }
 
 // forgetRequest cleans up after a CertificateRequest deleted before its

@@ -173,9 +173,6 @@ func (s *orderStore) put(ctx context.Context, key string, state *acmeclient.Stat
 	want := OrderFromCore(&state.Order)
 	want.Name = key
 	want.Labels = mergeInto(want.Labels, map[string]string{LabelACMEIssuer: s.issuer})
-	if st != nil {
-		want.Labels[LabelACMERequest] = st.order.Labels[LabelACMERequest]
-	}
 	want.Status.AnsweredAt = microFromCore(state.AnsweredAt)
 	normalize(&want.Status)
 	if st == nil {
@@ -186,9 +183,7 @@ func (s *orderStore) put(ctx context.Context, key string, state *acmeclient.Stat
 		o := want.DeepCopy()
 		o.Status = v1alpha1.OrderStatus{}
 		o.Labels[LabelACMERequest] = labelValue(cr.Name)
-		if err := setControllerOf(o, cr, "CertificateRequest"); err != nil {
-			return err
-		}
+		o.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(cr, v1alpha1.GroupVersion.WithKind("CertificateRequest"))}
 		if err := s.client.Create(ctx, o); err != nil {
 			return fmt.Errorf("creating order %s/%s: %w", o.Namespace, o.Name, err)
 		}
@@ -236,9 +231,7 @@ func (s *orderStore) putChallenge(ctx context.Context, st *stored, key string, c
 		obj := want.DeepCopy()
 		obj.Status = v1alpha1.ChallengeStatus{}
 		obj.Labels = map[string]string{LabelACMEIssuer: s.issuer, LabelACMEOrder: labelValue(key)}
-		if err := setControllerOf(obj, st.order, "Order"); err != nil {
-			return err
-		}
+		obj.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(st.order, v1alpha1.GroupVersion.WithKind("Order"))}
 		if err := s.client.Create(ctx, obj); err != nil {
 			return fmt.Errorf("creating challenge %s/%s: %w", obj.Namespace, obj.Name, err)
 		}
@@ -269,16 +262,6 @@ func normalize[T any](v *T) {
 	if json.Unmarshal(b, &out) == nil {
 		*v = out
 	}
-}
-
-// setControllerOf makes owner the controller of obj.
-func setControllerOf(obj client.Object, owner client.Object, kind string) error {
-	t := true
-	obj.SetOwnerReferences(append(obj.GetOwnerReferences(), metav1.OwnerReference{
-		APIVersion: v1alpha1.GroupVersion.String(), Kind: kind, Name: owner.GetName(), UID: owner.GetUID(),
-		Controller: &t, BlockOwnerDeletion: &t,
-	}))
-	return nil
 }
 
 // Delete removes a state's Order and its Challenges (Kubernetes' garbage

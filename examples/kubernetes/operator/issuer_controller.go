@@ -394,7 +394,7 @@ func (r *IssuerReconciler) account(ctx context.Context, kind string, obj client.
 	if r.ACME == nil {
 		return fail(ReasonACMENotAvailable, "this operator was started without ACME", 0)
 	}
-	if _, err := r.ACME.ensureAccountKey(ctx, spec, secretsNS, r.Rand); err != nil {
+	if err := r.ACME.ensureAccountKey(ctx, spec, secretsNS, r.Rand); err != nil {
 		return fail(ReasonACMEAccountKey, "the account key secret "+secretsNS+"/"+spec.PrivateKeySecretRef.Name+": "+err.Error(), pendingRecheck)
 	}
 	rt, err := r.ACME.get(ctx, kind, obj.GetNamespace(), obj.GetName(), spec, secretsNS)
