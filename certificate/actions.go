@@ -34,16 +34,29 @@ type DeleteSecret struct {
 // (<certificate>-<revision>): AlreadyExists is success. The host keeps the
 // request's annotations: AnnotationCreatedAt times the request on the
 // decisions' own clock, whatever clock sets its creationTimestamp.
+//
+// Replaces is the ARI certificate identifier (RFC 9773 §4.1) of the
+// certificate this request renews, set when the secret holds a
+// certificate from the same issuer (name, kind and group) that shares at
+// least one identifier with the request; the request carries it too, as
+// AnnotationReplaces, so an ACME issuer names it in its order. Empty
+// otherwise. The host needs to do nothing with it.
 type CreateRequest struct {
 	Request       CertificateRequest
 	KeySecretName string
 	Template      keys.RequestTemplate
+	Replaces      string
 }
 
 // DeleteRequest asks the host to delete a request. NotFound is success.
+// Once it is deleted (or found missing), the host tells the issuer that
+// IssuerRef names, with Issuer.Forget, so that nothing the issuer keeps
+// for the request (an ACME order, what its challenges present) outlives
+// it.
 type DeleteRequest struct {
-	Name   string
-	Reason string
+	Name      string
+	IssuerRef IssuerRef
+	Reason    string
 }
 
 // WriteSecret asks the host to create or update the secret Name with the

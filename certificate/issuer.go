@@ -1,6 +1,28 @@
 package certificate
 
-import "time"
+import (
+	"context"
+	"time"
+)
+
+// Issuer answers the requests whose issuerRef names it, through the
+// contract below. The local CA (package certificate/localca) and the ACME
+// issuer (package acmeclient) implement it; a host loop calls Answer for
+// each request that is not Answered and Forget for each request it
+// deletes (DeleteRequest).
+type Issuer interface {
+	// Answer works on a request that is not Answered: it answers it
+	// (SetIssued, SetFailed, SetDenied, SetInvalid) or records progress
+	// (SetPending), changing only r's status, which the host writes back
+	// when it changed. It returns when to call again; zero means only
+	// when the request changes. An error means the step could not run;
+	// the host calls again at next, or soon when next is zero.
+	Answer(ctx context.Context, r *CertificateRequest, now time.Time) (next time.Time, err error)
+	// Forget tells the issuer that the request namespace/name is deleted:
+	// it drops whatever it keeps for it. A request it never saw is no
+	// error.
+	Forget(ctx context.Context, namespace, name string) error
+}
 
 // The issuer contract.
 //

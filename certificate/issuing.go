@@ -115,7 +115,7 @@ func issuingStage(p *pass, now time.Time, cfg Config) Result {
 		// deleted now.
 		r := recordFailure(c, req.CertificateRequest, reason, "request "+req.Name+" was issued "+bad, now, now)
 		if req.created.IsZero() {
-			r.Actions = append([]Action{DeleteRequest{Name: req.Name, Reason: "its certificate was rejected: " + bad}}, r.Actions...)
+			r.Actions = append([]Action{DeleteRequest{Name: req.Name, IssuerRef: req.Spec.IssuerRef, Reason: "its certificate was rejected: " + bad}}, r.Actions...)
 		}
 		return r
 	}

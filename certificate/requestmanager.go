@@ -2,10 +2,14 @@ package certificate
 
 import (
 	"cmp"
+	"crypto/x509"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/certlife/certlife/renewal"
 )
 
 // spentBefore reports a request that was answered (issued or failed)
@@ -99,7 +103,7 @@ func requestmanager(p *pass, now time.Time) Result {
 	for i := range p.requests {
 		r := &p.requests[i]
 		if r.revision == 0 {
-			res.Actions = append(res.Actions, DeleteRequest{Name: r.Name, Reason: "missing or invalid " + AnnotationRevision + " annotation"})
+			res.Actions = append(res.Actions, DeleteRequest{Name: r.Name, IssuerRef: r.Spec.IssuerRef, Reason: "missing or invalid " + AnnotationRevision + " annotation"})
 			continue
 		}
 		if r.revision != next {
@@ -117,7 +121,7 @@ func requestmanager(p *pass, now time.Time) Result {
 			why = requestMismatch(r, &c.Spec, k.key.Public(), keyName)
 		}
 		if why != "" {
-			res.Actions = append(res.Actions, DeleteRequest{Name: r.Name, Reason: why})
+			res.Actions = append(res.Actions, DeleteRequest{Name: r.Name, IssuerRef: r.Spec.IssuerRef, Reason: why})
 			deletedNext = true
 			continue
 		}
@@ -144,9 +148,75 @@ func requestmanager(p *pass, now time.Time) Result {
 		}},
 		Spec: RequestSpec{IssuerRef: c.Spec.IssuerRef, Duration: c.Spec.Duration, IsCA: c.Spec.IsCA, Usages: c.Spec.Usages},
 	}
-	res.Actions = append(res.Actions, CreateRequest{Request: req, KeySecretName: keyName, Template: c.Spec.Template()})
+	replaces := replacedCertificate(p)
+	if replaces != "" {
+		req.Annotations[AnnotationReplaces] = replaces
+	}
+	res.Actions = append(res.Actions, CreateRequest{Request: req, KeySecretName: keyName, Template: c.Spec.Template(), Replaces: replaces})
 	res.Reason, res.Message = ReasonRequestCreated, "creating request "+name+" for revision "+strconv.Itoa(next)+" with "+describeKey(keyName)
 	return res
+}
+
+// replacedCertificate is the ARI identifier of the certificate a new
+// request renews: the secret's certificate, when the issuer that the
+// secret's annotations name is the spec's (name, kind and group) and the
+// certificate shares at least one identifier (DNS name, common name, IP
+// address) with the spec. A CA refuses "replaces" for an order that shares
+// no identifier with the replaced certificate (RFC 9773 §5), and knows
+// nothing of another issuer's certificates. "" when there is none.
+func replacedCertificate(p *pass) string {
+	leaf := p.leaf()
+	if leaf == nil || p.secret == nil {
+		return ""
+	}
+	a := p.secret.Annotations
+	if a[AnnotationIssuerName] == "" {
+		return ""
+	}
+	have := IssuerRef{Name: a[AnnotationIssuerName], Kind: a[AnnotationIssuerKind], Group: a[AnnotationIssuerGroup]}.WithDefaults()
+	if have != p.cert.Spec.IssuerRef.WithDefaults() {
+		return ""
+	}
+	if !sharesIdentifier(leaf, &p.cert.Spec) {
+		return ""
+	}
+	id, err := renewal.CertID(leaf)
+	if err != nil {
+		return "" // no authority key identifier: nothing to name
+	}
+	return id
+}
+
+// sharesIdentifier reports whether the certificate and the spec have a DNS
+// name (the common name counted as one), or an IP address, in common.
+func sharesIdentifier(leaf *x509.Certificate, spec *Spec) bool {
+	names := map[string]bool{}
+	add := func(n string) {
+		if n != "" {
+			names[strings.ToLower(strings.TrimSuffix(n, "."))] = true
+		}
+	}
+	for _, n := range leaf.DNSNames {
+		add(n)
+	}
+	add(leaf.Subject.CommonName)
+	for _, ip := range leaf.IPAddresses {
+		add(ip.String())
+	}
+	for _, n := range spec.DNSNames {
+		if names[strings.ToLower(strings.TrimSuffix(n, "."))] {
+			return true
+		}
+	}
+	if spec.CommonName != "" && names[strings.ToLower(strings.TrimSuffix(spec.CommonName, "."))] {
+		return true
+	}
+	for _, s := range spec.IPAddresses {
+		if ip := net.ParseIP(s); ip != nil && names[ip.String()] {
+			return true
+		}
+	}
+	return false
 }
 
 // revisionHistory deletes the oldest requests beyond
@@ -176,7 +246,7 @@ func revisionHistory(p *pass) []Action {
 	})
 	var acts []Action
 	for _, o := range olds[limit:] {
-		acts = append(acts, DeleteRequest{Name: o.Name, Reason: "revision " + strconv.Itoa(o.revision) + " is beyond the revision history limit of " + strconv.Itoa(limit)})
+		acts = append(acts, DeleteRequest{Name: o.Name, IssuerRef: o.Spec.IssuerRef, Reason: "revision " + strconv.Itoa(o.revision) + " is beyond the revision history limit of " + strconv.Itoa(limit)})
 	}
 	return acts
 }

@@ -37,6 +37,11 @@ const (
 	// timed by its creationTimestamp, which an API server sets on its own
 	// clock.
 	AnnotationCreatedAt = "certlife.dev/created-at"
+	// AnnotationReplaces on a CertificateRequest: the ARI certificate
+	// identifier (RFC 9773 §4.1) of the certificate the request renews
+	// (CreateRequest.Replaces). An ACME issuer names it in its order's
+	// "replaces" (RFC 9773 §5).
+	AnnotationReplaces = "certlife.dev/replaces"
 	// LabelNextPrivateKey marks a Secret that holds the next private key of
 	// a certificate during issuance; its value is "true".
 	LabelNextPrivateKey = "certlife.dev/next-private-key"
