@@ -81,6 +81,10 @@ type Spec struct {
 	// Account identifies the ACME account (for example its URL); the
 	// scheduler budgets pending authorizations per account.
 	Account string `json:"account,omitempty"`
+	// Expires is when the challenge's order (or authorization) expires,
+	// as the server said; nil when unknown. Nothing about the challenge
+	// can succeed after it.
+	Expires *time.Time `json:"expires,omitempty"`
 }
 
 // Status is what the host writes back after carrying out actions.
