@@ -217,7 +217,9 @@ type flaky struct {
 	n  int
 }
 
-func (s *flaky) Secrets() host.Collection[*certificate.Secret] { return flakySecrets{s.Store.Secrets(), s} }
+func (s *flaky) Secrets() host.Collection[*certificate.Secret] {
+	return flakySecrets{s.Store.Secrets(), s}
+}
 
 type flakySecrets struct {
 	host.Collection[*certificate.Secret]
