@@ -1,0 +1,482 @@
+package host_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/certificate/host"
+	"github.com/certlife/certlife/certificate/localca"
+	"github.com/certlife/certlife/keys"
+	"github.com/certlife/certlife/renewal"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testdata/scenarios/*.txt")
+
+// scenarioStart is where every scenario's clock starts: a Sunday.
+var scenarioStart = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// TestScenarios runs the lifecycle scenarios in testdata/scenarios through
+// the host loop (host.Loop over a host.MemoryStore on a fake clock). Each
+// file is a list of commands, each followed by "----" and the output it
+// gives, up to a blank line; -rewrite writes the output the commands give
+// now.
+//
+// Commands:
+//
+//	certificate NAME dns=A,B [cn=] [issuer=ca] [duration=] [renew-before=] [usages=A;B] [rotation=Never] [window="Tue 09:00-11:00 Europe/Oslo"]
+//	spec NAME (the same fields): changes the spec
+//	step: one loop step at the clock's time
+//	run: steps until nothing more is due now
+//	advance DURATION: moves the clock (2h, 60d) and runs
+//	until DURATION: moves the clock from deadline to deadline for that long, running at each
+//	issuer NAME ok|fail|wrong-key: how the issuer answers from now on
+//	trigger NAME: a manual trigger (Issuing=True, ManualTrigger); the loop runs at the next step or run
+//	delete-secret NAME / corrupt-secret NAME KEY / strip-annotations NAME
+//	status NAME: the certificate's status and its secret
+func TestScenarios(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "scenarios", "*.txt"))
+	require.NoError(t, err, "no scenarios")
+	require.NotEmpty(t, files, "no scenarios")
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
+			runScenario(t, file)
+		})
+	}
+}
+
+// block is a command and the output written under it.
+type block struct {
+	comments []string
+	cmd      string
+	want     string
+}
+
+func parseScenario(t *testing.T, file string) []block {
+	f, err := os.Open(file)
+	require.NoError(t, err)
+	defer f.Close()
+	var out []block
+	var cur block
+	inOutput := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case inOutput && line == "":
+			out = append(out, cur)
+			cur, inOutput = block{}, false
+		case inOutput:
+			cur.want += line + "\n"
+		case line == "----":
+			require.NotEmpty(t, cur.cmd, "%s: ---- without a command", file)
+			inOutput = true
+		case strings.HasPrefix(line, "#") || line == "":
+			cur.comments = append(cur.comments, line)
+		default:
+			require.Empty(t, cur.cmd, "%s: %q follows a command without ----", file, line)
+			cur.cmd = line
+		}
+	}
+	require.NoError(t, sc.Err())
+	if inOutput || cur.cmd != "" {
+		out = append(out, cur)
+	}
+	return out
+}
+
+func runScenario(t *testing.T, file string) {
+	blocks := parseScenario(t, file)
+	s := newScenario(t)
+	var rewritten strings.Builder
+	for _, b := range blocks {
+		got := s.do(b.cmd)
+		switch strings.Fields(b.cmd)[0] {
+		case "spec", "trigger", "step", "issuer", "status":
+			// The loop has not had its pass yet: a Ready from before the
+			// change still stands.
+		default:
+			s.checkInvariants(b.cmd)
+		}
+		if *rewrite {
+			for _, c := range b.comments {
+				rewritten.WriteString(c + "\n")
+			}
+			rewritten.WriteString(b.cmd + "\n----\n" + got + "\n")
+			continue
+		}
+		require.Equal(t, b.want, got, "%s: %s (go test -rewrite updates the file)", file, b.cmd)
+	}
+	if *rewrite {
+		require.NoError(t, os.WriteFile(file, []byte(strings.TrimRight(rewritten.String(), "\n")+"\n"), 0o644))
+	}
+}
+
+// scenario is the host loop on a fake clock over a memory store, with a
+// test CA, and the trace of what it does.
+type scenario struct {
+	t     *testing.T
+	ctx   context.Context
+	clock *testingclock.FakeClock
+	store *host.MemoryStore
+	loop  *host.Loop
+	ca    *testCA
+	out   strings.Builder
+}
+
+const namespace = "default"
+
+func newScenario(t *testing.T) *scenario {
+	root, err := localca.NewRoot(rand.Reader, "scenario CA", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, scenarioStart.AddDate(-1, 0, 0), 10*365*24*time.Hour)
+	require.NoError(t, err)
+	s := &scenario{t: t, ctx: context.Background(), clock: testingclock.NewFakeClock(scenarioStart)}
+	s.store = host.NewMemoryStore(s.clock)
+	s.ca = &testCA{ca: root, issuer: root.Issuer(nil)}
+	s.loop, err = host.New(host.Config{
+		Store:   s.store,
+		Clock:   s.clock,
+		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: s.ca},
+		Observe: s.observe,
+	})
+	require.NoError(t, err)
+	return s
+}
+
+func (s *scenario) do(cmd string) string {
+	s.out.Reset()
+	fields := splitFields(cmd)
+	require.NotEmpty(s.t, fields, "empty command")
+	args := fields[1:]
+	certs, secrets := s.store.Certificates(), s.store.Secrets()
+	switch fields[0] {
+	case "certificate":
+		c := &certificate.Certificate{ObjectMeta: certificate.ObjectMeta{Name: args[0], Namespace: namespace},
+			Spec: certificate.Spec{SecretName: args[0] + "-tls", IssuerRef: certificate.IssuerRef{Name: "ca"},
+				PrivateKey: &keys.KeySpec{Algorithm: keys.AlgorithmECDSA}}}
+		s.applySpec(&c.Spec, args[1:])
+		_, err := certs.Create(s.ctx, c)
+		s.must(err)
+		s.run()
+	case "spec":
+		c := s.certificate(args[0])
+		s.applySpec(&c.Spec, args[1:])
+		c, err := certs.Update(s.ctx, c)
+		s.must(err)
+		fmt.Fprintf(&s.out, "%s generation %d\n", args[0], c.Generation)
+	case "step":
+		_, err := s.loop.Step(s.ctx)
+		s.must(err)
+	case "run":
+		s.run()
+	case "advance":
+		s.clock.SetTime(s.clock.Now().Add(parseDuration(s.t, args[0])))
+		s.run()
+	case "until":
+		end := s.clock.Now().Add(parseDuration(s.t, args[0]))
+		s.run()
+		for {
+			next, ok := s.loop.Next()
+			if !ok || next.After(end) {
+				break
+			}
+			if next.After(s.clock.Now()) {
+				s.clock.SetTime(next)
+			}
+			s.run()
+		}
+		s.clock.SetTime(end)
+	case "issuer":
+		s.ca.mode = args[1]
+		fmt.Fprintf(&s.out, "issuer %s: %s\n", args[0], args[1])
+	case "trigger":
+		c := s.certificate(args[0])
+		c.Status.Conditions = append(slices.DeleteFunc(c.Status.Conditions, func(c certificate.Condition) bool { return c.Type == certificate.ConditionIssuing }),
+			certificate.Condition{Type: certificate.ConditionIssuing, Status: certificate.StatusTrue, Reason: certificate.ReasonManualTrigger,
+				Message: "renew now", LastTransitionTime: s.clock.Now()})
+		_, err := certs.Update(s.ctx, c)
+		s.must(err)
+		fmt.Fprintf(&s.out, "%s Issuing=True (ManualTrigger)\n", args[0])
+	case "delete-secret":
+		s.must(secrets.Delete(s.ctx, namespace, args[0]))
+		s.run()
+	case "corrupt-secret", "strip-annotations":
+		sec, err := secrets.Get(s.ctx, namespace, args[0])
+		s.must(err)
+		if fields[0] == "corrupt-secret" {
+			sec.Data[args[1]] = []byte("garbage")
+		} else {
+			sec.Annotations = nil
+		}
+		_, err = secrets.Update(s.ctx, sec)
+		s.must(err)
+		s.run()
+	case "status":
+		s.status(args[0])
+	default:
+		s.t.Fatalf("unknown command %q", cmd)
+	}
+	return s.out.String()
+}
+
+func (s *scenario) certificate(name string) *certificate.Certificate {
+	c, err := s.store.Certificates().Get(s.ctx, namespace, name)
+	s.must(err)
+	return c
+}
+
+// requests lists the requests a certificate owns, by name.
+func (s *scenario) requests(c *certificate.Certificate) []*certificate.CertificateRequest {
+	reqs, err := s.store.Requests().List(s.ctx, host.ListOptions{Namespace: namespace, OwnerUID: c.UID})
+	s.must(err)
+	slices.SortFunc(reqs, func(a, b *certificate.CertificateRequest) int { return strings.Compare(a.Name, b.Name) })
+	return reqs
+}
+
+// checkInvariants holds once the loop has settled, whatever the golden
+// output says: never two requests for one revision of a certificate, and a
+// certificate that says Ready has a secret with a matching key pair for its
+// names.
+func (s *scenario) checkInvariants(cmd string) {
+	s.t.Helper()
+	certs, err := s.store.Certificates().List(s.ctx, host.ListOptions{})
+	s.must(err)
+	for _, c := range certs {
+		seen := map[string]string{}
+		for _, r := range s.requests(c) {
+			rev := r.Annotations[certificate.AnnotationRevision]
+			other, ok := seen[rev]
+			require.False(s.t, ok, "after %q: requests %s and %s are both for revision %s of %s", cmd, other, r.Name, rev, c.Name)
+			seen[rev] = r.Name
+		}
+		ready := c.Status.Condition(certificate.ConditionReady)
+		if ready == nil || ready.Status != certificate.StatusTrue {
+			continue
+		}
+		sec, err := s.store.Secrets().Get(s.ctx, namespace, c.Spec.SecretName)
+		require.NoError(s.t, err, "after %q: %s is Ready without a secret", cmd, c.Name)
+		p, _ := keys.ParseSecretData(sec.Data)
+		require.NotNil(s.t, p, "after %q: %s is Ready but its secret cannot be read", cmd, c.Name)
+		require.True(s.t, p.KeyMatches, "after %q: %s is Ready but its secret does not hold a matching key pair", cmd, c.Name)
+		require.Nil(s.t, keys.CompareCertificateNames(p.Leaf, c.Spec.Template()), "after %q: %s is Ready but its secret's certificate is not for its names", cmd, c.Name)
+	}
+}
+
+func (s *scenario) must(err error) {
+	s.t.Helper()
+	require.NoError(s.t, err)
+}
+
+func (s *scenario) run() {
+	s.t.Helper()
+	_, err := s.loop.Settle(s.ctx, 50)
+	require.NoError(s.t, err, "%s", s.out.String())
+}
+
+// applySpec sets the spec fields named by key=value arguments.
+func (s *scenario) applySpec(spec *certificate.Spec, args []string) {
+	for _, a := range args {
+		k, v, _ := strings.Cut(a, "=")
+		switch k {
+		case "dns":
+			spec.DNSNames = strings.Split(v, ",")
+		case "cn":
+			spec.CommonName = v
+		case "issuer":
+			spec.IssuerRef.Name = v
+		case "secret":
+			spec.SecretName = v
+		case "duration":
+			spec.Duration = &certificate.Duration{Duration: parseDuration(s.t, v)}
+		case "renew-before":
+			spec.RenewBefore = &certificate.Duration{Duration: parseDuration(s.t, v)}
+		case "usages":
+			spec.Usages = nil
+			for _, u := range strings.Split(v, ";") {
+				spec.Usages = append(spec.Usages, keys.Usage(u))
+			}
+		case "rotation":
+			spec.PrivateKey.RotationPolicy = keys.RotationPolicy(v)
+		case "outputs":
+			spec.AdditionalOutputFormats = []certificate.OutputFormat{certificate.OutputFormat(v)}
+		case "window":
+			f := strings.Fields(v) // "Tue 09:00-11:00 Europe/Oslo"
+			start, end, _ := strings.Cut(f[1], "-")
+			spec.Renewal = &renewal.Spec{Policy: renewal.PolicyScheduled,
+				Windows: []renewal.Window{{DaysOfWeek: []string{f[0]}, Start: start, End: end, TimeZone: f[2]}}}
+		default:
+			s.t.Fatalf("unknown spec field %q", k)
+		}
+	}
+}
+
+// stamp is a time as the calendar day since the scenario began and the
+// clock time (UTC).
+func stamp(t time.Time) string {
+	days := int(t.UTC().Truncate(24*time.Hour).Sub(scenarioStart.Truncate(24*time.Hour)) / (24 * time.Hour))
+	return fmt.Sprintf("day %3d %s", days, t.UTC().Format("15:04:05"))
+}
+
+// observe writes one line per event: the time, who, the reason and the
+// actions carried out, then why (and why the certificate is being issued).
+func (s *scenario) observe(e host.Event) {
+	if e.Kind == host.KindRequest {
+		if r := e.Request; r != nil {
+			ready := r.Condition(certificate.RequestConditionReady)
+			switch {
+			case ready != nil && ready.Status == certificate.StatusTrue:
+				fmt.Fprintf(&s.out, "%s  issuer %-12s %s answered: %s\n", stamp(e.Time), r.Spec.IssuerRef.Name, r.Name, ready.Reason)
+			case ready != nil:
+				fmt.Fprintf(&s.out, "%s  issuer %-12s %s answered: %s: %s\n", stamp(e.Time), r.Spec.IssuerRef.Name, r.Name, ready.Reason, ready.Message)
+			}
+		}
+		return
+	}
+	res := e.Result
+	if res == nil {
+		return
+	}
+	if len(e.Done) == 0 && e.Err == nil && !quietWorthShowing(res) {
+		return
+	}
+	acts := make([]string, len(e.Done))
+	for i, a := range e.Done {
+		acts[i] = a.String()
+	}
+	fmt.Fprintf(&s.out, "%s  %-5s %-14s %-22s %s\n", stamp(e.Time), e.Name, res.Stage, res.Reason, strings.Join(acts, " "))
+	fmt.Fprintf(&s.out, "             why: %s\n", res.Message)
+	if res.IssuanceReason != "" {
+		fmt.Fprintf(&s.out, "             issuing: %s\n", res.IssuanceReason)
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&s.out, "             stopped: %v\n", e.Err)
+	}
+}
+
+// quietWorthShowing: a pass with no actions is shown when it holds
+// something back that no status write shows (backoff, a secret in use, a
+// cache behind).
+func quietWorthShowing(res *certificate.Result) bool {
+	switch res.Reason {
+	case certificate.ReasonBackoff, certificate.ReasonSecretInUse, certificate.ReasonSecretNotCaughtUp:
+		return true
+	}
+	return false
+}
+
+func (s *scenario) status(name string) {
+	c := s.certificate(name)
+	for _, cd := range c.Status.Conditions {
+		fmt.Fprintf(&s.out, "%s=%s (%s): %s\n", cd.Type, cd.Status, cd.Reason, cd.Message)
+	}
+	if c.Status.Revision != nil {
+		fmt.Fprintf(&s.out, "revision %d", *c.Status.Revision)
+		if c.Status.NotAfter != nil {
+			fmt.Fprintf(&s.out, ", valid until %s, renewal at %s", stamp(*c.Status.NotAfter), stamp(*c.Status.RenewalTime))
+		}
+		fmt.Fprintln(&s.out)
+	}
+	if c.Status.FailedIssuanceAttempts != nil {
+		fmt.Fprintf(&s.out, "failed attempts %d, last at %s\n", *c.Status.FailedIssuanceAttempts, stamp(*c.Status.LastFailureTime))
+	}
+	sec, err := s.store.Secrets().Get(s.ctx, namespace, c.Spec.SecretName)
+	if err != nil {
+		fmt.Fprintf(&s.out, "secret %s: %v\n", c.Spec.SecretName, err)
+		return
+	}
+	p, _ := keys.ParseSecretData(sec.Data)
+	fmt.Fprintf(&s.out, "secret %s: key matches %v, for %s, issued by %s/%s\n", sec.Name, p.KeyMatches,
+		sec.Annotations[certificate.AnnotationAltNames], sec.Annotations[certificate.AnnotationIssuerKind], sec.Annotations[certificate.AnnotationIssuerName])
+	var reqs []string
+	for _, r := range s.requests(c) {
+		reqs = append(reqs, r.Name)
+	}
+	fmt.Fprintf(&s.out, "requests: %s\n", strings.Join(reqs, " "))
+}
+
+func parseDuration(t *testing.T, s string) time.Duration {
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		var n int
+		_, err := fmt.Sscanf(d, "%d", &n)
+		require.NoError(t, err, "duration %q", s)
+		return time.Duration(n) * 24 * time.Hour
+	}
+	v, err := time.ParseDuration(s)
+	require.NoError(t, err, "duration %q", s)
+	return v
+}
+
+// splitFields splits a command on spaces, keeping "quoted values" whole.
+func splitFields(s string) []string {
+	var out []string
+	var cur strings.Builder
+	quoted := false
+	for _, r := range s {
+		switch {
+		case r == '"':
+			quoted = !quoted
+		case r == ' ' && !quoted:
+			if cur.Len() > 0 {
+				out = append(out, cur.String())
+				cur.Reset()
+			}
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	if cur.Len() > 0 {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// testCA is the scenarios' issuer: a local CA that can be told to fail,
+// or to certify another key than the request's.
+type testCA struct {
+	ca     *localca.CA
+	issuer certificate.Issuer
+	mode   string
+}
+
+func (c *testCA) Answer(ctx context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
+	switch c.mode {
+	case "fail":
+		certificate.SetFailed(r, "the CA is down", now, time.Time{})
+		return time.Time{}, nil
+	case "wrong-key":
+		csr, err := keys.ParseCSR(r.Spec.Request)
+		if err != nil {
+			return time.Time{}, err
+		}
+		other, err := keys.Generate(rand.Reader, keys.KeySpec{Algorithm: keys.AlgorithmECDSA})
+		if err != nil {
+			return time.Time{}, err
+		}
+		fake := *r
+		fake.Spec.Request, err = keys.BuildCSR(rand.Reader, keys.RequestTemplate{CommonName: csr.Subject.CommonName, DNSNames: csr.DNSNames}, other)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if err := c.ca.Issue(rand.Reader, &fake, now); err != nil {
+			return time.Time{}, err
+		}
+		r.Status = fake.Status
+		return time.Time{}, nil
+	}
+	return c.issuer.Answer(ctx, r, now)
+}
+
+func (c *testCA) Forget(ctx context.Context, namespace, name string) error {
+	return c.issuer.Forget(ctx, namespace, name)
+}
