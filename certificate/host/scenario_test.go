@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -29,23 +30,36 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 var scenarioStart = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // TestScenarios runs the lifecycle scenarios in testdata/scenarios through
-// the host loop (host.Loop over a host.MemoryStore on a fake clock). Each
-// file is a list of commands, each followed by "----" and the output it
-// gives, up to a blank line; -rewrite writes the output the commands give
-// now.
+// the host loop (host.Loop over a host.MemoryStore on a fake clock, with
+// one issuer, "ca": a local CA that can be told to misbehave). Each file
+// is a list of commands, each followed by "----" and the output it gives,
+// up to a blank line; -rewrite writes the output the commands give now.
 //
-// Commands:
+// Commands (the writes they make are someone else's, as a user's would
+// be; the loop sees them through the store's watch):
 //
-//	certificate NAME dns=A,B [cn=] [issuer=ca] [duration=] [renew-before=] [usages=A;B] [rotation=Never] [window="Tue 09:00-11:00 Europe/Oslo"]
+//	certificate NAME dns=A,B [cn=] [issuer=ca] [secret=] [duration=] [renew-before=] [usages=A;B] [rotation=Never] [outputs=CombinedPEM] [window="Tue 09:00-11:00 Europe/Oslo"]
+//	    creates a certificate, and runs
 //	spec NAME (the same fields): changes the spec
 //	step: one loop step at the clock's time
 //	run: steps until nothing more is due now
 //	advance DURATION: moves the clock (2h, 60d) and runs
 //	until DURATION: moves the clock from deadline to deadline for that long, running at each
-//	issuer NAME ok|fail|wrong-key: how the issuer answers from now on
+//	issuer ca ok|fail|wrong-key|pending: how the issuer answers from now on
+//	    (pending: it records progress and asks to be called again in an hour)
 //	trigger NAME: a manual trigger (Issuing=True, ManualTrigger); the loop runs at the next step or run
-//	delete-secret NAME / corrupt-secret NAME KEY / strip-annotations NAME
+//	delete-secret NAME / corrupt-secret NAME KEY / strip-annotations NAME: and runs
+//	delete-request NAME / delete-certificate NAME: and runs
+//	store-fails N create|update|delete certificates|secrets|requests:
+//	    the loop's next N such writes fail ("the disk is full")
 //	status NAME: the certificate's status and its secret
+//	objects: every secret and request in the store
+//
+// Each pass of the loop that acts, stops or holds back prints a line: the
+// time, the certificate, the stage, the reason and the actions carried
+// out, then why. An issuer's answer prints a line; so does each request
+// the loop tells the issuer it deleted (certificate.Issuer.Forget). A
+// pass that stops early says why and when the loop looks again.
 func TestScenarios(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "scenarios", "*.txt"))
 	require.NoError(t, err, "no scenarios")
@@ -133,6 +147,8 @@ type scenario struct {
 	store *host.MemoryStore
 	loop  *host.Loop
 	ca    *testCA
+	// fails are the loop's writes to fail: "create secrets" → how many.
+	fails map[string]int
 	out   strings.Builder
 }
 
@@ -141,11 +157,11 @@ const namespace = "default"
 func newScenario(t *testing.T) *scenario {
 	root, err := localca.NewRoot(rand.Reader, "scenario CA", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, scenarioStart.AddDate(-1, 0, 0), 10*365*24*time.Hour)
 	require.NoError(t, err)
-	s := &scenario{t: t, ctx: context.Background(), clock: testingclock.NewFakeClock(scenarioStart)}
+	s := &scenario{t: t, ctx: context.Background(), clock: testingclock.NewFakeClock(scenarioStart), fails: map[string]int{}}
 	s.store = host.NewMemoryStore(s.clock)
 	s.ca = &testCA{ca: root, issuer: root.Issuer(nil)}
 	s.loop, err = host.New(host.Config{
-		Store:   s.store,
+		Store:   &failingStore{MemoryStore: s.store, fails: s.fails},
 		Clock:   s.clock,
 		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: s.ca},
 		Observe: s.observe,
@@ -156,6 +172,7 @@ func newScenario(t *testing.T) *scenario {
 
 func (s *scenario) do(cmd string) string {
 	s.out.Reset()
+	defer s.forgotten("")
 	fields := splitFields(cmd)
 	require.NotEmpty(s.t, fields, "empty command")
 	args := fields[1:]
@@ -222,8 +239,22 @@ func (s *scenario) do(cmd string) string {
 		_, err = secrets.Update(s.ctx, sec)
 		s.must(err)
 		s.run()
+	case "delete-request":
+		s.must(s.store.Requests().Delete(s.ctx, namespace, args[0]))
+		s.run()
+	case "delete-certificate":
+		s.must(certs.Delete(s.ctx, namespace, args[0]))
+		s.run()
+	case "store-fails":
+		var n int
+		_, err := fmt.Sscanf(args[0], "%d", &n)
+		s.must(err)
+		s.fails[args[1]+" "+args[2]] = n
+		fmt.Fprintf(&s.out, "the next %d %s of %s fail\n", n, args[1], args[2])
 	case "status":
 		s.status(args[0])
+	case "objects":
+		s.objects()
 	default:
 		s.t.Fatalf("unknown command %q", cmd)
 	}
@@ -341,10 +372,18 @@ func (s *scenario) observe(e host.Event) {
 				fmt.Fprintf(&s.out, "%s  issuer %-12s %s answered: %s: %s\n", stamp(e.Time), r.Spec.IssuerRef.Name, r.Name, ready.Reason, ready.Message)
 			}
 		}
+		if e.Err != nil {
+			fmt.Fprintf(&s.out, "%s  issuer on %s stopped: %v; again at %s\n", stamp(e.Time), e.Name, e.Err, stamp(e.Next))
+		}
 		return
 	}
+	defer s.forgotten("             ")
 	res := e.Result
 	if res == nil {
+		// The pass stopped before a decision (a read failed).
+		if e.Err != nil {
+			fmt.Fprintf(&s.out, "%s  %-5s stopped: %v; again at %s\n", stamp(e.Time), e.Name, e.Err, stamp(e.Next))
+		}
 		return
 	}
 	if len(e.Done) == 0 && e.Err == nil && !quietWorthShowing(res) {
@@ -360,7 +399,39 @@ func (s *scenario) observe(e host.Event) {
 		fmt.Fprintf(&s.out, "             issuing: %s\n", res.IssuanceReason)
 	}
 	if e.Err != nil {
-		fmt.Fprintf(&s.out, "             stopped: %v\n", e.Err)
+		fmt.Fprintf(&s.out, "             stopped: %v; again at %s\n", e.Err, stamp(e.Next))
+	}
+}
+
+// forgotten prints the requests the issuer was told are deleted since it
+// last printed them: under a pass (indent), or on their own.
+func (s *scenario) forgotten(indent string) {
+	for _, name := range s.ca.takeForgotten() {
+		if indent != "" {
+			fmt.Fprintf(&s.out, "%sissuer ca told: %s deleted\n", indent, name)
+		} else {
+			fmt.Fprintf(&s.out, "%s  issuer ca           told: %s deleted\n", stamp(s.clock.Now()), name)
+		}
+	}
+}
+
+// objects lists the store's secrets and requests, by name.
+func (s *scenario) objects() {
+	secs, err := s.store.Secrets().List(s.ctx, host.ListOptions{Namespace: namespace})
+	s.must(err)
+	slices.SortFunc(secs, func(a, b *certificate.Secret) int { return strings.Compare(a.Name, b.Name) })
+	for _, sec := range secs {
+		what := "secret"
+		if sec.Labels[certificate.LabelNextPrivateKey] == "true" {
+			what = "next private key"
+		}
+		fmt.Fprintf(&s.out, "%s %s\n", what, sec.Name)
+	}
+	reqs, err := s.store.Requests().List(s.ctx, host.ListOptions{Namespace: namespace})
+	s.must(err)
+	slices.SortFunc(reqs, func(a, b *certificate.CertificateRequest) int { return strings.Compare(a.Name, b.Name) })
+	for _, r := range reqs {
+		fmt.Fprintf(&s.out, "request %s\n", r.Name)
 	}
 }
 
@@ -442,15 +513,22 @@ func splitFields(s string) []string {
 }
 
 // testCA is the scenarios' issuer: a local CA that can be told to fail,
-// or to certify another key than the request's.
+// to certify another key than the request's, or to keep requests pending.
+// It records the requests it is told are deleted.
 type testCA struct {
 	ca     *localca.CA
 	issuer certificate.Issuer
 	mode   string
+	forgot []string
 }
+
+var _ certificate.Issuer = (*testCA)(nil)
 
 func (c *testCA) Answer(ctx context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
 	switch c.mode {
+	case "pending":
+		certificate.SetPending(r, "waiting for the CA", now)
+		return now.Add(time.Hour), nil
 	case "fail":
 		certificate.SetFailed(r, "the CA is down", now, time.Time{})
 		return time.Time{}, nil
@@ -478,5 +556,72 @@ func (c *testCA) Answer(ctx context.Context, r *certificate.CertificateRequest, 
 }
 
 func (c *testCA) Forget(ctx context.Context, namespace, name string) error {
+	c.forgot = append(c.forgot, namespace+"/"+name)
 	return c.issuer.Forget(ctx, namespace, name)
+}
+
+func (c *testCA) takeForgotten() []string {
+	f := c.forgot
+	c.forgot = nil
+	return f
+}
+
+// failingStore is the scenarios' store as the loop sees it: the memory
+// store, with the loop's next writes of a kind failing when a scenario
+// asks (store-fails). It reports writes and is authoritative, as the
+// memory store is.
+type failingStore struct {
+	*host.MemoryStore
+	fails map[string]int
+}
+
+func (s *failingStore) Certificates() host.Collection[*certificate.Certificate] {
+	return failing[*certificate.Certificate]{s.MemoryStore.Certificates(), s.fails, "certificates"}
+}
+
+func (s *failingStore) Secrets() host.Collection[*certificate.Secret] {
+	return failing[*certificate.Secret]{s.MemoryStore.Secrets(), s.fails, "secrets"}
+}
+
+func (s *failingStore) Requests() host.Collection[*certificate.CertificateRequest] {
+	return failing[*certificate.CertificateRequest]{s.MemoryStore.Requests(), s.fails, "requests"}
+}
+
+type failing[T host.Object] struct {
+	host.Collection[T]
+	fails map[string]int
+	kind  string
+}
+
+var errDiskFull = errors.New("the disk is full")
+
+// fail reports whether the write op should fail, counting it.
+func (c failing[T]) fail(op string) bool {
+	k := op + " " + c.kind
+	if c.fails[k] == 0 {
+		return false
+	}
+	c.fails[k]--
+	return true
+}
+
+func (c failing[T]) Create(ctx context.Context, obj T) (T, error) {
+	if c.fail("create") {
+		return nil, errDiskFull
+	}
+	return c.Collection.Create(ctx, obj)
+}
+
+func (c failing[T]) Update(ctx context.Context, obj T) (T, error) {
+	if c.fail("update") {
+		return nil, errDiskFull
+	}
+	return c.Collection.Update(ctx, obj)
+}
+
+func (c failing[T]) Delete(ctx context.Context, namespace, name string) error {
+	if c.fail("delete") {
+		return errDiskFull
+	}
+	return c.Collection.Delete(ctx, namespace, name)
 }
