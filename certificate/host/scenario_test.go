@@ -172,7 +172,6 @@ func newScenario(t *testing.T) *scenario {
 
 func (s *scenario) do(cmd string) string {
 	s.out.Reset()
-	defer s.forgotten("")
 	fields := splitFields(cmd)
 	require.NotEmpty(s.t, fields, "empty command")
 	args := fields[1:]
@@ -250,7 +249,11 @@ func (s *scenario) do(cmd string) string {
 		_, err := fmt.Sscanf(args[0], "%d", &n)
 		s.must(err)
 		s.fails[args[1]+" "+args[2]] = n
-		fmt.Fprintf(&s.out, "the next %d %s of %s fail\n", n, args[1], args[2])
+		plural := "s"
+		if n == 1 {
+			plural = ""
+		}
+		fmt.Fprintf(&s.out, "the loop's next %d %s%s of %s fail\n", n, args[1], plural, args[2])
 	case "status":
 		s.status(args[0])
 	case "objects":
@@ -258,6 +261,7 @@ func (s *scenario) do(cmd string) string {
 	default:
 		s.t.Fatalf("unknown command %q", cmd)
 	}
+	s.forgotten("")
 	return s.out.String()
 }
 
@@ -368,6 +372,8 @@ func (s *scenario) observe(e host.Event) {
 			switch {
 			case ready != nil && ready.Status == certificate.StatusTrue:
 				fmt.Fprintf(&s.out, "%s  issuer %-12s %s answered: %s\n", stamp(e.Time), r.Spec.IssuerRef.Name, r.Name, ready.Reason)
+			case ready != nil && !certificate.Answered(r):
+				fmt.Fprintf(&s.out, "%s  issuer %-12s %s %s: %s\n", stamp(e.Time), r.Spec.IssuerRef.Name, r.Name, ready.Reason, ready.Message)
 			case ready != nil:
 				fmt.Fprintf(&s.out, "%s  issuer %-12s %s answered: %s: %s\n", stamp(e.Time), r.Spec.IssuerRef.Name, r.Name, ready.Reason, ready.Message)
 			}
