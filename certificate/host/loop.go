@@ -105,6 +105,14 @@ type Loop struct {
 	failures map[item]int
 	uids     map[string]item // certificate UID → the certificate
 	wake     chan struct{}
+	// refs is the issuer of each request the loop has seen that one of
+	// its issuers serves: a deletion it did not make itself is still told
+	// to the issuer.
+	refs map[item]certificate.IssuerRef
+	// self is the request whose status the loop is writing: the write's
+	// own watch event does not queue it again, as the issuer said when to
+	// look again.
+	self item
 
 	started    bool
 	nextResync time.Time
@@ -132,7 +140,7 @@ func New(cfg Config) (*Loop, error) {
 		return nil, fmt.Errorf("host: Config.Certificate: %w", err)
 	}
 	l := &Loop{cfg: cfg, clock: cfg.Clock, rand: cfg.Rand, issuers: map[certificate.IssuerRef]certificate.Issuer{},
-		failures: map[item]int{}, uids: map[string]item{}, wake: make(chan struct{}, 1)}
+		failures: map[item]int{}, uids: map[string]item{}, refs: map[item]certificate.IssuerRef{}, wake: make(chan struct{}, 1)}
 	if l.rand == nil {
 		l.rand = rand.Reader
 	}
@@ -309,9 +317,21 @@ func (l *Loop) start(ctx context.Context, now time.Time) error {
 		live[c.UID] = true
 		l.push(it, now)
 	}
+	seen := map[item]bool{}
 	for _, r := range reqs {
+		it := item{KindRequest, r.Namespace, r.Name}
+		seen[it] = true
+		if l.issuer(r.Spec.IssuerRef) != nil {
+			l.refs[it] = r.Spec.IssuerRef
+		}
 		if !certificate.Answered(r) {
-			l.push(item{KindRequest, r.Namespace, r.Name}, now)
+			l.push(it, now)
+		}
+	}
+	var gone []item
+	for it := range l.refs {
+		if !seen[it] {
+			gone = append(gone, it)
 		}
 	}
 	l.started = true
@@ -319,6 +339,9 @@ func (l *Loop) start(ctx context.Context, now time.Time) error {
 		l.nextResync = now.Add(l.resync)
 	}
 	l.mu.Unlock()
+	for _, it := range gone {
+		l.requestGone(ctx, it)
+	}
 	// What a deleted certificate owned: its requests (their issuers are
 	// told) and its next private keys. Its secret stays, as a deleted
 	// Kubernetes Certificate's does.
@@ -350,8 +373,11 @@ func (l *Loop) changed(ch Change) {
 			l.mu.Unlock()
 		}
 	case KindRequest:
-		if !ch.Deleted {
-			its = append(its, item{KindRequest, ch.Namespace, ch.Name})
+		it := item{KindRequest, ch.Namespace, ch.Name}
+		if ch.Deleted {
+			l.requestGone(context.Background(), it)
+		} else {
+			its = append(its, it)
 		}
 		its = append(its, l.owner(ch.Meta.OwnerUID)...)
 	case KindSecret:
@@ -370,12 +396,32 @@ func (l *Loop) changed(ch Change) {
 	}
 	l.mu.Lock()
 	for _, it := range its {
-		l.push(it, now)
+		if it != l.self {
+			l.push(it, now)
+		}
 	}
 	l.mu.Unlock()
 	select {
 	case l.wake <- struct{}{}:
 	default:
+	}
+}
+
+// requestGone tells the issuer of a request the loop saw that it is
+// deleted, whoever deleted it.
+func (l *Loop) requestGone(ctx context.Context, it item) {
+	l.mu.Lock()
+	ref, ok := l.refs[it]
+	delete(l.refs, it)
+	l.mu.Unlock()
+	if !ok {
+		return
+	}
+	if iss := l.issuer(ref); iss != nil {
+		if err := iss.Forget(ctx, it.namespace, it.name); err != nil {
+			l.observe(Event{Time: l.clock.Now(), Kind: KindRequest, Namespace: it.namespace, Name: it.name,
+				Err: fmt.Errorf("telling %s that request %s is deleted: %w", describeRef(ref), key(it.namespace, it.name), err)})
+		}
 	}
 }
 
@@ -442,16 +488,23 @@ func (l *Loop) reconcile(ctx context.Context, it item, now time.Time) {
 		ev.Done = append(ev.Done, a)
 	}
 	if ev.Err != nil {
-		ev.Next = l.failed(it, now, ev.Err)
+		l.failed(it, now, ev.Err)
 	} else {
 		l.succeeded(it)
 		if !res.RequeueAt.IsZero() {
 			l.enqueue(it, res.RequeueAt)
-			ev.Next = res.RequeueAt
 		}
 		ev.Err = ariErr
 	}
+	ev.Next = l.queuedAt(it) // the pass's own writes may have queued it sooner
 	l.observe(ev)
+}
+
+// queuedAt is when it is queued, zero when it is not.
+func (l *Loop) queuedAt(it item) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.queue.at[it]
 }
 
 // gather reads everything a decision about c reads; nil for what is
@@ -538,7 +591,9 @@ func (l *Loop) carryOut(ctx context.Context, c *certificate.Certificate, a certi
 				Annotations: map[string]string{certificate.AnnotationCertificateName: c.Name}},
 			Data: map[string][]byte{keys.SecretPrivateKey: pemKey},
 		})
-		l.wrote(KindSecret, c.Namespace, a.SecretName, a.OwnerUID)
+		if err == nil {
+			l.wrote(KindSecret, c.Namespace, a.SecretName, a.OwnerUID)
+		}
 		return ignore(err, ErrAlreadyExists) // made by an earlier pass
 
 	case certificate.CreateRequest:
@@ -551,16 +606,20 @@ func (l *Loop) carryOut(ctx context.Context, c *certificate.Certificate, a certi
 			return err
 		}
 		_, err = st.Requests().Create(ctx, &r)
-		l.wrote(KindRequest, r.Namespace, r.Name, r.OwnerUID)
+		if err == nil {
+			l.wrote(KindRequest, r.Namespace, r.Name, r.OwnerUID)
+		}
 		return ignore(err, ErrAlreadyExists) // made by an earlier pass
 
 	case certificate.DeleteRequest:
 		return l.deleteRequest(ctx, c.Namespace, a.Name, a.IssuerRef)
 
 	case certificate.DeleteSecret:
-		err := ignore(st.Secrets().Delete(ctx, c.Namespace, a.Name), ErrNotFound)
-		l.wrote(KindSecret, c.Namespace, a.Name, c.UID)
-		return err
+		err := st.Secrets().Delete(ctx, c.Namespace, a.Name)
+		if err == nil {
+			l.wrote(KindSecret, c.Namespace, a.Name, c.UID)
+		}
+		return ignore(err, ErrNotFound)
 
 	case certificate.WriteSecret:
 		return l.writeSecret(ctx, c, a)
@@ -569,6 +628,11 @@ func (l *Loop) carryOut(ctx context.Context, c *certificate.Certificate, a certi
 		n := *c
 		n.Status = a.Status
 		_, err := st.Certificates().Update(ctx, &n)
+		if err == nil {
+			// Its watch event brings the next pass, as the decisions
+			// expect.
+			l.wrote(KindCertificate, c.Namespace, c.Name, "")
+		}
 		return err
 	}
 	return fmt.Errorf("host: unknown action %T", a)
@@ -578,6 +642,10 @@ func (l *Loop) carryOut(ctx context.Context, c *certificate.Certificate, a certi
 // told even when the request was already gone, so that a pass that
 // crashed between the two finishes the job.
 func (l *Loop) deleteRequest(ctx context.Context, namespace, name string, ref certificate.IssuerRef) error {
+	it := item{KindRequest, namespace, name}
+	l.mu.Lock()
+	delete(l.refs, it) // told below, not again by the deletion's watch event
+	l.mu.Unlock()
 	if err := ignore(l.cfg.Store.Requests().Delete(ctx, namespace, name), ErrNotFound); err != nil {
 		return err
 	}
@@ -630,7 +698,9 @@ func (l *Loop) writeSecret(ctx context.Context, c *certificate.Certificate, a ce
 	} else {
 		_, err = secrets.Update(ctx, sec)
 	}
-	l.wrote(KindSecret, c.Namespace, a.Name, a.OwnerUID)
+	if err == nil {
+		l.wrote(KindSecret, c.Namespace, a.Name, a.OwnerUID)
+	}
 	return err
 }
 
@@ -710,17 +780,25 @@ func (l *Loop) answer(ctx context.Context, it item, now time.Time) {
 	if iss == nil {
 		return // not ours: whoever serves its issuer answers it
 	}
+	l.mu.Lock()
+	l.refs[it] = r.Spec.IssuerRef
+	l.mu.Unlock()
 	before, _ := json.Marshal(r.Status)
 	next, aerr := iss.Answer(ctx, r, now)
 	ev.Request = r
 	if after, _ := json.Marshal(r.Status); !bytes.Equal(before, after) {
-		if _, err := reqs.Update(ctx, r); err != nil {
+		l.writingSelf(it)
+		_, err := reqs.Update(ctx, r)
+		if err == nil {
+			l.wrote(KindRequest, r.Namespace, r.Name, r.OwnerUID)
+		}
+		l.writingSelf(item{})
+		if err != nil {
 			ev.Err = errors.Join(aerr, err)
 			ev.Next = l.failed(it, now, err)
 			l.observe(ev)
 			return
 		}
-		l.wrote(KindRequest, r.Namespace, r.Name, r.OwnerUID)
 	}
 	switch {
 	case aerr != nil && ctx.Err() != nil:
@@ -738,8 +816,14 @@ func (l *Loop) answer(ctx context.Context, it item, now time.Time) {
 			l.enqueue(it, next)
 		}
 	}
-	ev.Next = next
+	ev.Next = l.queuedAt(it)
 	l.observe(ev)
+}
+
+func (l *Loop) writingSelf(it item) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.self = it
 }
 
 func (l *Loop) issuer(ref certificate.IssuerRef) certificate.Issuer {

@@ -309,3 +309,30 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	_, err = host.New(host.Config{Store: host.NewMemoryStore(nil), Certificate: certificate.Config{SecretInUseRecheck: -1}})
 	assert.ErrorContains(t, err, "secretInUseRecheck")
 }
+
+// failer answers every request with a failure.
+type failer struct{}
+
+func (failer) Answer(_ context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
+	certificate.SetFailed(r, "the CA is down", now, time.Time{})
+	return time.Time{}, nil
+}
+
+func (failer) Forget(context.Context, string, string) error { return nil }
+
+func TestLoopFollowsItsOwnStatusWritesWithoutAWatcher(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, func(clk *testingclock.FakeClock) host.Store { return unwatched{host.NewMemoryStore(clk)} }, failer{})
+	f.create(t, newCert("default", "web", "web-tls"))
+	require.NoError(t, f.loop.Advance(ctx, t0.Add(time.Second), 0))
+	c := f.cert(t, "web")
+	iss := c.Status.Condition(certificate.ConditionIssuing)
+	require.NotNil(t, iss)
+	assert.Equal(t, certificate.StatusFalse, iss.Status, "the failure is recorded")
+	// The pass after the failure's status write removes the next key: the
+	// loop follows its own write although the store reports none.
+	assertNoNextKeys(t, f.store, c.UID)
+	next, ok := f.loop.Next()
+	require.True(t, ok)
+	assert.Equal(t, t0.Add(time.Hour), next, "the backoff's next attempt")
+}
