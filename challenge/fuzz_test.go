@@ -9,15 +9,17 @@ import (
 )
 
 func FuzzChallenge(f *testing.F) {
-	f.Add(uint16(0), "pending", int64(0), int64(0), int64(5), "", uint8(0), int64(0), int64(0), int64(0), int64(0))
-	f.Add(uint16(0xffff), "invalid", int64(-10), int64(3), int64(-100), "503", uint8(3), int64(-2), int64(100), int64(-5), int64(0))
-	f.Add(uint16(1|2|8|16|32|512|2048), "pending", int64(-60), int64(0), int64(0), "503", uint8(6), int64(0), int64(0), int64(-60), int64(0))
-	f.Add(uint16(2|16|32|512|1024), "pending", int64(0), int64(0), int64(0), "503", uint8(6), int64(0), int64(160), int64(0), int64(0))
-	f.Add(uint16(1|2|32|256), "pending", int64(0), int64(0), int64(0), "", uint8(0), int64(0), int64(0), int64(0), int64(0))
-	f.Add(uint16(1|2|4|16|32|128|512), "processing", int64(-5), int64(0), int64(40), "timeout", uint8(1), int64(-1), int64(0), int64(0), int64(0))
-	f.Add(uint16(1|2|4|32|2048), "processing", int64(0), int64(0), int64(0), "", uint8(0), int64(0), int64(0), int64(-1), int64(-1500))
-	f.Add(uint16(1|2|32|64|2048), "pending", int64(-2), int64(0), int64(0), "", uint8(0), int64(0), int64(0), int64(-3), int64(0))
-	f.Fuzz(func(t *testing.T, flags uint16, state string, synced, selfCheck, retry int64, lastErr string, attempts uint8, errOff, nextOff, presentedOff, changedOff int64) {
+	f.Add(uint16(0), "pending", int64(0), int64(0), int64(5), "", uint8(0), int64(0), int64(0), int64(0), int64(0), int64(0))
+	f.Add(uint16(0xffff), "invalid", int64(-10), int64(3), int64(-100), "503", uint8(3), int64(-2), int64(100), int64(-5), int64(0), int64(0))
+	f.Add(uint16(1|2|8|16|32|512|2048), "pending", int64(-60), int64(0), int64(0), "503", uint8(6), int64(0), int64(0), int64(-60), int64(0), int64(0))
+	f.Add(uint16(2|16|32|512|1024), "pending", int64(0), int64(0), int64(0), "503", uint8(6), int64(0), int64(160), int64(0), int64(0), int64(0))
+	f.Add(uint16(1|2|32|256), "pending", int64(0), int64(0), int64(0), "", uint8(0), int64(0), int64(0), int64(0), int64(0), int64(0))
+	f.Add(uint16(1|2|4|16|32|128|512), "processing", int64(-5), int64(0), int64(40), "timeout", uint8(1), int64(-1), int64(0), int64(0), int64(0), int64(0))
+	f.Add(uint16(1|2|4|32|2048), "processing", int64(0), int64(0), int64(0), "", uint8(0), int64(0), int64(0), int64(-1), int64(-1500), int64(0))
+	f.Add(uint16(1|2|32|64|2048), "pending", int64(-2), int64(0), int64(0), "", uint8(0), int64(0), int64(0), int64(-3), int64(0), int64(0))
+	f.Add(uint16(1|2|32|64|2048|8192), "pending", int64(-1), int64(-1), int64(0), "", uint8(0), int64(0), int64(0), int64(-60), int64(0), int64(301))
+	f.Add(uint16(1|2|16|32|64|512|2048|16384), "pending", int64(0), int64(-1), int64(0), "503", uint8(1), int64(0), int64(0), int64(-88), int64(0), int64(0))
+	f.Fuzz(func(t *testing.T, flags uint16, state string, synced, selfCheck, retry int64, lastErr string, attempts uint8, errOff, nextOff, presentedOff, changedOff, expiresOff int64) {
 		c := newChallenge("a", "a.example", TypeDNS01, t0)
 		sec := func(n int64) time.Duration { return time.Duration(n%1_000_000) * time.Second }
 		st := &c.Status
@@ -50,6 +52,12 @@ func FuzzChallenge(f *testing.F) {
 		if flags&4096 != 0 {
 			c.Spec.URL = ""
 		}
+		if flags&8192 != 0 {
+			c.Spec.Expires = tp(t0.Add(sec(expiresOff)))
+		}
+		if flags&16384 != 0 {
+			cfg.SelfCheckTimeout = 90 * time.Second
+		}
 		if changedOff != 0 {
 			// Milliseconds: polls after a change come less than a
 			// second apart.
@@ -70,6 +78,13 @@ func FuzzChallenge(f *testing.F) {
 			case Present, SelfCheck, Sync:
 				require.True(t, st.Processing, "%v while not scheduled", a)
 			case UpdateStatus:
+				if st.Presented && !a.Status.Presented {
+					require.IsType(t, CleanUp{}, res.Actions[0], "marked not presented without cleaning up: %v", res.Actions)
+				}
+				if a.Status.State == StateErrored && st.State != StateErrored {
+					require.False(t, a.Status.Processing, "ended errored but kept the scheduler slot: %+v", a.Status)
+					require.NotEmpty(t, a.Status.Reason, "ended errored without a reason: %+v", a.Status)
+				}
 				if a.Status.State == StateInvalid {
 					require.Equal(t, StateInvalid, st.State, "the machine itself made a challenge invalid")
 				}
