@@ -61,7 +61,7 @@ func Schedule(all []*Challenge, now time.Time, cfg SchedulerConfig) []*Challenge
 	busy := map[nameType]bool{}    // (name, type) pairs in flight
 	perAccount := map[string]int{} // challenges in flight per account
 	inFlight := 0
-	var candidates []*Challenge
+	candidates := make([]*Challenge, 0, len(all))
 	for _, c := range all {
 		switch {
 		case c == nil:
