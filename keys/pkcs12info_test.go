@@ -47,7 +47,9 @@ func TestDataMismatchesRefusesHugeIterationCounts(t *testing.T) {
 		want    []string
 	}{
 		"a keystore and truststore encoded with one iteration more than certlife writes": {
-			mutate: func(d map[string][]byte) { d[SecretPKCS12], d[SecretPKCS12Trust] = encode(pkcs12.Modern2023.WithIterations(2049)) },
+			mutate: func(d map[string][]byte) {
+				d[SecretPKCS12], d[SecretPKCS12Trust] = encode(pkcs12.Modern2023.WithIterations(2049))
+			},
 			want: []string{
 				"keystore.p12 asks for 2049 key-derivation iterations, more than the 2048 certlife writes; it was not opened",
 				"truststore.p12 asks for 2049 key-derivation iterations, more than the 2048 certlife writes; it was not opened",
@@ -58,16 +60,20 @@ func TestDataMismatchesRefusesHugeIterationCounts(t *testing.T) {
 			want:   []string{"keystore.p12 asks for 4000000 key-derivation iterations, more than the 2048 certlife writes; it was not opened"},
 		},
 		"a keystore whose encrypted certificates ask for 4M iterations (PBES2)": {
-			mutate: func(d map[string][]byte) { d[SecretPKCS12] = withIterations(t, d[SecretPKCS12], "encrypted", hugeIterations) },
-			want:   []string{"keystore.p12 asks for 4000000 key-derivation iterations, more than the 2048 certlife writes; it was not opened"},
+			mutate: func(d map[string][]byte) {
+				d[SecretPKCS12] = withIterations(t, d[SecretPKCS12], "encrypted", hugeIterations)
+			},
+			want: []string{"keystore.p12 asks for 4000000 key-derivation iterations, more than the 2048 certlife writes; it was not opened"},
 		},
 		"a keystore whose shrouded key asks for 4M iterations (PBES2)": {
 			mutate: func(d map[string][]byte) { d[SecretPKCS12] = withIterations(t, d[SecretPKCS12], "key", hugeIterations) },
 			want:   []string{"keystore.p12 asks for 4000000 key-derivation iterations, more than the 2048 certlife writes; it was not opened"},
 		},
 		"a truststore whose encrypted certificates ask for 4M iterations": {
-			mutate: func(d map[string][]byte) { d[SecretPKCS12Trust] = withIterations(t, d[SecretPKCS12Trust], "encrypted", hugeIterations) },
-			want:   []string{"truststore.p12 asks for 4000000 key-derivation iterations, more than the 2048 certlife writes; it was not opened"},
+			mutate: func(d map[string][]byte) {
+				d[SecretPKCS12Trust] = withIterations(t, d[SecretPKCS12Trust], "encrypted", hugeIterations)
+			},
+			want: []string{"truststore.p12 asks for 4000000 key-derivation iterations, more than the 2048 certlife writes; it was not opened"},
 		},
 		"a LegacyDES keystore whose shrouded key asks for 4M iterations (PKCS#12 PBE)": {
 			profile: PKCS12LegacyDES,
