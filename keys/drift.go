@@ -3,6 +3,7 @@ package keys
 import (
 	"bytes"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -29,8 +30,10 @@ import (
 // a secret with keystores costs milliseconds to check, not microseconds;
 // a PKCS#12 file that asks for more than MaxKeystoreIterations is stale
 // and is not opened, so a Secret written with a huge count cannot stall
-// the check. (JKS has no work factor: opening it costs a few SHA-1 blocks
-// per kilobyte.)
+// the check. JKS has no work factor (opening it costs a few SHA-1 blocks
+// per kilobyte), but a JKS file whose declared lengths or counts overrun
+// its bytes is stale and is not opened either: the JKS reader would
+// allocate what it declares, and a 40-byte file can ask for 160 GB.
 //
 // ca.crt is not judged: only the issuer knows what it should be. The check
 // is pure: it reads only its arguments and never includes key material or
@@ -190,7 +193,10 @@ func jksMismatches(data map[string][]byte, p *ParsedSecret, chain, cas []*x509.C
 	} else {
 		store := keystore.New()
 		var entry keystore.PrivateKeyEntry
-		err := store.Load(bytes.NewReader(ks), pw)
+		err := errJKSUnbounded
+		if jksBounded(ks) {
+			err = store.Load(bytes.NewReader(ks), pw)
+		}
 		if err == nil {
 			entry, err = store.GetPrivateKeyEntry(alias, pw)
 		}
@@ -213,7 +219,7 @@ func jksMismatches(data map[string][]byte, p *ParsedSecret, chain, cas []*x509.C
 		m = append(m, SecretJKSTrust+" is missing")
 	default:
 		store := keystore.New()
-		if err := store.Load(bytes.NewReader(ts), pw); err != nil {
+		if !jksBounded(ts) || store.Load(bytes.NewReader(ts), pw) != nil {
 			m = append(m, SecretJKSTrust+" cannot be opened with the password of spec (changed, or the truststore is damaged)")
 			break
 		}
@@ -223,6 +229,9 @@ func jksMismatches(data map[string][]byte, p *ParsedSecret, chain, cas []*x509.C
 	}
 	return m
 }
+
+// errJKSUnbounded stands for a load refused by jksBounded.
+var errJKSUnbounded = errors.New("keys: a JKS file declares more than it holds")
 
 // sameTrustEntries reports whether a JKS truststore holds exactly the
 // CAs, under the aliases SecretData gives them.
