@@ -87,6 +87,9 @@ func applyReference(t testing.TB, s *Snapshot, a Action) {
 		sec.Annotations = merge(sec.Annotations, a.Annotations)
 		sec.Data = data
 		s.Secret = sec
+		if a.KeySecretName != a.Name {
+			s.ARI = nil // the window was the replaced certificate's
+		}
 	case GenerateKey, CreateRequest:
 	default:
 		t.Fatalf("unknown action %T", a)
