@@ -321,7 +321,9 @@ func removeCondition(conds []Condition, t string) []Condition {
 // the secret already holds the certificate of a Ready request with a
 // revision above status.revision, that revision is recorded and the failure
 // fields cleared, as the issuance would have done. Without it the next
-// issuance would reuse the revision.
+// issuance would reuse the revision. A request created before the last
+// failure the status records is not adopted: its answer was rejected, so
+// whatever the secret holds was not written from it.
 func adoptRevision(p *pass) (Result, bool) {
 	c := p.cert
 	leaf := p.leaf()
@@ -339,6 +341,12 @@ func adoptRevision(p *pass) (Result, bool) {
 			continue
 		}
 		if ready := r.Condition(RequestConditionReady); ready == nil || ready.Status != StatusTrue {
+			continue
+		}
+		if f := c.Status.LastFailureTime; f != nil && !r.created.IsZero() && !f.Before(r.created) {
+			// Its answer was judged and failed, so never written: the
+			// secret holds the same certificate from before (a CA that
+			// answered with the certificate already in it).
 			continue
 		}
 		if issued, err := firstCertificate(r.Status.Certificate); err == nil && bytes.Equal(issued.Raw, leaf.Raw) {
