@@ -388,6 +388,9 @@ func checkDecision(t *testing.T, s *Snapshot, now time.Time, cfg Config) {
 	}
 	checkEqualsStages(t, s, now, cfg, res)
 	checkLiveness(t, s, now, cfg)
+	if quiet, ok := quiesce(t, s, now, cfg); ok {
+		checkLiveness(t, quiet, now, cfg)
+	}
 
 	c := s.Certificate
 	final := c.Status

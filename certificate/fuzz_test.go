@@ -76,6 +76,9 @@ func FuzzReconcile(f *testing.F) {
 		}
 		checkEqualsStages(t, s, now, Config{}, res)
 		checkLiveness(t, s, now, Config{})
+		if quiet, ok := quiesce(t, s, now, Config{}); ok {
+			checkLiveness(t, quiet, now, Config{})
+		}
 		final := c.Status
 		creates := 0
 		for _, a := range res.Actions {

@@ -3,6 +3,7 @@ package certificate
 import (
 	"crypto"
 	"crypto/rand"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -178,6 +179,34 @@ func noSlide(t testing.TB, s *Snapshot, now time.Time, cfg Config, r Result) {
 		require.False(t, later.RequeueAt.Equal(r.RequeueAt.Add(step)), "the deadline slides with the clock: at %v it waits until %v, a second later until %v (%s: %s)",
 			now, r.RequeueAt, later.RequeueAt, r.Reason, r.Message)
 	}
+}
+
+// quiesce carries out decisions' actions the way a host does, all at now,
+// until a decision does nothing — the host then waits for its deadline or
+// an event — or asks for what only the host's randomness makes (a key, a
+// request), whose creation brings the next pass. It fails when neither
+// comes within a few passes: a write loop. It returns the snapshot reached
+// and whether its decision does nothing.
+func quiesce(t testing.TB, s *Snapshot, now time.Time, cfg Config) (*Snapshot, bool) {
+	t.Helper()
+	cur := shallowSnapshot(s)
+	var trace []string
+	for range 8 {
+		r := Reconcile(cur, now, cfg)
+		if len(r.Actions) == 0 {
+			return cur, true
+		}
+		trace = append(trace, fmt.Sprintf("%s: %s %v", r.Reason, r.Message, r.Actions))
+		for _, a := range r.Actions {
+			switch a.(type) {
+			case GenerateKey, CreateRequest:
+				return cur, false
+			}
+			applyReference(t, cur, a)
+		}
+	}
+	t.Fatalf("at %v the decisions never settle, a write loop:\n%s", now, strings.Join(trace, "\n"))
+	return nil, false
 }
 
 // waitsForEvent says what change a decision that does nothing and names no
