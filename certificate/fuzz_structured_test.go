@@ -336,7 +336,7 @@ func (p *fuzzPool) coherent(r *fuzzReader, s *Snapshot) {
 		s.Requests = append(s.Requests, req)
 	}
 	// Perturb one part, or none.
-	switch r.pick(6) {
+	switch r.pick(8) {
 	case 1:
 		c.Spec = p.specs[r.pick(len(p.specs))]
 	case 2:
@@ -344,6 +344,10 @@ func (p *fuzzPool) coherent(r *fuzzReader, s *Snapshot) {
 	case 3:
 		if len(s.NextPrivateKeySecrets) > 0 {
 			s.NextPrivateKeySecrets[0].Data = map[string][]byte{keys.SecretPrivateKey: p.keyPEM[r.pick(len(p.keys))]}
+		}
+	case 6, 7: // the CA answers the last request with another key's certificate, or one that is due
+		if n := len(s.Requests); n > 0 && len(s.Requests[n-1].Status.Certificate) > 0 {
+			s.Requests[n-1].Status.Certificate = p.chains[[3]int{r.pick(len(p.keys)), min(ti, 1), r.pick(len(poolValidity))}]
 		}
 	}
 }
@@ -370,6 +374,9 @@ func FuzzReconcileStructured(f *testing.F) {
 	f.Add([]byte{1, 2, 2, 1, 1, 1, 1, 1, 3, 3, 2, 1, 1, 1, 2, 1, 2, 1, 1, 1, 2, 0, 2, 2, 1, 1, 3, 0, 1})
 	f.Add([]byte{4, 0, 1, 1, 2, 1, 0, 0, 3, 0, 0, 0, 1, 1, 1, 2, 1, 2, 0, 0, 1, 1, 1, 1})
 	f.Add([]byte{5, 2, 2, 1, 1, 2, 1, 1, 0, 3, 0, 0, 0, 1, 0, 1, 2, 2, 1, 2, 0, 3, 2})
+	// A request no issuer has touched yet, within the issuer grace: only
+	// the grace's end brings the next pass.
+	f.Add([]byte{5, 0, 1, 7, 3, 3, 6, 1, 1, 0, 7, 0, 4, 5, 3, 4, 0, 1, 5, 4, 3, 7, 2, 4, 2})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, now, cfg := pool.snapshot(&fuzzReader{b: data})
 		checkDecision(t, s, now, cfg)
@@ -392,6 +399,27 @@ func checkDecision(t *testing.T, s *Snapshot, now time.Time, cfg Config) {
 		checkLiveness(t, quiet, now, cfg)
 	}
 
+	checkActions(t, s, now, cfg, res)
+	// The issuing stage alone keeps them too: a host may run it on a
+	// snapshot where no requestmanager has removed an outdated request.
+	checkActions(t, s, now, cfg, Issuing(s, now, cfg))
+	// What the host stored is never lost: a write only replaces a secret
+	// the decision read, at the version it read.
+	for _, a := range res.Actions {
+		if w, ok := a.(WriteSecret); ok && s.Secret != nil {
+			require.Equal(t, s.Secret.ResourceVersion, w.ResourceVersion, "%v does not carry the version of the secret read", w)
+		}
+	}
+}
+
+// checkActions checks what a decision's actions promise: owners set, at
+// most one request made and only while issuing, an issuance that writes
+// the leaf of the next private key from a settled answer and never one
+// due for renewal on arrival, a failure
+// counted only from a settled answer, and no issuance started before the
+// backoff allows unless the spec was fixed since the failure.
+func checkActions(t *testing.T, s *Snapshot, now time.Time, cfg Config, res Result) {
+	t.Helper()
 	c := s.Certificate
 	final := c.Status
 	creates := 0
@@ -432,6 +460,20 @@ func checkDecision(t *testing.T, s *Snapshot, now time.Time, cfg Config) {
 					csrIsFor(r, key.Public()) && asksWhatSpecAsks(r, &c.Spec))
 			}
 			require.True(t, settled, "%v writes an answer that is not a settled request's of revision %d", a, next)
+			// And never one already due for renewal: the next pass would
+			// issue again, a loop.
+			in := renewal.Input{NotBefore: leaf.NotBefore, NotAfter: leaf.NotAfter, JitterKey: c.UID}
+			if c.Spec.RenewBefore != nil {
+				in.RenewBefore = c.Spec.RenewBefore.Duration
+			}
+			if c.Spec.RenewBeforePercentage != nil {
+				in.RenewBeforePercentage = *c.Spec.RenewBeforePercentage
+			}
+			if c.Spec.Renewal != nil {
+				in.Spec = *c.Spec.Renewal
+			}
+			d := renewal.Decide(in, now, cfg.Renewal)
+			require.False(t, d.Renew, "%v writes a certificate due for renewal on arrival: %s", a, d.Message)
 		}
 	}
 	require.LessOrEqual(t, creates, 1, "requests created in one pass")
@@ -459,13 +501,6 @@ func checkDecision(t *testing.T, s *Snapshot, now time.Time, cfg Config) {
 				fixed = fixed || (annotatedRevision(r) == next && !asksWhatSpecAsks(r, &c.Spec))
 			}
 			require.True(t, fixed, "issuance started at %v before the backoff allows (%v)", now, b.NextAttempt)
-		}
-	}
-	// What the host stored is never lost: a write only replaces a secret
-	// the decision read, at the version it read.
-	for _, a := range res.Actions {
-		if w, ok := a.(WriteSecret); ok && s.Secret != nil {
-			require.Equal(t, s.Secret.ResourceVersion, w.ResourceVersion, "%v does not carry the version of the secret read", w)
 		}
 	}
 }
