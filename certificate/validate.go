@@ -130,18 +130,24 @@ func Validate(s *Spec) error {
 			add(fmt.Sprintf("spec.uris[%d]", i), "%q is not an absolute URI (scheme:rest, such as spiffe://cluster.local/ns/app)", u)
 		}
 	}
-	duration, durationName := DefaultDuration, fmt.Sprintf("the duration %v (the default, spec.duration being unset)", DefaultDuration)
+	duration := DefaultDuration
 	if s.Duration != nil {
-		duration, durationName = s.Duration.Duration, fmt.Sprintf("the duration %v", s.Duration.Duration)
+		duration = s.Duration.Duration
 		if duration < MinDuration {
 			add("spec.duration", "%v is under the minimum of %v", duration, MinDuration)
 		}
+	}
+	durationName := func() string {
+		if s.Duration == nil {
+			return fmt.Sprintf("the duration %v (the default, spec.duration being unset)", duration)
+		}
+		return fmt.Sprintf("the duration %v", duration)
 	}
 	// dueOnArrival words the error of a renewal that leaves the certificate
 	// in use for less than MinTimeBeforeRenewal.
 	dueOnArrival := func(path string, value any, use time.Duration) {
 		add(path, "%v leaves %v of %s before renewal is due, under the minimum of %v: the certificate would be due for renewal as soon as it arrives",
-			value, use, durationName, MinTimeBeforeRenewal)
+			value, use, durationName(), MinTimeBeforeRenewal)
 	}
 	if s.RenewBefore != nil {
 		rb := s.RenewBefore.Duration
@@ -149,7 +155,7 @@ func Validate(s *Spec) error {
 		case rb < MinRenewBefore:
 			add("spec.renewBefore", "%v is under the minimum of %v", rb, MinRenewBefore)
 		case rb >= duration:
-			add("spec.renewBefore", "%v is not less than %s", rb, durationName)
+			add("spec.renewBefore", "%v is not less than %s", rb, durationName())
 		case duration-rb < MinTimeBeforeRenewal:
 			dueOnArrival("spec.renewBefore", rb, duration-rb)
 		}
