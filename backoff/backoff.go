@@ -18,6 +18,23 @@ const (
 	DefaultMax = 32 * time.Hour
 )
 
+// Bounds that keep a retry ahead of the certificate's expiry. They apply to
+// every policy and to the CA's Retry-After alike; see [Policy.Decide].
+const (
+	// ExpiryMargin is the most a retry is kept ahead of the expiry of a
+	// certificate that failed to renew while still valid: the retry lands
+	// no later than notAfter minus the smaller of ExpiryMargin and half the
+	// validity left at the failure. A certificate with a day left is
+	// retried at least an hour before it expires; one with 20 minutes left,
+	// at least 10 minutes before.
+	ExpiryMargin = time.Hour
+
+	// RetryFloor is the least time between a failure and a retry brought
+	// forward for expiry, so that a certificate about to expire is retried
+	// every minute at most, never in a loop.
+	RetryFloor = time.Minute
+)
+
 // Reasons a [Decision] carries. They are stable strings a host may put in a
 // condition or a metric label.
 const (
@@ -31,6 +48,10 @@ const (
 	ReasonRetryAllowed = "RetryAllowed"
 	// ReasonDisabled: the policy turns backoff off (negative Min).
 	ReasonDisabled = "BackoffDisabled"
+	// ReasonBeforeExpiry: the backoff or the CA's Retry-After would have
+	// waited past the certificate's expiry, so the retry was brought
+	// forward to land before it; the wait until then has not passed.
+	ReasonBeforeExpiry = "RetryBeforeExpiry"
 )
 
 // ErrInvalidPolicy is wrapped by every error [Policy.Validate] returns.
@@ -78,7 +99,10 @@ type Input struct {
 	// rate-limit answer's Retry-After). Zero means none.
 	RetryAfter time.Time
 
-	// NotAfter is the current certificate's expiry, for
+	// NotAfter is the current certificate's expiry. A failure recorded
+	// while the certificate was still valid (LastFailure before NotAfter)
+	// is retried before it expires, whatever the backoff or the CA's
+	// Retry-After say (see ExpiryMargin); it also feeds
 	// Policy.ShortLivedFraction. Zero means unknown: no bound.
 	NotAfter time.Time
 
@@ -95,7 +119,8 @@ type Decision struct {
 	// no failure is recorded.
 	NextAttempt time.Time
 	// Delay is the backoff delay from LastFailure (after jitter and
-	// bounding, before Retry-After).
+	// bounding, before Retry-After). When the retry is brought forward
+	// for expiry, Delay is shortened to match when that cuts the backoff.
 	Delay time.Duration
 	// Reason is one of the Reason constants.
 	Reason string
@@ -169,27 +194,86 @@ func (p Policy) Delay(failedAttempts *int) time.Duration {
 
 // Decide says whether a new issuance must wait, at now, after the failures
 // in, and until when. It reads nothing but its arguments.
+//
+// The next attempt is the later of LastFailure plus the backoff delay and
+// the CA's Retry-After, with one exception that keeps a valid certificate
+// from expiring behind a long wait: when the last failure happened before
+// in.NotAfter, the next attempt is never later than in.NotAfter minus the
+// smaller of ExpiryMargin and half the validity left at the failure. It is
+// brought forward no closer than RetryFloor to the failure, so that an
+// attempt that fails just before expiry is not retried in a loop. The
+// Reason is then ReasonBeforeExpiry (while waiting), and the message says
+// the retry was brought forward and when the certificate expires. With no failure
+// recorded, a Retry-After is brought forward to in.NotAfter − ExpiryMargin
+// while now is before in.NotAfter. A certificate that had already expired
+// at the failure follows the schedule above unchanged.
 func (p Policy) Decide(in Input, now time.Time) Decision {
 	if in.LastFailure.IsZero() {
-		if !in.RetryAfter.IsZero() && now.Before(in.RetryAfter) {
-			return Decision{
-				Wait: true, NextAttempt: in.RetryAfter, Reason: ReasonRetryAfter,
-				Message: fmt.Sprintf("the CA asked to wait until %s", stamp(in.RetryAfter)),
-			}
-		}
-		return Decision{Reason: ReasonNoFailure, Message: "no failed issuance is recorded"}
+		return decideRetryAfterOnly(in, now)
 	}
 	min, max := p.bounds()
-	attempts := describeAttempts(in.FailedAttempts)
-	if min < 0 {
-		d := Decision{Reason: ReasonDisabled, Message: "backoff is turned off by the policy", NextAttempt: in.LastFailure}
-		if !in.RetryAfter.IsZero() && now.Before(in.RetryAfter) {
-			d.Wait, d.NextAttempt, d.Reason = true, in.RetryAfter, ReasonRetryAfter
-			d.Message = fmt.Sprintf("backoff is off, but the CA asked to wait until %s", stamp(in.RetryAfter))
+	disabled := min < 0
+	var delay time.Duration
+	var why string
+	if disabled {
+		why = "backoff is turned off by the policy"
+	} else {
+		delay = p.jitteredDelay(in, max)
+		bounded := false
+		if p.ShortLivedFraction > 0 && p.ShortLivedFraction <= 1 && !in.NotAfter.IsZero() {
+			remaining := in.NotAfter.Sub(in.LastFailure)
+			bound := time.Duration(float64(remaining) * p.ShortLivedFraction)
+			if bound < min {
+				bound = min
+			}
+			if delay > bound {
+				delay, bounded = bound, true
+			}
 		}
-		return d
+		why = fmt.Sprintf("issuance failed %s, last at %s; backoff %v", describeAttempts(in.FailedAttempts), stamp(in.LastFailure), delay)
+		if bounded {
+			why += fmt.Sprintf(" (bounded by %g of the certificate's remaining validity)", p.ShortLivedFraction)
+		}
 	}
 
+	next := in.LastFailure.Add(delay)
+	caWaits := !in.RetryAfter.IsZero() && in.RetryAfter.After(next)
+	if caWaits {
+		next = in.RetryAfter
+		why += fmt.Sprintf(", and the CA asked to wait until %s", stamp(in.RetryAfter))
+	}
+	deadline, expires := expiryDeadline(in.LastFailure, in.NotAfter)
+	clamped := expires && next.After(deadline)
+	if clamped {
+		next = deadline
+		if cut := deadline.Sub(in.LastFailure); cut < delay {
+			delay = cut
+		}
+		why += broughtForward(deadline, in.NotAfter)
+	}
+
+	d := Decision{NextAttempt: next, Delay: delay}
+	switch {
+	case disabled && !caWaits:
+		d.Reason, d.Message = ReasonDisabled, why
+	case !now.Before(next):
+		d.Reason = ReasonRetryAllowed
+		d.Message = fmt.Sprintf("%s: retry allowed since %s", why, stamp(next))
+	case clamped:
+		d.Wait, d.Reason = true, ReasonBeforeExpiry
+		d.Message = fmt.Sprintf("%s: next attempt at %s", why, stamp(next))
+	case caWaits:
+		d.Wait, d.Reason, d.Message = true, ReasonRetryAfter, why
+	default:
+		d.Wait, d.Reason = true, ReasonBackingOff
+		d.Message = fmt.Sprintf("%s: next attempt at %s", why, stamp(next))
+	}
+	return d
+}
+
+// jitteredDelay is Delay for in's count, lengthened by the policy's jitter
+// (at most max).
+func (p Policy) jitteredDelay(in Input, max time.Duration) time.Duration {
 	delay := p.Delay(in.FailedAttempts)
 	if p.Jitter > 0 && p.Jitter <= 1 && in.JitterKey != "" && delay < max {
 		spread := time.Duration(stablehash.Scale(int64(float64(delay)*p.Jitter), "backoff", in.JitterKey))
@@ -199,40 +283,49 @@ func (p Policy) Decide(in Input, now time.Time) Decision {
 			delay += spread
 		}
 	}
-	bounded := false
-	if p.ShortLivedFraction > 0 && p.ShortLivedFraction <= 1 && !in.NotAfter.IsZero() {
-		remaining := in.NotAfter.Sub(in.LastFailure)
-		bound := time.Duration(float64(remaining) * p.ShortLivedFraction)
-		if bound < min {
-			bound = min
-		}
-		if delay > bound {
-			delay, bounded = bound, true
-		}
-	}
+	return delay
+}
 
-	next := in.LastFailure.Add(delay)
-	d := Decision{NextAttempt: next, Delay: delay}
-	why := fmt.Sprintf("issuance failed %s, last at %s; backoff %v", attempts, stamp(in.LastFailure), delay)
-	if bounded {
-		why += fmt.Sprintf(" (bounded by %g of the certificate's remaining validity)", p.ShortLivedFraction)
+// decideRetryAfterOnly decides with no failure recorded: only a CA's
+// Retry-After can hold an issuance back, and not past the certificate's
+// expiry while it is valid.
+func decideRetryAfterOnly(in Input, now time.Time) Decision {
+	if in.RetryAfter.IsZero() || !now.Before(in.RetryAfter) {
+		return Decision{Reason: ReasonNoFailure, Message: "no failed issuance is recorded"}
 	}
-	if !in.RetryAfter.IsZero() && in.RetryAfter.After(next) {
-		d.NextAttempt = in.RetryAfter
-		if now.Before(in.RetryAfter) {
-			d.Wait, d.Reason = true, ReasonRetryAfter
-			d.Message = fmt.Sprintf("%s, and the CA asked to wait until %s", why, stamp(in.RetryAfter))
-			return d
+	why := fmt.Sprintf("the CA asked to wait until %s", stamp(in.RetryAfter))
+	if !in.NotAfter.IsZero() && now.Before(in.NotAfter) {
+		if deadline := in.NotAfter.Add(-ExpiryMargin); in.RetryAfter.After(deadline) {
+			why += broughtForward(deadline, in.NotAfter)
+			if !now.Before(deadline) {
+				return Decision{NextAttempt: deadline, Reason: ReasonRetryAllowed, Message: fmt.Sprintf("%s: retry allowed since %s", why, stamp(deadline))}
+			}
+			return Decision{Wait: true, NextAttempt: deadline, Reason: ReasonBeforeExpiry, Message: fmt.Sprintf("%s: next attempt at %s", why, stamp(deadline))}
 		}
 	}
-	if now.Before(d.NextAttempt) {
-		d.Wait, d.Reason = true, ReasonBackingOff
-		d.Message = fmt.Sprintf("%s: next attempt at %s", why, stamp(d.NextAttempt))
-		return d
+	return Decision{Wait: true, NextAttempt: in.RetryAfter, Reason: ReasonRetryAfter, Message: why}
+}
+
+// expiryDeadline is the latest retry after a failure at lastFailure of a
+// certificate that expires at notAfter: notAfter minus the smaller of
+// ExpiryMargin and half the validity left at the failure, but never less
+// than RetryFloor after the failure. ok is false when there is no such
+// bound: expiry unknown, or the certificate had expired at the failure.
+func expiryDeadline(lastFailure, notAfter time.Time) (deadline time.Time, ok bool) {
+	if notAfter.IsZero() || !lastFailure.Before(notAfter) {
+		return time.Time{}, false
 	}
-	d.Reason = ReasonRetryAllowed
-	d.Message = fmt.Sprintf("%s: retry allowed since %s", why, stamp(d.NextAttempt))
-	return d
+	left := notAfter.Sub(lastFailure) // > 0; saturates for far-apart times
+	margin := min(ExpiryMargin, left/2)
+	deadline = notAfter.Add(-margin)
+	if floor := lastFailure.Add(RetryFloor); deadline.Before(floor) {
+		deadline = floor
+	}
+	return deadline, true
+}
+
+func broughtForward(to, notAfter time.Time) string {
+	return fmt.Sprintf("; the retry is brought forward to %s because the certificate expires at %s", stamp(to), stamp(notAfter))
 }
 
 func describeAttempts(n *int) string {

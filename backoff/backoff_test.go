@@ -260,12 +260,179 @@ func TestZeroPolicyEqualsExplicitDefaults(t *testing.T) {
 	}
 }
 
+// TestRetryBeforeExpiry: a certificate that failed to renew while still
+// valid is retried before it expires, whatever the backoff or the CA's
+// Retry-After (RFC 8555 §6.6, RFC 9110 §10.2.3) say; one that had expired
+// follows the schedule unchanged. Each row sits on a boundary of the
+// margin (the smaller of ExpiryMargin and half the validity left at the
+// failure) or of the floor (RetryFloor after the failure).
+func TestRetryBeforeExpiry(t *testing.T) {
+	const day = 24 * time.Hour
+	tenYears := t0.Add(10 * 365 * day)
+	tests := map[string]struct {
+		policy   Policy
+		in       Input
+		now      time.Time
+		wantWait bool
+		wantNext time.Time
+		reason   string
+	}{
+		"a ten-year Retry-After is brought forward to an hour before expiry": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), RetryAfter: tenYears, NotAfter: t0.Add(30 * day)},
+			now: t0, wantWait: true, wantNext: t0.Add(30*day - time.Hour), reason: ReasonBeforeExpiry,
+		},
+		"a 32h backoff with 10h left is brought forward to an hour before expiry": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(6), NotAfter: t0.Add(10 * time.Hour)},
+			now: t0, wantWait: true, wantNext: t0.Add(9 * time.Hour), reason: ReasonBeforeExpiry,
+		},
+		"with exactly 2h left the margin is the whole hour": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(3), NotAfter: t0.Add(2 * time.Hour)},
+			now: t0, wantWait: true, wantNext: t0.Add(time.Hour), reason: ReasonBeforeExpiry,
+		},
+		"with 2h less a second left the margin is half of it": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(3), NotAfter: t0.Add(2*time.Hour - time.Second)},
+			now: t0, wantWait: true, wantNext: t0.Add(time.Hour - 500*time.Millisecond), reason: ReasonBeforeExpiry,
+		},
+		"with 20 minutes left the retry lands 10 minutes before expiry": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), NotAfter: t0.Add(20 * time.Minute)},
+			now: t0, wantWait: true, wantNext: t0.Add(10 * time.Minute), reason: ReasonBeforeExpiry,
+		},
+		"with exactly 2 minutes left the floor and the margin meet": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), NotAfter: t0.Add(2 * time.Minute)},
+			now: t0, wantWait: true, wantNext: t0.Add(time.Minute), reason: ReasonBeforeExpiry,
+		},
+		"with 90 seconds left the floor holds the retry a minute after the failure": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), NotAfter: t0.Add(90 * time.Second)},
+			now: t0, wantWait: true, wantNext: t0.Add(time.Minute), reason: ReasonBeforeExpiry,
+		},
+		"with 30 seconds left the floor still holds, though the retry lands after expiry": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), NotAfter: t0.Add(30 * time.Second)},
+			now: t0, wantWait: true, wantNext: t0.Add(time.Minute), reason: ReasonBeforeExpiry,
+		},
+		"a backoff that ends before the deadline is unchanged": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(3), NotAfter: t0.Add(30 * day)},
+			now: t0, wantWait: true, wantNext: t0.Add(4 * time.Hour), reason: ReasonBackingOff,
+		},
+		"a backoff that ends exactly at the deadline is unchanged": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(3), NotAfter: t0.Add(5 * time.Hour)},
+			now: t0, wantWait: true, wantNext: t0.Add(4 * time.Hour), reason: ReasonBackingOff,
+		},
+		"a Retry-After that ends exactly at the deadline is honoured": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), RetryAfter: t0.Add(29 * time.Hour), NotAfter: t0.Add(30 * time.Hour)},
+			now: t0, wantWait: true, wantNext: t0.Add(29 * time.Hour), reason: ReasonRetryAfter,
+		},
+		"a Retry-After a second past the deadline is brought forward": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), RetryAfter: t0.Add(29*time.Hour + time.Second), NotAfter: t0.Add(30 * time.Hour)},
+			now: t0, wantWait: true, wantNext: t0.Add(29 * time.Hour), reason: ReasonBeforeExpiry,
+		},
+		"a second before the brought-forward time it still waits": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(6), RetryAfter: tenYears, NotAfter: t0.Add(10 * time.Hour)},
+			now: t0.Add(9*time.Hour - time.Second), wantWait: true, wantNext: t0.Add(9 * time.Hour), reason: ReasonBeforeExpiry,
+		},
+		"exactly at the brought-forward time a retry is allowed": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(6), RetryAfter: tenYears, NotAfter: t0.Add(10 * time.Hour)},
+			now: t0.Add(9 * time.Hour), wantNext: t0.Add(9 * time.Hour), reason: ReasonRetryAllowed,
+		},
+		"a retry brought forward stays allowed once the certificate has expired": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(6), RetryAfter: tenYears, NotAfter: t0.Add(10 * time.Hour)},
+			now: t0.Add(11 * time.Hour), wantNext: t0.Add(9 * time.Hour), reason: ReasonRetryAllowed,
+		},
+		"a failure exactly at expiry follows the normal schedule": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), RetryAfter: tenYears, NotAfter: t0},
+			now: t0, wantWait: true, wantNext: tenYears, reason: ReasonRetryAfter,
+		},
+		"a failure after expiry follows the normal schedule": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(6), NotAfter: t0.Add(-time.Second)},
+			now: t0, wantWait: true, wantNext: t0.Add(32 * time.Hour), reason: ReasonBackingOff,
+		},
+		"a failure a second before expiry is retried a minute later": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(6), NotAfter: t0.Add(time.Second)},
+			now: t0, wantWait: true, wantNext: t0.Add(time.Minute), reason: ReasonBeforeExpiry,
+		},
+		"a policy whose minimum is below the floor is never lengthened by it": {
+			policy: Policy{Min: 10 * time.Second, Max: time.Hour},
+			in:     Input{LastFailure: t0, FailedAttempts: ptr(1), NotAfter: t0.Add(30 * time.Second)},
+			now:    t0, wantWait: true, wantNext: t0.Add(10 * time.Second), reason: ReasonBackingOff,
+		},
+		"with backoff off a ten-year Retry-After is brought forward too": {
+			policy: Policy{Min: -1},
+			in:     Input{LastFailure: t0, FailedAttempts: ptr(1), RetryAfter: tenYears, NotAfter: t0.Add(3 * day)},
+			now:    t0, wantWait: true, wantNext: t0.Add(3*day - time.Hour), reason: ReasonBeforeExpiry,
+		},
+		"with no failure recorded a ten-year Retry-After is brought forward to an hour before expiry": {
+			in:  Input{RetryAfter: tenYears, NotAfter: t0.Add(3 * day)},
+			now: t0, wantWait: true, wantNext: t0.Add(3*day - time.Hour), reason: ReasonBeforeExpiry,
+		},
+		"with no failure recorded and less than an hour left a Retry-After holds nothing back": {
+			in:  Input{RetryAfter: tenYears, NotAfter: t0.Add(30 * time.Minute)},
+			now: t0, wantNext: t0.Add(-30 * time.Minute), reason: ReasonRetryAllowed,
+		},
+		"with no failure recorded and the certificate expired the Retry-After holds": {
+			in:  Input{RetryAfter: tenYears, NotAfter: t0.Add(-time.Minute)},
+			now: t0, wantWait: true, wantNext: tenYears, reason: ReasonRetryAfter,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := tc.policy.Decide(tc.in, tc.now)
+			require.Equal(t, tc.wantWait, got.Wait, "Decide().Wait (%s)", got.Message)
+			require.True(t, got.NextAttempt.Equal(tc.wantNext), "Decide().NextAttempt = %v, want %v (%s)", got.NextAttempt, tc.wantNext, got.Message)
+			require.Equal(t, tc.reason, got.Reason, "Decide().Reason (%s)", got.Message)
+			if got.Reason == ReasonBeforeExpiry || (got.Reason == ReasonRetryAllowed && !tc.in.NotAfter.IsZero()) {
+				require.Contains(t, got.Message, "brought forward to "+stamp(got.NextAttempt)+" because the certificate expires at "+stamp(tc.in.NotAfter))
+			} else {
+				require.NotContains(t, got.Message, "brought forward")
+			}
+		})
+	}
+}
+
+func TestRetryBeforeExpiryMessage(t *testing.T) {
+	in := Input{LastFailure: t0, FailedAttempts: ptr(2), RetryAfter: t0.Add(10 * 365 * 24 * time.Hour), NotAfter: t0.Add(48 * time.Hour)}
+	got := Policy{}.Decide(in, t0.Add(time.Hour))
+	want := Decision{
+		Wait:        true,
+		NextAttempt: t0.Add(47 * time.Hour),
+		Delay:       2 * time.Hour,
+		Reason:      ReasonBeforeExpiry,
+		Message: "issuance failed 2 times in a row, last at 2026-03-01T12:00:00Z; backoff 2h0m0s, and the CA asked to wait until 2036-02-27T12:00:00Z; " +
+			"the retry is brought forward to 2026-03-03T11:00:00Z because the certificate expires at 2026-03-03T12:00:00Z: next attempt at 2026-03-03T11:00:00Z",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("Decide() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// expiryBound is the latest retry FuzzDecide accepts for a failure at lf of
+// a certificate that expires at na, written out from the documentation:
+// na − min(ExpiryMargin, (na−lf)/2), but not before lf + RetryFloor.
+func expiryBound(lf, na time.Time) (time.Time, bool) {
+	if na.IsZero() || !na.After(lf) {
+		return time.Time{}, false
+	}
+	margin := ExpiryMargin
+	if half := na.Sub(lf) / 2; half < margin {
+		margin = half
+	}
+	at := na.Add(-margin)
+	if floor := lf.Add(RetryFloor); at.Before(floor) {
+		at = floor
+	}
+	return at, true
+}
+
 func FuzzDecide(f *testing.F) {
-	f.Add(int64(time.Hour), int64(32*time.Hour), 0.0, 0.0, 3, true, int64(0), int64(0), int64(0), "uid")
-	f.Add(int64(-1), int64(0), 0.5, 0.25, math.MaxInt, false, int64(time.Hour), int64(-time.Hour), int64(10), "")
-	f.Fuzz(func(t *testing.T, min, max int64, jitter, short float64, n int, nSet bool, now, retryAfter, notAfter int64, key string) {
+	f.Add(int64(time.Hour), int64(32*time.Hour), 0.0, 0.0, 3, true, int64(0), int64(0), int64(0), "uid", true)
+	f.Add(int64(-1), int64(0), 0.5, 0.25, math.MaxInt, false, int64(time.Hour), int64(-time.Hour), int64(10), "", true)
+	f.Add(int64(0), int64(0), 0.0, 0.0, 6, true, int64(time.Hour), int64(10*365*24*time.Hour), int64(10*time.Hour), "uid", true)
+	f.Add(int64(0), int64(0), 0.1, 0.0, 2, true, int64(time.Minute), int64(10*365*24*time.Hour), int64(90*time.Second), "uid", true)
+	f.Add(int64(0), int64(0), 0.0, 0.0, 0, false, int64(0), int64(10*365*24*time.Hour), int64(24*time.Hour), "", false)
+	f.Fuzz(func(t *testing.T, min, max int64, jitter, short float64, n int, nSet bool, now, retryAfter, notAfter int64, key string, failed bool) {
 		p := Policy{Min: time.Duration(min), Max: time.Duration(max), Jitter: jitter, ShortLivedFraction: short}
-		in := Input{LastFailure: t0, JitterKey: key}
+		in := Input{JitterKey: key}
+		if failed {
+			in.LastFailure = t0
+		}
 		if nSet {
 			in.FailedAttempts = &n
 		}
@@ -279,7 +446,37 @@ func FuzzDecide(f *testing.F) {
 		d := p.Decide(in, at)
 		require.True(t, d == p.Decide(in, at), "same input, different decisions")
 		require.Equal(t, at.Before(d.NextAttempt), d.Wait, "Wait disagrees with now %v and next %v", at, d.NextAttempt)
-		if !in.RetryAfter.IsZero() && at.Before(in.RetryAfter) {
+		require.NotEmpty(t, d.Reason, "a decision without a reason")
+		require.NotEmpty(t, d.Message, "a decision without a message")
+		if d.Wait {
+			require.NotEqual(t, ReasonRetryAllowed, d.Reason, "waiting, yet the reason says a retry is allowed: %+v", d)
+		}
+
+		if !failed {
+			// Only a Retry-After holds an issuance back, and not past
+			// an hour before the expiry of a valid certificate.
+			switch {
+			case in.RetryAfter.IsZero() || !at.Before(in.RetryAfter):
+				require.False(t, d.Wait, "waiting with no failure and no Retry-After ahead: %+v", d)
+			case !in.NotAfter.IsZero() && at.Before(in.NotAfter):
+				require.False(t, d.NextAttempt.After(in.NotAfter.Add(-ExpiryMargin)), "a Retry-After holds a valid certificate past an hour before its expiry: %+v", d)
+			default:
+				require.True(t, d.Wait && d.NextAttempt.Equal(in.RetryAfter), "the Retry-After of an expired certificate was not honoured: %+v", d)
+			}
+			return
+		}
+
+		bound, expires := expiryBound(in.LastFailure, in.NotAfter)
+		if expires {
+			// A failure while valid: never a retry after the bound, so a
+			// certificate is retried before it expires whenever the floor
+			// leaves room for it.
+			require.False(t, d.NextAttempt.After(bound), "next attempt %v after the expiry bound %v", d.NextAttempt, bound)
+			if in.LastFailure.Add(RetryFloor).Before(in.NotAfter) {
+				require.True(t, d.NextAttempt.Before(in.NotAfter), "next attempt %v not before expiry %v", d.NextAttempt, in.NotAfter)
+			}
+		} else if !in.RetryAfter.IsZero() && at.Before(in.RetryAfter) {
+			// Expired or expiry unknown: the CA's word holds.
 			require.True(t, d.Wait, "retry allowed before the CA's Retry-After: %+v", d)
 		}
 		if p.Validate() != nil {
@@ -289,11 +486,24 @@ func FuzzDecide(f *testing.F) {
 		if lo < 0 {
 			return
 		}
-		// Never a retry before the backoff allows, never beyond the cap
-		// unless the CA said so.
-		require.GreaterOrEqual(t, d.Delay, lo, "delay below the minimum")
+		// Never a retry before the backoff allows (or, brought forward for
+		// expiry, before the floor), never beyond the cap unless the CA
+		// said so.
+		require.False(t, d.NextAttempt.Before(in.LastFailure.Add(lo)) && d.NextAttempt.Before(in.LastFailure.Add(RetryFloor)),
+			"next attempt %v before both the minimum and the floor", d.NextAttempt)
 		require.LessOrEqual(t, d.Delay, hi, "delay above the maximum")
-		require.False(t, d.NextAttempt.Before(in.LastFailure.Add(lo)), "next attempt %v before the minimum", d.NextAttempt)
+		if !expires {
+			require.GreaterOrEqual(t, d.Delay, lo, "delay below the minimum")
+			require.False(t, d.NextAttempt.Before(in.LastFailure.Add(lo)), "next attempt %v before the minimum", d.NextAttempt)
+		}
+		// One more failure never brings the next attempt forward.
+		if nSet && n >= 1 && n < math.MaxInt {
+			more := n + 1
+			in2 := in
+			in2.FailedAttempts = &more
+			d2 := p.Decide(in2, at)
+			require.False(t, d2.NextAttempt.Before(d.NextAttempt), "after %d failures the next attempt %v is earlier than after %d (%v)", more, d2.NextAttempt, n, d.NextAttempt)
+		}
 	})
 }
 

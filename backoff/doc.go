@@ -19,7 +19,18 @@
 //     waits the minimum (the upgrade fallback), so an upgrade
 //     never releases every failing certificate at once.
 //   - A negative or overflowing count waits the maximum.
-//   - A Retry-After from the CA (a rate limit) is honoured even beyond Max.
+//   - A Retry-After from the CA (a rate limit) is honoured even beyond Max,
+//     but not past the expiry of a valid certificate (below).
+//   - A certificate that failed to renew while still valid is retried before
+//     it expires, whatever the backoff or the CA's Retry-After say: the next
+//     attempt is brought forward to notAfter minus the smaller of
+//     [ExpiryMargin] (1h) and half the validity left at the failure, but no
+//     closer than [RetryFloor] (1m) to the failure, so that it never loops.
+//     A certificate with 10h left after its 6th failure is retried at 9h,
+//     not 32h; one with 20 minutes left, 10 minutes later. The reason is
+//     then RetryBeforeExpiry and the message names the expiry. A
+//     certificate that had already expired at the failure keeps the
+//     schedule: retrying sooner cannot save it.
 //   - Opt-in deterministic jitter ([Policy.Jitter]) lengthens each delay by a
 //     fraction derived from a stable key such as the certificate's UID, never
 //     shortening it, so that certificates that failed in the same minute (an

@@ -63,13 +63,31 @@
 // (ReasonSecretDrifted) and the issuing stage rewrites the secret from the
 // key and chain it holds: one write, no new key, no new request.
 //
+// # Why and when, where users look
+//
+// While an issuance waits for the issuer, the Issuing condition keeps its
+// reason (why the certificate is issued) and its message says what it
+// waits for: the message the issuer recorded on the request, or, once
+// Config.IssuerGrace has passed with no issuer touching the request, that
+// none answers its issuerRef. Ready's message says the same while the
+// certificate is not Ready. Right after an issuance a missing secret is
+// taken for a read cache behind the write until Config.CacheGrace ends,
+// and Ready is Unknown meanwhile; a host that read the secret's absence
+// from the source of truth says so (Snapshot.SecretAbsenceConfirmed), and
+// the certificate is issued again at once. A certificate that arrives
+// already due for renewal is a failed issuance that backs off
+// (ReasonIssuedDueForRenewal), and Validate refuses a spec that would make
+// every certificate due on arrival (MinTimeBeforeRenewal).
+//
 // # The host loop
 //
 // A host, for each certificate key taken from its queue:
 //
 //  1. gathers a Snapshot in one place: the certificate, its target secret,
 //     its requests and next-private-key secrets, other certificates naming
-//     the same secret, the ARI window; nil for anything missing;
+//     the same secret, the ARI window; nil for anything missing, and
+//     whether a missing secret was read as missing from the source of
+//     truth rather than a cache;
 //  2. calls the decision with now from its clock;
 //  3. carries out Result.Actions in order, stopping at the first error
 //     (a conflict on a stale write is an error: the next pass repairs it);

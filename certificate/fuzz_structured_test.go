@@ -2,11 +2,19 @@ package certificate
 
 import (
 	"crypto"
+	"crypto/ecdsa"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/certlife/certlife/backoff"
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/renewal"
 	"github.com/google/go-cmp/cmp"
@@ -328,7 +336,7 @@ func (p *fuzzPool) coherent(r *fuzzReader, s *Snapshot) {
 		s.Requests = append(s.Requests, req)
 	}
 	// Perturb one part, or none.
-	switch r.pick(6) {
+	switch r.pick(8) {
 	case 1:
 		c.Spec = p.specs[r.pick(len(p.specs))]
 	case 2:
@@ -336,6 +344,10 @@ func (p *fuzzPool) coherent(r *fuzzReader, s *Snapshot) {
 	case 3:
 		if len(s.NextPrivateKeySecrets) > 0 {
 			s.NextPrivateKeySecrets[0].Data = map[string][]byte{keys.SecretPrivateKey: p.keyPEM[r.pick(len(p.keys))]}
+		}
+	case 6, 7: // the CA answers the last request with another key's certificate, or one that is due
+		if n := len(s.Requests); n > 0 && len(s.Requests[n-1].Status.Certificate) > 0 {
+			s.Requests[n-1].Status.Certificate = p.chains[[3]int{r.pick(len(p.keys)), min(ti, 1), r.pick(len(poolValidity))}]
 		}
 	}
 }
@@ -349,7 +361,12 @@ func combined(keyPEM, chain []byte) []byte {
 // every renewal policy, ARI windows, other certificates claiming the
 // secret, 0–3 requests in every state, next-key secrets that match or not,
 // secrets that drifted — and checks that Reconcile gives exactly what the
-// stages run in turn give, and the invariants every decision keeps.
+// stages run in turn give, and the invariants every decision keeps
+// (checkDecision), each stated by the test on its own terms rather than by
+// the functions under test: an issuance writes the leaf of the next
+// private key from a settled answer, a failure is counted only from a
+// settled answer, the backoff is skipped only for a spec fixed since the
+// failure, and a decision that does nothing says why and when.
 func FuzzReconcileStructured(f *testing.F) {
 	pool := newFuzzPool(f)
 	f.Add([]byte{})
@@ -357,6 +374,9 @@ func FuzzReconcileStructured(f *testing.F) {
 	f.Add([]byte{1, 2, 2, 1, 1, 1, 1, 1, 3, 3, 2, 1, 1, 1, 2, 1, 2, 1, 1, 1, 2, 0, 2, 2, 1, 1, 3, 0, 1})
 	f.Add([]byte{4, 0, 1, 1, 2, 1, 0, 0, 3, 0, 0, 0, 1, 1, 1, 2, 1, 2, 0, 0, 1, 1, 1, 1})
 	f.Add([]byte{5, 2, 2, 1, 1, 2, 1, 1, 0, 3, 0, 0, 0, 1, 0, 1, 2, 2, 1, 2, 0, 3, 2})
+	// A request no issuer has touched yet, within the issuer grace: only
+	// the grace's end brings the next pass.
+	f.Add([]byte{5, 0, 1, 7, 3, 3, 6, 1, 1, 0, 7, 0, 4, 5, 3, 4, 0, 1, 5, 4, 3, 7, 2, 4, 2})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, now, cfg := pool.snapshot(&fuzzReader{b: data})
 		checkDecision(t, s, now, cfg)
@@ -375,14 +395,45 @@ func checkDecision(t *testing.T, s *Snapshot, now time.Time, cfg Config) {
 	}
 	checkEqualsStages(t, s, now, cfg, res)
 	checkLiveness(t, s, now, cfg)
+	if quiet, ok := quiesce(t, s, now, cfg); ok {
+		checkLiveness(t, quiet, now, cfg)
+	}
 
+	checkActions(t, s, now, cfg, res)
+	// The issuing stage alone keeps them too: a host may run it on a
+	// snapshot where no requestmanager has removed an outdated request.
+	checkActions(t, s, now, cfg, Issuing(s, now, cfg))
+	// What the host stored is never lost: a write only replaces a secret
+	// the decision read, at the version it read.
+	for _, a := range res.Actions {
+		if w, ok := a.(WriteSecret); ok && s.Secret != nil {
+			require.Equal(t, s.Secret.ResourceVersion, w.ResourceVersion, "%v does not carry the version of the secret read", w)
+		}
+	}
+}
+
+// checkActions checks what a decision's actions promise: owners set, at
+// most one request made and only while issuing, an issuance that writes
+// the leaf of the next private key from a settled answer and never one
+// due for renewal on arrival, a failure
+// counted only from a settled answer, and no issuance started before the
+// backoff allows unless the spec was fixed since the failure.
+func checkActions(t *testing.T, s *Snapshot, now time.Time, cfg Config, res Result) {
+	t.Helper()
 	c := s.Certificate
 	final := c.Status
 	creates := 0
 	for _, a := range res.Actions {
+		if u, ok := a.(UpdateStatus); ok {
+			final = u.Status
+		}
+	}
+	next := 1 // the revision an issuance makes
+	if c.Status.Revision != nil && *c.Status.Revision >= 0 {
+		next = *c.Status.Revision + 1
+	}
+	for _, a := range res.Actions {
 		switch a := a.(type) {
-		case UpdateStatus:
-			final = a.Status
 		case GenerateKey:
 			require.NotEmpty(t, a.OwnerUID, "%v has no owner", a)
 		case CreateRequest:
@@ -393,51 +444,215 @@ func checkDecision(t *testing.T, s *Snapshot, now time.Time, cfg Config) {
 			if a.KeySecretName == a.Name {
 				continue // a repair, from the secret's own key and chain
 			}
-			// An issuance writes only a settled answer: the chain of a
-			// request of the next revision, for the next key, that matches
-			// (a snapshot may hold two requests with that chain).
-			p := newPass(s, now, cfg)
-			k := p.nextKey(a.KeySecretName)
+			// An issuance writes the leaf of the next private key — the
+			// one the status names — and only a settled answer: the chain
+			// of a request of the next revision whose CSR is for that key
+			// and that asks what the spec asks.
+			require.Equal(t, final.NextPrivateKeySecretName, a.KeySecretName, "%v writes another key than the next private key", a)
+			key := secretKey(findSecret(s.NextPrivateKeySecrets, a.KeySecretName))
+			require.NotNil(t, key, "%v writes a key the snapshot does not hold", a)
+			leaf, err := firstCertificate(a.Chain)
+			require.NoError(t, err, "%v writes a chain that cannot be read", a)
+			require.True(t, keys.PublicKeysEqual(leaf.PublicKey, key.Public()), "%v writes a leaf that is not for the next private key", a)
 			settled := false
-			for i := range p.requests {
-				r := &p.requests[i]
-				settled = settled || (string(r.Status.Certificate) == string(a.Chain) && r.revision == nextRevision(c) &&
-					k != nil && k.err == nil && requestMismatch(r, &c.Spec, k.key.Public(), a.KeySecretName) == "")
+			for _, r := range s.Requests {
+				settled = settled || (string(r.Status.Certificate) == string(a.Chain) && annotatedRevision(r) == next &&
+					csrIsFor(r, key.Public()) && asksWhatSpecAsks(r, &c.Spec))
 			}
-			require.True(t, settled, "%v writes an answer that is not a settled request's of the next revision", a)
+			require.True(t, settled, "%v writes an answer that is not a settled request's of revision %d", a, next)
+			// And never one already due for renewal: the next pass would
+			// issue again, a loop.
+			in := renewal.Input{NotBefore: leaf.NotBefore, NotAfter: leaf.NotAfter, JitterKey: c.UID}
+			if c.Spec.RenewBefore != nil {
+				in.RenewBefore = c.Spec.RenewBefore.Duration
+			}
+			if c.Spec.RenewBeforePercentage != nil {
+				in.RenewBeforePercentage = *c.Spec.RenewBeforePercentage
+			}
+			if c.Spec.Renewal != nil {
+				in.Spec = *c.Spec.Renewal
+			}
+			d := renewal.Decide(in, now, cfg.Renewal)
+			require.False(t, d.Renew, "%v writes a certificate due for renewal on arrival: %s", a, d.Message)
 		}
 	}
 	require.LessOrEqual(t, creates, 1, "requests created in one pass")
 	if creates == 1 {
 		require.NotNil(t, issuing(&Certificate{Status: final}), "a request was created while not issuing")
 	}
-	// A failure is counted only from a settled answer.
+	// A failure is counted only from a settled answer: a request of the
+	// next revision, for the next private key the status names (the pass
+	// may adopt one), that asks what the spec asks.
 	if final.LastFailureTime != nil && !timePtrEqual(final.LastFailureTime, c.Status.LastFailureTime) {
-		p := newPass(s, now, cfg)
-		k := p.nextKey(final.NextPrivateKeySecretName) // the key the pass settled on (it may adopt one)
+		key := secretKey(findSecret(s.NextPrivateKeySecrets, final.NextPrivateKeySecretName))
 		settled := false
-		for i := range p.requests { // a snapshot may hold two requests for one revision
-			r := &p.requests[i]
-			settled = settled || (r.revision == nextRevision(c) && k != nil && k.err == nil && requestMismatch(r, &c.Spec, k.key.Public(), "") == "")
+		for _, r := range s.Requests { // a snapshot may hold two requests for one revision
+			settled = settled || (key != nil && annotatedRevision(r) == next && csrIsFor(r, key.Public()) && asksWhatSpecAsks(r, &c.Spec))
 		}
 		require.True(t, settled, "a failure was recorded at %v from a request that is not settled", *final.LastFailureTime)
 	}
-	// No issuance starts before the backoff allows, unless the failed
-	// request no longer matches the spec.
-	if issuing(c) == nil && issuing(&Certificate{Status: final}) != nil && (c.Status.LastFailureTime != nil || c.Status.RetryAfter != nil) {
-		in := backoffInput(c)
-		if p := newPass(s, now, cfg); p.leaf() != nil {
-			in.NotAfter = p.leaf().NotAfter
-		}
-		if b := cfg.Backoff.Decide(in, now); b.Wait {
-			require.True(t, failedRequestMismatchesSpec(newPass(s, now, cfg)), "issuance started at %v before the backoff allows (%v)", now, b.NextAttempt)
-		}
-	}
-	// What the host stored is never lost: a write only replaces a secret
-	// the decision read, at the version it read.
-	for _, a := range res.Actions {
-		if w, ok := a.(WriteSecret); ok && s.Secret != nil {
-			require.Equal(t, s.Secret.ResourceVersion, w.ResourceVersion, "%v does not carry the version of the secret read", w)
+	// No issuance starts before the backoff allows, unless a request of
+	// the failed attempt no longer asks what the spec asks (the user fixed
+	// the spec).
+	if issuing(c) == nil && issuing(&Certificate{Status: final}) != nil {
+		if b := cfg.Backoff.Decide(backoffOf(s), now); b.Wait {
+			fixed := false
+			for _, r := range s.Requests {
+				fixed = fixed || (annotatedRevision(r) == next && !asksWhatSpecAsks(r, &c.Spec))
+			}
+			require.True(t, fixed, "issuance started at %v before the backoff allows (%v)", now, b.NextAttempt)
 		}
 	}
+}
+
+// The test's own statements of what the stages decide by, written apart
+// from the code under test (requestMismatch, failedRequestMismatchesSpec),
+// so that a fuzz failure means the property broke, not that the two agree.
+
+// asksWhatSpecAsks: the request's CSR parses with crypto/x509 and names
+// the spec's identifiers (a name may sit in the common name or the DNS
+// names), its key is of the spec's algorithm and size, and its spec has
+// the spec's issuer, duration, isCA and usages (as sets; none means
+// digital signature and key encipherment). The pool builds every CSR's
+// requested usages from the same template as the request's usages, so the
+// request's usages stand for both.
+func asksWhatSpecAsks(r *CertificateRequest, spec *Spec) bool {
+	csr := parseCSR(r)
+	if csr == nil {
+		return false
+	}
+	nameSet := func(cn string, dns []string) map[string]bool {
+		m := map[string]bool{}
+		for _, n := range append([]string{cn}, dns...) {
+			if n != "" {
+				m[strings.ToLower(n)] = true
+			}
+		}
+		return m
+	}
+	var ips []string
+	for _, ip := range csr.IPAddresses {
+		ips = append(ips, ip.String())
+	}
+	var uris []string
+	for _, u := range csr.URIs {
+		uris = append(uris, u.String())
+	}
+	ref := func(i IssuerRef) IssuerRef {
+		if i.Kind == "" {
+			i.Kind = "Issuer"
+		}
+		if i.Group == "" {
+			i.Group = "certlife.dev"
+		}
+		return i
+	}
+	usages := func(us []keys.Usage) map[keys.Usage]bool {
+		if len(us) == 0 {
+			us = []keys.Usage{keys.UsageDigitalSignature, keys.UsageKeyEncipherment}
+		}
+		m := map[keys.Usage]bool{}
+		for _, u := range us {
+			m[u] = true
+		}
+		return m
+	}
+	dur := func(d *Duration) time.Duration {
+		if d == nil {
+			return 0
+		}
+		return d.Duration
+	}
+	return maps.Equal(nameSet(csr.Subject.CommonName, csr.DNSNames), nameSet(spec.CommonName, spec.DNSNames)) &&
+		sameStrings(ips, spec.IPAddresses) && sameStrings(uris, spec.URIs) && sameStrings(csr.EmailAddresses, spec.EmailAddresses) &&
+		keyIsOfSpec(csr.PublicKey, spec) &&
+		ref(r.Spec.IssuerRef) == ref(spec.IssuerRef) && dur(r.Spec.Duration) == dur(spec.Duration) &&
+		r.Spec.IsCA == spec.IsCA && maps.Equal(usages(r.Spec.Usages), usages(spec.Usages))
+}
+
+// keyIsOfSpec: the pool's keys are ECDSA; the spec asks P-256 unless it
+// names a size.
+func keyIsOfSpec(pub crypto.PublicKey, spec *Spec) bool {
+	k, ok := pub.(*ecdsa.PublicKey)
+	if !ok {
+		return false
+	}
+	want, alg := 256, keys.AlgorithmECDSA
+	if spec.PrivateKey != nil {
+		if spec.PrivateKey.Algorithm != "" {
+			alg = spec.PrivateKey.Algorithm
+		}
+		if spec.PrivateKey.Size != 0 {
+			want = spec.PrivateKey.Size
+		}
+	}
+	return alg == keys.AlgorithmECDSA && k.Curve.Params().BitSize == want
+}
+
+func sameStrings(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
+}
+
+// parseCSR parses a request's CSR with encoding/pem and crypto/x509; nil
+// when it does not parse or its signature is wrong.
+func parseCSR(r *CertificateRequest) *x509.CertificateRequest {
+	block, _ := pem.Decode(r.Spec.Request)
+	if block == nil || block.Type != "CERTIFICATE REQUEST" {
+		return nil
+	}
+	csr, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil || csr.CheckSignature() != nil {
+		return nil
+	}
+	return csr
+}
+
+// csrIsFor: the request's CSR is for that key.
+func csrIsFor(r *CertificateRequest, pub crypto.PublicKey) bool {
+	csr := parseCSR(r)
+	return csr != nil && keys.PublicKeysEqual(csr.PublicKey, pub)
+}
+
+// annotatedRevision is the request's revision annotation, 0 when it is
+// not a positive number.
+func annotatedRevision(r *CertificateRequest) int {
+	n, err := strconv.Atoi(r.Annotations[AnnotationRevision])
+	if err != nil || n < 1 {
+		return 0
+	}
+	return n
+}
+
+// secretKey decodes a secret's tls.key; nil for no secret or no key.
+func secretKey(sec *Secret) crypto.Signer {
+	if sec == nil {
+		return nil
+	}
+	k, err := keys.DecodePrivateKey(sec.Data[keys.SecretPrivateKey])
+	if err != nil {
+		return nil
+	}
+	return k
+}
+
+// backoffOf is the backoff input the status records: the failures, the
+// CA's Retry-After, and the expiry of the certificate in the secret.
+func backoffOf(s *Snapshot) backoff.Input {
+	st := s.Certificate.Status
+	in := backoff.Input{FailedAttempts: st.FailedIssuanceAttempts, JitterKey: s.Certificate.UID}
+	if st.LastFailureTime != nil {
+		in.LastFailure = *st.LastFailureTime
+	}
+	if st.RetryAfter != nil {
+		in.RetryAfter = *st.RetryAfter
+	}
+	if s.Secret != nil {
+		if leaf, err := firstCertificate(s.Secret.Data[keys.SecretCertificate]); err == nil {
+			in.NotAfter = leaf.NotAfter
+		}
+	}
+	return in
 }

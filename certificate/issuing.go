@@ -22,14 +22,24 @@ import (
 // that races a CA failure is never held back by backoff, and a next-key
 // secret replaced by hand never counts as a CA failure.
 //
+// While the request is not answered, the Issuing condition's message says
+// what the issuance waits for — its reason (DoesNotExist, Renewing, …)
+// stays: "request web-1 is waiting for the issuer: <the message the issuer
+// recorded on it>", or, once Config.IssuerGrace has passed with no issuer
+// touching the request, that no issuer has answered it for its issuerRef
+// (ReasonIssuerNotAnswering; not a failure, nothing backs off). The status
+// is written only when that message changes, and the result asks to look
+// again when the grace ends.
+//
 // A settled request that failed — denied, invalid, failed, or "issued" a
-// chain that is undecodable, for another key, already expired, or for other
-// names — is recorded as a failure (lastFailureTime,
-// failedIssuanceAttempts+1, the CA's Retry-After, Issuing=False with the
-// request's own reason) so the backoff applies: never a silent retry loop.
-// A settled request that succeeded is written into the secret; the new
-// revision is recorded, the failure fields cleared and Issuing removed, and
-// the result asks to look again at once so the next pass cleans up.
+// chain that is undecodable, for another key, already expired, for other
+// names, or already due for renewal on arrival — is recorded as a failure
+// (lastFailureTime, failedIssuanceAttempts+1, the CA's Retry-After,
+// Issuing=False with the request's own reason) so the backoff applies:
+// never a silent retry loop, nor a re-issue loop. A settled request that
+// succeeded is written into the secret; the new revision is recorded, the
+// failure fields cleared and Issuing removed, and the result asks to look
+// again at once so the next pass cleans up.
 //
 // When not issuing it repairs: it records a revision an interrupted pass
 // wrote into the secret but not into status (ReasonRevisionAdopted), and
@@ -77,11 +87,7 @@ func issuingStage(p *pass, now time.Time, cfg Config) Result {
 	failed, failReason, failMsg := requestFailed(req.CertificateRequest)
 	ready := req.Condition(RequestConditionReady)
 	if !failed && (ready == nil || ready.Status != StatusTrue) {
-		res.Reason, res.Message = ReasonRequestPending, "request "+req.Name+" is waiting for the issuer"
-		if ready != nil && ready.Message != "" {
-			res.Message += ": " + ready.Message
-		}
-		return res
+		return waitForIssuer(p, req, now, cfg)
 	}
 
 	// Settle before acting on the answer.
@@ -106,6 +112,15 @@ func issuingStage(p *pass, now time.Time, cfg Config) Result {
 		return recordFailure(c, req.CertificateRequest, failReason, failMsg, at, now)
 	}
 	leaf, reason, bad := checkIssued(req.CertificateRequest, k, keyName, &c.Spec, now)
+	if bad == "" {
+		// Due for renewal on arrival: written, it would start the next
+		// issuance at once. The ARI window in the snapshot is the replaced
+		// certificate's, not this one's.
+		if d := renewalOf(p, leaf, nil); d.Renew {
+			reason, bad = ReasonIssuedDueForRenewal, fmt.Sprintf("a certificate already due for renewal on arrival (valid from %s until %s): %s",
+				stamp(leaf.NotBefore), stamp(leaf.NotAfter), d.Message)
+		}
+	}
 	if bad != "" {
 		// The request is spent. It stays until the next attempt (after the
 		// backoff), whose requestmanager replaces it: deleting it now
@@ -138,6 +153,95 @@ func issuingStage(p *pass, now time.Time, cfg Config) Result {
 	res.Message = fmt.Sprintf("issued revision %d from request %s, valid until %s", next, req.Name, stamp(leaf.NotAfter))
 	res.RequeueAt = now // the next pass deletes the next private key and old requests
 	return res
+}
+
+// waitForIssuer is the issuing stage's result while the request of the
+// next revision is not answered. It says what the issuance waits for and
+// puts it in the Issuing condition's message (its reason, why the
+// certificate is being issued, stays), writing the status only when the
+// message changes; a request no issuer has touched is reported at the end
+// of Config.IssuerGrace, and the result asks to look again then.
+func waitForIssuer(p *pass, req *request, now time.Time, cfg Config) Result {
+	res := Result{Stage: StageIssuing, Reason: ReasonRequestPending, Message: "request " + req.Name + " is waiting for the issuer"}
+	if ready := req.Condition(RequestConditionReady); ready != nil && ready.Message != "" {
+		res.Message += ": " + ready.Message
+	}
+	pr, ok := issuerProgress(p, now, cfg)
+	if !ok {
+		return res // not settled: the requestmanager replaces it
+	}
+	res.Reason = pr.reason
+	if pr.report == "" {
+		res.RequeueAt = pr.at
+		res.Message += "; no issuer has touched it yet, which the certificate reports at " + stamp(pr.at)
+		return res
+	}
+	res.Message = pr.report
+	c := p.cert
+	cond := issuing(c)
+	if cond.Message != pr.report {
+		st := cloneStatus(c.Status)
+		st.Conditions = setCondition(st.Conditions, Condition{Type: ConditionIssuing, Status: StatusTrue, Reason: cond.Reason, Message: pr.report}, now, c.Generation)
+		res.Actions = []Action{UpdateStatus{Status: st}}
+	}
+	return res
+}
+
+// progress is what an issuance waits for from the issuer.
+type progress struct {
+	// reason is ReasonRequestPending, or ReasonIssuerNotAnswering once no
+	// issuer has touched the request within the grace.
+	reason string
+	// report is for the conditions' messages; "" while a request no
+	// issuer has touched is within Config.IssuerGrace.
+	report string
+	// at is when the report on an untouched request is due; zero
+	// otherwise.
+	at time.Time
+}
+
+// issuerProgress is what the issuance in progress waits for from the
+// issuer, for the Issuing condition's message and Ready's: ok only while
+// the request of the next revision is current (not answered before this
+// issuance began), settled (it matches the spec and its CSR is for the
+// next private key) and not answered. An issuer that touched the request
+// — any Ready condition, such as Pending — is quoted; a request that no
+// issuer touched is reported once Config.IssuerGrace has passed since it
+// was created (or, with no creation time, since the issuance began).
+func issuerProgress(p *pass, now time.Time, cfg Config) (progress, bool) {
+	c := p.cert
+	cond := issuing(c)
+	if cond == nil || p.specErr != nil {
+		return progress{}, false
+	}
+	req := p.requestFor(nextRevision(c))
+	if req == nil || spentBefore(req, cond) || failedBefore(req.CertificateRequest, cond) || Answered(req.CertificateRequest) {
+		return progress{}, false
+	}
+	k := p.nextKey(c.Status.NextPrivateKeySecretName)
+	if k == nil || k.err != nil || requestMismatch(req, &c.Spec, k.key.Public(), "") != "" {
+		return progress{}, false
+	}
+	if ready := req.Condition(RequestConditionReady); ready != nil {
+		report := "request " + req.Name + " is waiting for the issuer"
+		switch {
+		case ready.Message != "":
+			report += ": " + ready.Message
+		case ready.Reason != "":
+			report += " (" + ready.Reason + ")"
+		}
+		return progress{reason: ReasonRequestPending, report: report}, true
+	}
+	since := req.created
+	if since.IsZero() {
+		since = cond.LastTransitionTime
+	}
+	at := since.Add(cfg.issuerGrace())
+	if now.Before(at) {
+		return progress{reason: ReasonRequestPending, at: at}, true
+	}
+	return progress{reason: ReasonIssuerNotAnswering, report: fmt.Sprintf("no issuer has answered request %s for issuerRef %s since %s: is an issuer for it running?",
+		req.Name, describeRef(req.Spec.IssuerRef.WithDefaults()), stamp(since))}, true
 }
 
 // checkIssued reads an issued request's chain and CA, and says what is
@@ -217,7 +321,9 @@ func removeCondition(conds []Condition, t string) []Condition {
 // the secret already holds the certificate of a Ready request with a
 // revision above status.revision, that revision is recorded and the failure
 // fields cleared, as the issuance would have done. Without it the next
-// issuance would reuse the revision.
+// issuance would reuse the revision. A request created before the last
+// failure the status records is not adopted: its answer was rejected, so
+// whatever the secret holds was not written from it.
 func adoptRevision(p *pass) (Result, bool) {
 	c := p.cert
 	leaf := p.leaf()
@@ -235,6 +341,12 @@ func adoptRevision(p *pass) (Result, bool) {
 			continue
 		}
 		if ready := r.Condition(RequestConditionReady); ready == nil || ready.Status != StatusTrue {
+			continue
+		}
+		if f := c.Status.LastFailureTime; f != nil && !r.created.IsZero() && !f.Before(r.created) {
+			// Its answer was judged and failed, so never written: the
+			// secret holds the same certificate from before (a CA that
+			// answered with the certificate already in it).
 			continue
 		}
 		if issued, err := firstCertificate(r.Status.Certificate); err == nil && bytes.Equal(issued.Raw, leaf.Raw) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/certlife/certlife/keys"
+	"github.com/certlife/certlife/renewal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -191,6 +192,23 @@ func TestIssuingActsOnSettledAnswers(t *testing.T) {
 			},
 			reason: ReasonIssuedOtherNames, msg: "request web-2 was issued a certificate for other names",
 		},
+		"an old certificate, due for renewal since long before it arrived": {
+			mutate: func(r renewing) {
+				r.req.Status.Certificate = f.sign(r.nextKey.Public(), r.s.Certificate.Spec.Template(), t0.Add(-80*24*time.Hour), t0.Add(10*24*time.Hour))
+			},
+			reason: ReasonIssuedDueForRenewal,
+			msg:    "request web-2 was issued a certificate already due for renewal on arrival (valid from 2025-12-11T12:00:00Z until 2026-03-11T12:00:00Z): renewal due since 2026-02-09T12:00:00Z (default)",
+		},
+		"a certificate from a CA whose clock is 40 minutes behind the host's, for an hour renewed 30 minutes before expiry": {
+			mutate: func(r renewing) {
+				c := r.s.Certificate
+				c.Spec.Duration, c.Spec.RenewBefore = &Duration{time.Hour}, &Duration{30 * time.Minute}
+				r.req.Spec.Duration = c.Spec.Duration
+				r.req.Status.Certificate = f.sign(r.nextKey.Public(), c.Spec.Template(), t0.Add(-40*time.Minute), t0.Add(20*time.Minute))
+			},
+			reason: ReasonIssuedDueForRenewal,
+			msg:    "request web-2 was issued a certificate already due for renewal on arrival (valid from 2026-03-01T11:20:00Z until 2026-03-01T12:20:00Z): renewal due since 2026-03-01T11:50:00Z (renewBefore)",
+		},
 		"an undecodable chain": {
 			mutate: func(r renewing) { r.req.Status.Certificate = []byte("garbage") },
 			reason: ReasonIssuedUndecodable, msg: "request web-2 was issued an undecodable chain",
@@ -246,6 +264,56 @@ func TestIssuingActsOnSettledAnswers(t *testing.T) {
 		assert.Equal(t, t0, res.RequeueAt, "the next pass cleans up at once")
 		checkEqualsStages(t, r.s, t0, Config{}, res)
 	})
+}
+
+// A certificate that arrives with a shorter lifetime than the spec asks is
+// not due on arrival when renewal adapts to the lifetime it has — a
+// renewBefore as long as that lifetime gives way to the lifetime-adaptive
+// default — and the ARI window of the certificate it replaces does not
+// make it due either: it is written, never counted as a failure.
+func TestIssuingWritesACertificateWhoseRenewalAdapts(t *testing.T) {
+	f := newFixture(t)
+	tests := map[string]struct {
+		mutate      func(r renewing)
+		renewalTime time.Time
+	}{
+		"7 days issued where 90 were asked, renewBefore 30 days: renewed at half its life": {
+			mutate: func(r renewing) {
+				r.s.Certificate.Spec.RenewBefore = &Duration{30 * 24 * time.Hour}
+				r.req.Status.Certificate = f.sign(r.nextKey.Public(), r.s.Certificate.Spec.Template(), t0, t0.Add(7*24*time.Hour))
+			},
+			renewalTime: t0.Add(84 * time.Hour),
+		},
+		"7 days issued where 90 were asked, renewBeforePercentage 90: renewed when 90% remains, 16.8 hours on": {
+			mutate: func(r renewing) {
+				r.s.Certificate.Spec.RenewBeforePercentage = ptr(int32(90))
+				r.req.Status.Certificate = f.sign(r.nextKey.Public(), r.s.Certificate.Spec.Template(), t0, t0.Add(7*24*time.Hour))
+			},
+			renewalTime: t0.Add(7 * 24 * time.Hour / 10),
+		},
+		"the replaced certificate's ARI window is open: it is not the new certificate's": {
+			mutate: func(r renewing) {
+				r.s.ARI = &renewal.ARIWindow{Start: t0.Add(-time.Hour), End: t0.Add(time.Hour)}
+				r.req.Status.Certificate = f.sign(r.nextKey.Public(), r.s.Certificate.Spec.Template(), t0, t0.Add(90*24*time.Hour))
+			},
+			renewalTime: t0.Add(60 * 24 * time.Hour),
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := f.renewing()
+			tc.mutate(r)
+			res := Reconcile(r.s, t0, Config{})
+			checkEqualsStages(t, r.s, t0, Config{}, res)
+			require.Len(t, writes(res), 1, "%s: %s", res.Reason, res.Message)
+			st := finalStatus(r.s, res)
+			require.NotNil(t, st.Revision)
+			assert.Equal(t, 2, *st.Revision)
+			assert.Nil(t, st.LastFailureTime)
+			require.NotNil(t, st.RenewalTime)
+			assert.Equal(t, tc.renewalTime, *st.RenewalTime)
+		})
+	}
 }
 
 // The issuer contract: each answer an issuer gives with the Set functions
@@ -320,4 +388,177 @@ func TestOneRequestPerRevision(t *testing.T) {
 	require.Len(t, ws, 1)
 	assert.Equal(t, r.req.Status.Certificate, ws[0].Chain, "the kept request's answer is written")
 	checkEqualsStages(t, r.s, t0, Config{}, res)
+}
+
+// firstIssuance is a certificate being issued for the first time: no
+// secret, Issuing=True (DoesNotExist) since a minute ago, the next private
+// key made, and request web-1 for it created 30 seconds ago and not
+// touched by any issuer.
+func (f *fixture) firstIssuance() renewing {
+	c := testCertificate()
+	why := "secret web-tls does not exist"
+	c.Status.Conditions = []Condition{
+		{Type: ConditionIssuing, Status: StatusTrue, Reason: ReasonDoesNotExist, Message: why, LastTransitionTime: t0.Add(-time.Minute), ObservedGeneration: 1},
+		{Type: ConditionReady, Status: StatusFalse, Reason: ReasonDoesNotExist, Message: why, LastTransitionTime: t0.Add(-time.Minute), ObservedGeneration: 1},
+	}
+	key := f.key(c.Spec.KeySpec())
+	name := nextKeySecretName(c, 1, c.Spec.KeySpec())
+	keyPEM, err := keys.EncodePrivateKey(key, keys.EncodingPKCS8)
+	require.NoError(f.t, err)
+	c.Status.NextPrivateKeySecretName = name
+	req := f.request(c, 1, key)
+	req.CreationTimestamp = t0.Add(-30 * time.Second)
+	return renewing{
+		s: &Snapshot{Certificate: c, Requests: []*CertificateRequest{req},
+			NextPrivateKeySecrets: []*Secret{{ObjectMeta: ObjectMeta{Name: name, OwnerUID: c.UID, Labels: map[string]string{LabelNextPrivateKey: "true"}},
+				Data: map[string][]byte{keys.SecretPrivateKey: keyPEM}}}},
+		nextKey: key, req: req,
+	}
+}
+
+// While an issuance waits for the issuer, the certificate says what it
+// waits for where users look: the Issuing condition keeps its reason (why
+// the certificate is issued) and its message quotes the request — the
+// issuer's own progress, or, once Config.IssuerGrace has passed with no
+// issuer touching the request, that none answers its issuerRef. Ready's
+// message says the same while the certificate is not Ready. Nothing of it
+// is a failure, and the status is written only when it changes.
+func TestIssuingSaysWhatItWaitsFor(t *testing.T) {
+	f := newFixture(t)
+	const acme = "waiting for the ACME order web-1-51937a3b: self-check for a.example failing: connection refused"
+	created := t0.Add(-30 * time.Second)
+	noIssuer := "no issuer has answered request web-1 for issuerRef Issuer certlife.dev/ca since 2026-03-01T11:59:30Z: is an issuer for it running?"
+	tests := map[string]struct {
+		renewal bool // a renewal of a Ready certificate, else a first issuance
+		mutate  func(r renewing)
+		now     time.Time
+		cfg     Config
+		// reason is the issuing stage's (the result's headline when it
+		// writes); issuing and ready are the conditions' messages after the
+		// pass; requeue is when the pass asks to look again.
+		reason, issuing, ready string
+		requeue                time.Time
+	}{
+		"the issuer recorded progress: Issuing and Ready quote it": {
+			mutate:  func(r renewing) { SetPending(r.req, acme, t0.Add(-10*time.Second)) },
+			now:     t0,
+			reason:  ReasonRequestPending,
+			issuing: "request web-1 is waiting for the issuer: " + acme,
+			ready:   "secret web-tls does not exist; request web-1 is waiting for the issuer: " + acme,
+		},
+		"the issuer recorded Pending without a message: its reason is quoted": {
+			mutate: func(r renewing) {
+				r.req.Status.Conditions = []Condition{{Type: RequestConditionReady, Status: StatusFalse, Reason: RequestReasonPending}}
+			},
+			now:     t0,
+			reason:  ReasonRequestPending,
+			issuing: "request web-1 is waiting for the issuer (Pending)",
+			ready:   "secret web-tls does not exist; request web-1 is waiting for the issuer (Pending)",
+		},
+		"no issuer has touched the request within the grace: nothing to report yet, and a look again when it ends": {
+			now:     t0,
+			reason:  ReasonRequestPending,
+			issuing: "secret web-tls does not exist",
+			ready:   "secret web-tls does not exist",
+			requeue: created.Add(5 * time.Minute),
+		},
+		"no issuer has touched the request when the grace ends: the certificate says so": {
+			now:     created.Add(5 * time.Minute),
+			reason:  ReasonIssuerNotAnswering,
+			issuing: noIssuer,
+			ready:   "secret web-tls does not exist; " + noIssuer,
+		},
+		"a longer IssuerGrace is waited out": {
+			now:     created.Add(5 * time.Minute),
+			cfg:     Config{IssuerGrace: time.Hour},
+			reason:  ReasonRequestPending,
+			issuing: "secret web-tls does not exist",
+			ready:   "secret web-tls does not exist",
+			requeue: created.Add(time.Hour),
+		},
+		"an issuerRef of another kind and group is named in full": {
+			mutate: func(r renewing) {
+				ref := IssuerRef{Name: "vault", Kind: "ClusterIssuer", Group: "example.com"}
+				r.s.Certificate.Spec.IssuerRef, r.req.Spec.IssuerRef = ref, ref
+			},
+			now:     created.Add(5 * time.Minute),
+			reason:  ReasonIssuerNotAnswering,
+			issuing: "no issuer has answered request web-1 for issuerRef ClusterIssuer example.com/vault since 2026-03-01T11:59:30Z: is an issuer for it running?",
+			ready:   "secret web-tls does not exist; no issuer has answered request web-1 for issuerRef ClusterIssuer example.com/vault since 2026-03-01T11:59:30Z: is an issuer for it running?",
+		},
+		"a request without a creation time is timed from the start of the issuance": {
+			mutate:  func(r renewing) { r.req.CreationTimestamp = time.Time{} },
+			now:     t0.Add(4 * time.Minute),
+			reason:  ReasonIssuerNotAnswering,
+			issuing: "no issuer has answered request web-1 for issuerRef Issuer certlife.dev/ca since 2026-03-01T11:59:00Z: is an issuer for it running?",
+			ready:   "secret web-tls does not exist; no issuer has answered request web-1 for issuerRef Issuer certlife.dev/ca since 2026-03-01T11:59:00Z: is an issuer for it running?",
+		},
+		"a renewal: Issuing quotes the issuer, and Ready stays True with its own message": {
+			renewal: true,
+			mutate: func(r renewing) {
+				r.req.Status = RequestStatus{}
+				SetPending(r.req, "waiting for the ACME order web-2-2a10b336", t0.Add(-10*time.Second))
+			},
+			now:     t0,
+			reason:  ReasonRequestPending,
+			issuing: "request web-2 is waiting for the issuer: waiting for the ACME order web-2-2a10b336",
+			ready:   "the certificate is up to date and has not expired",
+			requeue: t0.Add(30 * 24 * time.Hour), // readiness: when the certificate in use expires
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := f.firstIssuance()
+			if tc.renewal {
+				r = f.renewing()
+			}
+			if tc.mutate != nil {
+				tc.mutate(r)
+			}
+			before := *r.s.Certificate.Status.Condition(ConditionIssuing)
+			res := Reconcile(r.s, tc.now, tc.cfg)
+			checkEqualsStages(t, r.s, tc.now, tc.cfg, res)
+			assert.Equal(t, tc.reason, res.Steps[3].Reason, "the issuing stage's reason (%s)", res.Steps[3].Message)
+			assert.Equal(t, tc.requeue, res.RequeueAt, "requeue")
+
+			st := finalStatus(r.s, res)
+			issuingCond, readyCond := st.Condition(ConditionIssuing), st.Condition(ConditionReady)
+			require.NotNil(t, issuingCond)
+			require.NotNil(t, readyCond)
+			assert.Equal(t, StatusTrue, issuingCond.Status)
+			assert.Equal(t, before.Reason, issuingCond.Reason, "the Issuing condition's reason is why the certificate is issued")
+			assert.Equal(t, before.LastTransitionTime, issuingCond.LastTransitionTime, "a new message is not a transition")
+			assert.Equal(t, tc.issuing, issuingCond.Message)
+			assert.Equal(t, tc.ready, readyCond.Message)
+			assert.Equal(t, tc.issuing, res.IssuanceMessage)
+			if issuingCond.Message != before.Message {
+				assert.Equal(t, StageIssuing, res.Stage, "the headline is the stage that wrote the message")
+				assert.Equal(t, tc.reason, res.Reason)
+			}
+			// Not a failure: nothing backs off, the request stays.
+			assert.Nil(t, st.LastFailureTime)
+			assert.Nil(t, st.FailedIssuanceAttempts)
+			for _, a := range res.Actions {
+				_, ok := a.(UpdateStatus)
+				assert.True(t, ok, "waiting for the issuer does %v", a)
+			}
+
+			// Each stage alone says the same.
+			stIssuing, stReady := finalStatus(r.s, Issuing(r.s, tc.now, tc.cfg)), finalStatus(r.s, Readiness(r.s, tc.now, tc.cfg))
+			aloneIssuing := stIssuing.Condition(ConditionIssuing)
+			require.NotNil(t, aloneIssuing)
+			assert.Equal(t, tc.issuing, aloneIssuing.Message, "the issuing stage alone")
+			aloneReady := stReady.Condition(ConditionReady)
+			require.NotNil(t, aloneReady)
+			assert.Equal(t, tc.ready, aloneReady.Message, "the readiness stage alone")
+
+			// Written once: the next pass on the status written writes
+			// nothing, and looks again at the same time.
+			again := *r.s
+			again.Certificate = &Certificate{ObjectMeta: r.s.Certificate.ObjectMeta, Spec: r.s.Certificate.Spec, Status: st}
+			next := Reconcile(&again, tc.now, tc.cfg)
+			assert.Empty(t, next.Actions, "a second pass with nothing changed writes again")
+			assert.Equal(t, tc.requeue, next.RequeueAt, "the second pass's requeue")
+		})
+	}
 }

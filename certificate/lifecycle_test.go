@@ -36,7 +36,17 @@ type testHost struct {
 	// serverSkew: the API server's clock, which sets creation times, is
 	// this far ahead of the host's (behind when negative).
 	serverSkew time.Duration
-	trace      []string
+	// caBehind: the CA's clock, which sets notBefore, is this far behind
+	// the host's.
+	caBehind time.Duration
+	// lifetime the CA gives, whatever the request asks; zero means the
+	// request's duration, else 90 days.
+	lifetime time.Duration
+	// reuse: the CA answers a key it has certified before with the
+	// certificate it issued then (a CA that deduplicates by key).
+	reuse  bool
+	issued map[string][]byte
+	trace  []string
 }
 
 func newTestHost(t *testing.T) *testHost {
@@ -144,7 +154,25 @@ func (h *testHost) sign() {
 		if h.wrongKey {
 			pub = h.f.key(keys.KeySpec{Algorithm: keys.AlgorithmECDSA}).Public()
 		}
-		r.Status.Certificate = h.f.sign(pub, keys.RequestTemplate{CommonName: csr.Subject.CommonName, DNSNames: csr.DNSNames}, h.now, h.now.Add(90*24*time.Hour))
+		der, err := x509.MarshalPKIXPublicKey(pub)
+		require.NoError(h.t, err)
+		if old, ok := h.issued[string(der)]; ok && h.reuse {
+			r.Status.Certificate = old
+		} else {
+			life := 90 * 24 * time.Hour
+			if r.Spec.Duration != nil {
+				life = r.Spec.Duration.Duration
+			}
+			if h.lifetime > 0 {
+				life = h.lifetime
+			}
+			nb := h.now.Add(-h.caBehind)
+			r.Status.Certificate = h.f.sign(pub, keys.RequestTemplate{CommonName: csr.Subject.CommonName, DNSNames: csr.DNSNames}, nb, nb.Add(life))
+			if h.issued == nil {
+				h.issued = map[string][]byte{}
+			}
+			h.issued[string(der)] = r.Status.Certificate
+		}
 		r.Status.CA = h.f.caPEM
 		r.Status.Conditions = []Condition{{Type: RequestConditionReady, Status: StatusTrue, Reason: RequestReasonIssued}}
 	}
@@ -177,6 +205,23 @@ func (h *testHost) settle() Result {
 	}
 	h.t.Fatalf("no steady state after 20 passes:\n%s", strings.Join(h.trace, "\n"))
 	return Result{}
+}
+
+// runFor runs the host for d as a host loop does: a pass whenever
+// something changed (settle), else at the time the last pass asked to look
+// again — or an hour on, when it asked for none.
+func (h *testHost) runFor(d time.Duration) {
+	h.t.Helper()
+	end := h.now.Add(d)
+	for i := 0; h.now.Before(end); i++ {
+		require.Less(h.t, i, 10000, "the host made no progress towards %v:\n%s", end, strings.Join(h.trace, "\n"))
+		res := h.settle()
+		next := res.RequeueAt
+		if !next.After(h.now) {
+			next = h.now.Add(time.Hour)
+		}
+		h.now = next
+	}
 }
 
 func (h *testHost) leaf() *x509.Certificate {
@@ -340,6 +385,111 @@ func TestLifecycleAPIServerClockSkew(t *testing.T) {
 			h.settle()
 			assert.Equal(t, 2, *h.cert.Status.Revision)
 			assert.Equal(t, 3, h.creates, "one request per attempt")
+		})
+	}
+}
+
+// An issuance that leaves a certificate due for renewal on arrival must
+// never turn into a re-issue loop (on a real API server, duration 1h with
+// renewBefore 59m58s made 16 revisions in 30 seconds). Each case runs the
+// host over fake time, from deadline to deadline, and bounds what it made:
+// a spec that would do it is refused; a certificate that arrives due is a
+// failed issuance that backs off (1h·2^(n−1) ≤ 32h); the shortest renewal
+// a spec may ask makes one revision per MinTimeBeforeRenewal; and a CA
+// that gives less than the spec asks is not a failure, for renewal adapts
+// to the lifetime it gives.
+func TestLifecycleDueOnArrivalNeverLoops(t *testing.T) {
+	tests := map[string]struct {
+		setup func(h *testHost)
+		// first runs the host this long from t0 before the run measured,
+		// which starts at the renewal time when first is set.
+		first bool
+		run   time.Duration
+		// maxRevisions and maxRequests bound what the run made; failures
+		// is whether issuance is failing at the end (Issuing=False with
+		// IssuedDueForRenewal), ready the Ready condition's reason then.
+		maxRevisions, maxRequests int
+		failing                   bool
+		ready                     string
+	}{
+		"duration 1h, renewBefore 59m58s: refused, nothing is issued": {
+			setup: func(h *testHost) {
+				h.cert.Spec.Duration, h.cert.Spec.RenewBefore = &Duration{time.Hour}, &Duration{59*time.Minute + 58*time.Second}
+			},
+			run: 2 * time.Hour, maxRevisions: 0, maxRequests: 0, ready: ReasonInvalidSpec,
+		},
+		"duration 1h, renewBeforePercentage 99: refused, nothing is issued": {
+			setup: func(h *testHost) {
+				h.cert.Spec.Duration, h.cert.Spec.RenewBeforePercentage = &Duration{time.Hour}, ptr(int32(99))
+			},
+			run: 2 * time.Hour, maxRevisions: 0, maxRequests: 0, ready: ReasonInvalidSpec,
+		},
+		"duration 1h, renewBefore 50m, the least a spec may leave: one revision per 10 minutes": {
+			setup: func(h *testHost) {
+				h.cert.Spec.Duration, h.cert.Spec.RenewBefore = &Duration{time.Hour}, &Duration{50 * time.Minute}
+			},
+			run: 2 * time.Hour, maxRevisions: 1 + int(2*time.Hour/MinTimeBeforeRenewal), maxRequests: 1 + int(2*time.Hour/MinTimeBeforeRenewal), ready: ReasonReady,
+		},
+		"a CA 40 minutes behind the host's clock, 1h certificates renewed 30m before expiry: every answer is due, and backs off": {
+			setup: func(h *testHost) {
+				h.cert.Spec.Duration, h.cert.Spec.RenewBefore = &Duration{time.Hour}, &Duration{30 * time.Minute}
+				h.caBehind = 40 * time.Minute
+			},
+			// Attempts at 0, 1h, 3h, 7h and 15h; the next is at 31h.
+			run: 24 * time.Hour, maxRevisions: 0, maxRequests: 5, failing: true, ready: ReasonDoesNotExist,
+		},
+		"a CA that answers a renewal with the key's old certificate (rotation Never): the renewal backs off": {
+			setup: func(h *testHost) {
+				h.cert.Spec.PrivateKey.RotationPolicy = keys.RotationNever
+				h.reuse = true
+			},
+			// Backoff 1h, 2h, … 32h over 20 days: 20 attempts.
+			first: true, run: 20 * 24 * time.Hour, maxRevisions: 0, maxRequests: 20, failing: true, ready: ReasonReady,
+		},
+		"a CA that gives 7 days where 90 are asked, renewBefore 30 days: renewed at half its life, no failure": {
+			setup: func(h *testHost) {
+				h.cert.Spec.RenewBefore = &Duration{30 * 24 * time.Hour}
+				h.lifetime = 7 * 24 * time.Hour
+			},
+			// Issued at 0 and renewed every 3.5 days.
+			run: 14 * 24 * time.Hour, maxRevisions: 5, maxRequests: 5, ready: ReasonReady,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			h := newTestHost(t)
+			tc.setup(h)
+			revision := func() int {
+				if r := h.cert.Status.Revision; r != nil {
+					return *r
+				}
+				return 0
+			}
+			if tc.first {
+				res := h.settle()
+				require.Equal(t, 1, revision(), "the first issuance:\n%s", strings.Join(h.trace, "\n"))
+				h.now = res.RequeueAt // the renewal time
+			}
+			revs, creates := revision(), h.creates
+			h.runFor(tc.run)
+			trace := strings.Join(h.trace, "\n")
+			t.Logf("%d revisions and %d requests in %v", revision()-revs, h.creates-creates, tc.run)
+			assert.LessOrEqual(t, revision()-revs, tc.maxRevisions, "revisions made in %v:\n%s", tc.run, trace)
+			assert.LessOrEqual(t, h.creates-creates, tc.maxRequests, "requests made in %v:\n%s", tc.run, trace)
+			ready := h.cert.Status.Condition(ConditionReady)
+			require.NotNil(t, ready)
+			assert.Equal(t, tc.ready, ready.Reason, ready.Message)
+			cond := h.cert.Status.Condition(ConditionIssuing)
+			if !tc.failing {
+				assert.Nil(t, h.cert.Status.FailedIssuanceAttempts, "issuance failed:\n%s", trace)
+				return
+			}
+			require.NotNil(t, cond, "no failure recorded:\n%s", trace)
+			assert.Equal(t, StatusFalse, cond.Status)
+			assert.Equal(t, ReasonIssuedDueForRenewal, cond.Reason, cond.Message)
+			assert.Contains(t, cond.Message, "already due for renewal on arrival")
+			require.NotNil(t, h.cert.Status.FailedIssuanceAttempts)
+			assert.Equal(t, h.creates-creates, *h.cert.Status.FailedIssuanceAttempts, "every request made was one failed attempt")
 		})
 	}
 }

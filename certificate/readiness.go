@@ -19,10 +19,14 @@ var renewalConditionTypes = []string{
 // with InvalidSpec and the field errors for an invalid spec, with the
 // first failing trigger check's reason, with Expired, or with SecretDrifted
 // and what drifted; True otherwise — the validity and renewal time in
-// status, and the renewal conditions and status. It returns an
-// UpdateStatus only when the status changes, so a healthy certificate
-// causes no writes, and asks to look again at notAfter, when Ready must
-// turn into Expired.
+// status, and the renewal conditions and status. While it is False and an
+// issuance waits for the issuer, its message says so too, as the Issuing
+// condition's does. Right after an issuance, a secret that is missing
+// (and not confirmed missing, Snapshot.SecretAbsenceConfirmed) may be a
+// read cache behind the write: Ready is Unknown, SecretNotCaughtUp, until
+// Config.CacheGrace ends. It returns an UpdateStatus only when the status
+// changes, so a healthy certificate causes no writes, and asks to look
+// again at notAfter, when Ready must turn into Expired.
 func Readiness(s *Snapshot, now time.Time, cfg Config) Result {
 	if res, ok := checkInput(s, now, StageReadiness); !ok {
 		return res
@@ -34,9 +38,9 @@ func Readiness(s *Snapshot, now time.Time, cfg Config) Result {
 func readiness(p *pass, now time.Time, cfg Config) Result {
 	c := p.cert
 	res := Result{Stage: StageReadiness}
-	notReady := func(reason, msg string) Result {
+	setReady := func(status, reason, msg string) Result {
 		st := cloneStatus(c.Status)
-		st.Conditions = setCondition(st.Conditions, Condition{Type: ConditionReady, Status: StatusFalse, Reason: reason, Message: msg}, now, c.Generation)
+		st.Conditions = setCondition(st.Conditions, Condition{Type: ConditionReady, Status: status, Reason: reason, Message: msg}, now, c.Generation)
 		res.Reason, res.Message = reason, msg
 		if !statusEqual(st, c.Status) {
 			res.Actions = []Action{UpdateStatus{Status: st}}
@@ -44,16 +48,23 @@ func readiness(p *pass, now time.Time, cfg Config) Result {
 		return res
 	}
 	if p.specErr != nil {
-		return notReady(ReasonInvalidSpec, "the spec is invalid: "+p.specErr.Error())
+		return setReady(StatusFalse, ReasonInvalidSpec, "the spec is invalid: "+p.specErr.Error())
 	}
 	if o := owner(p); o != c {
-		return notReady(ReasonSecretInUse, "secret "+c.Spec.SecretName+" belongs to certificate "+o.Name+"; give this certificate its own secretName")
+		return setReady(StatusFalse, ReasonSecretInUse, "secret "+c.Spec.SecretName+" belongs to certificate "+o.Name+"; give this certificate its own secretName")
 	}
 	if until, msg, hold := secretNotCaughtUp(p, now, cfg); hold {
-		// Judge the secret once the cache shows it; until then leave the
-		// status as it is.
-		res.Reason, res.Message, res.RequeueAt = ReasonSecretNotCaughtUp, msg, until
-		return res
+		// Judge the secret once the cache shows it. A secret that still
+		// holds the previous certificate holds a valid one: the status
+		// stays as the issuance left it. A missing one may be a cache
+		// behind or a secret deleted: Ready is Unknown until the grace
+		// ends.
+		res.RequeueAt = until
+		if p.secret != nil {
+			res.Reason, res.Message = ReasonSecretNotCaughtUp, msg
+			return res
+		}
+		return setReady(StatusUnknown, ReasonSecretNotCaughtUp, msg+"; if it is still missing then, the certificate is issued again")
 	}
 	reason, message := runChain(p)
 	var (
@@ -80,6 +91,14 @@ func readiness(p *pass, now time.Time, cfg Config) Result {
 	}
 	ready := Condition{Type: ConditionReady, Status: StatusTrue, Reason: ReasonReady, Message: "the certificate is up to date and has not expired"}
 	if reason != "" {
+		// Not Ready: say too what the issuance that fixes it waits for.
+		if pr, ok := issuerProgress(p, now, cfg); ok {
+			if pr.report != "" {
+				message += "; " + pr.report
+			} else {
+				res.RequeueAt = earliest(res.RequeueAt, pr.at)
+			}
+		}
 		ready = Condition{Type: ConditionReady, Status: StatusFalse, Reason: reason, Message: message}
 	}
 	res.Reason, res.Message = ready.Reason, ready.Message

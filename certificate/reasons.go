@@ -63,7 +63,10 @@ const (
 	// ReasonSecretNotCaughtUp: the status records an issuance whose
 	// certificate the secret does not show yet. Within Config.CacheGrace of
 	// the request that is a read cache behind its writes, and the stages
-	// wait instead of issuing again.
+	// wait instead of issuing again. While the secret is missing, Ready is
+	// Unknown with this reason and a message that says until when; unless
+	// the host confirmed the absence (Snapshot.SecretAbsenceConfirmed),
+	// when the secret is issued again at once (ReasonDoesNotExist).
 	ReasonSecretNotCaughtUp = "SecretNotCaughtUp"
 	// ReasonSecretDrifted: the certificate in the secret is right, but the
 	// secret is not what the spec asks around it (secretTemplate labels
@@ -128,6 +131,13 @@ const (
 	// ReasonRotationBlocked: rotation policy Never, but the key in the
 	// secret cannot be reused.
 	ReasonRotationBlocked = "RotationNeverKeyMismatch"
+	// ReasonIssuerNotAnswering: no issuer has touched the request of the
+	// next revision (no Ready condition) within Config.IssuerGrace of its
+	// creation. The Issuing condition's message (and Ready's, while the
+	// certificate is not Ready) names the request and its issuerRef and
+	// asks whether an issuer for it is running. Not a failure: nothing
+	// backs off, and the request is used as soon as an issuer answers it.
+	ReasonIssuerNotAnswering = "IssuerNotAnswering"
 )
 
 // Why an issuance failed: the Issuing=False condition's reason and the
@@ -155,4 +165,14 @@ const (
 	// ReasonIssuedOtherNames: the issuer returned a certificate for other
 	// names than the spec's.
 	ReasonIssuedOtherNames = "IssuedOtherNames"
+	// ReasonIssuedDueForRenewal: the issuer returned a certificate that is
+	// already due for renewal when it arrives — the renewal decision on it
+	// (the spec's renewBefore or percentage, the renewal policy, the
+	// Config's renewal options; not the ARI window of the certificate it
+	// replaces) says renew now: a CA that returned an old certificate, or
+	// a host clock ahead of the CA's. Writing it would start the next
+	// issuance at once, a loop; as a failure it backs off. A CA that issues
+	// a shorter lifetime than the spec asks is not this: renewal adapts to
+	// the lifetime (package renewal), so its certificate is due later.
+	ReasonIssuedDueForRenewal = "IssuedDueForRenewal"
 )

@@ -3,12 +3,15 @@ package certificate
 import (
 	"crypto"
 	"crypto/rand"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/certlife/certlife/keys"
+	"github.com/certlife/certlife/renewal"
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
 )
@@ -87,6 +90,9 @@ func applyReference(t testing.TB, s *Snapshot, a Action) {
 		sec.Annotations = merge(sec.Annotations, a.Annotations)
 		sec.Data = data
 		s.Secret = sec
+		if a.KeySecretName != a.Name {
+			s.ARI = nil // the window was the replaced certificate's
+		}
 	case GenerateKey, CreateRequest:
 	default:
 		t.Fatalf("unknown action %T", a)
@@ -125,14 +131,25 @@ func checkEqualsStages(t testing.TB, s *Snapshot, now time.Time, cfg Config, got
 	}
 }
 
-// checkLiveness: a deadline arrives. Called again at its own RequeueAt
-// with nothing changed, a decision either acts or moves on to a later
-// time; and a decision that waits names a time fixed by what it read, not
-// one that moves with the clock (asked a second later, it must not answer
-// a second later).
+// checkLiveness: never stuck, never silent. A decision that does nothing
+// says why (a reason), and names a time to look again that is not in the
+// past — or waits for a change that a watch event brings (waitsForEvent).
+// A deadline arrives: called again at its own RequeueAt with nothing
+// changed, a decision either acts or moves on to a later time; and a
+// decision that waits names a time fixed by what it read, not one that
+// moves with the clock (asked a second later, it must not answer a second
+// later).
 func checkLiveness(t testing.TB, s *Snapshot, now time.Time, cfg Config) {
 	t.Helper()
 	r1 := Reconcile(s, now, cfg)
+	if len(r1.Actions) == 0 {
+		require.NotEmpty(t, r1.Reason, "at %v the decision does nothing and gives no reason (%s)", now, r1.Message)
+		require.NotEmpty(t, r1.Message, "at %v the decision does nothing and gives no message (%s)", now, r1.Reason)
+		if r1.RequeueAt.IsZero() {
+			_, ok := waitsForEvent(s, now)
+			require.True(t, ok, "at %v the decision does nothing, names no time to look again, and waits for no event (%s: %s)", now, r1.Reason, r1.Message)
+		}
+	}
 	noSlide(t, s, now, cfg, r1)
 	at := r1.RequeueAt
 	if at.IsZero() {
@@ -162,4 +179,81 @@ func noSlide(t testing.TB, s *Snapshot, now time.Time, cfg Config, r Result) {
 		require.False(t, later.RequeueAt.Equal(r.RequeueAt.Add(step)), "the deadline slides with the clock: at %v it waits until %v, a second later until %v (%s: %s)",
 			now, r.RequeueAt, later.RequeueAt, r.Reason, r.Message)
 	}
+}
+
+// quiesce carries out decisions' actions the way a host does, all at now,
+// until a decision does nothing — the host then waits for its deadline or
+// an event — or asks for what only the host's randomness makes (a key, a
+// request), whose creation brings the next pass. It fails when neither
+// comes within a few passes: a write loop. It returns the snapshot reached
+// and whether its decision does nothing.
+func quiesce(t testing.TB, s *Snapshot, now time.Time, cfg Config) (*Snapshot, bool) {
+	t.Helper()
+	cur := shallowSnapshot(s)
+	var trace []string
+	for range 8 {
+		r := Reconcile(cur, now, cfg)
+		if len(r.Actions) == 0 {
+			return cur, true
+		}
+		trace = append(trace, fmt.Sprintf("%s: %s %v", r.Reason, r.Message, r.Actions))
+		for _, a := range r.Actions {
+			switch a.(type) {
+			case GenerateKey, CreateRequest:
+				return cur, false
+			}
+			applyReference(t, cur, a)
+		}
+	}
+	t.Fatalf("at %v the decisions never settle, a write loop:\n%s", now, strings.Join(trace, "\n"))
+	return nil, false
+}
+
+// waitsForEvent says what change a decision that does nothing and names no
+// time may wait for, with nothing else to bring the next pass: only these,
+// each with the certificate's status saying so where users look.
+//
+//   - The spec is invalid (Validate): the user's fix, a change to the
+//     certificate. Ready is False, InvalidSpec.
+//   - An issuance waits for the issuer's answer: Issuing is True, a request
+//     of the next revision is not answered (no Ready=True, no failure),
+//     and the Issuing condition's message names it — the issuer's next
+//     write to the request, or the request's creation time plus
+//     Config.IssuerGrace (a time, so not here) when no issuer touched it.
+//   - Renewal is Disabled and the certificate in the secret has expired:
+//     a manual trigger or a spec change. Ready is False, Expired.
+func waitsForEvent(s *Snapshot, now time.Time) (string, bool) {
+	c := s.Certificate
+	st := c.Status
+	ready, iss := st.Condition(ConditionReady), st.Condition(ConditionIssuing)
+	if Validate(&c.Spec) != nil {
+		return "a spec change", ready != nil && ready.Status == StatusFalse && ready.Reason == ReasonInvalidSpec
+	}
+	if iss != nil && iss.Status == StatusTrue {
+		next := 1
+		if st.Revision != nil && *st.Revision >= 0 {
+			next = *st.Revision + 1
+		}
+		for _, r := range s.Requests {
+			if annotatedRevision(r) != next || !strings.Contains(iss.Message, "request "+r.Name+" ") {
+				continue
+			}
+			answered := false
+			for _, rc := range r.Status.Conditions {
+				answered = answered || (rc.Type == RequestConditionReady && (rc.Status == StatusTrue || rc.Reason == RequestReasonFailed)) ||
+					((rc.Type == RequestConditionDenied || rc.Type == RequestConditionInvalidRequest) && rc.Status == StatusTrue)
+			}
+			if !answered {
+				return "the issuer's answer to request " + r.Name, true
+			}
+		}
+		return "", false
+	}
+	if c.Spec.Renewal != nil && c.Spec.Renewal.Policy == renewal.PolicyDisabled && s.Secret != nil {
+		leaf, err := firstCertificate(s.Secret.Data[keys.SecretCertificate])
+		if err == nil && !now.Before(leaf.NotAfter) {
+			return "a manual trigger of an expired certificate whose renewal is disabled", ready != nil && ready.Status == StatusFalse && ready.Reason == ReasonExpired
+		}
+	}
+	return "", false
 }

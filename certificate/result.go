@@ -25,8 +25,25 @@ type Config struct {
 	// does not yet hold its certificate — missing, or holding an older
 	// one — is taken for a read cache that has not caught up with the
 	// write, rather than for a problem to re-issue over. Zero means 5
-	// minutes; negative turns the grace off.
+	// minutes; negative turns the grace off. A host that read a missing
+	// secret from the source of truth says so (Snapshot.SecretAbsenceConfirmed),
+	// and the grace does not apply to it.
 	CacheGrace time.Duration
+	// IssuerGrace is how long a request may go without any issuer touching
+	// it — no Ready condition, not even Pending — before the certificate
+	// says that no issuer answers its issuerRef: on the Issuing condition's
+	// message, and on Ready's while the certificate is not Ready
+	// (ReasonIssuerNotAnswering). It is not a failure: nothing backs off,
+	// and the request stays for an issuer that comes up late. Timed from
+	// the request's creation. Zero means 5 minutes.
+	IssuerGrace time.Duration
+}
+
+func (c Config) issuerGrace() time.Duration {
+	if c.IssuerGrace > 0 {
+		return c.IssuerGrace
+	}
+	return 5 * time.Minute
 }
 
 func (c Config) cacheGrace() time.Duration {
@@ -114,11 +131,13 @@ type Result struct {
 	Stage Stage
 	// Reason is a constant from reasons.go; Message says why and when.
 	Reason, Message string
-	// IssuanceReason and IssuanceMessage say why the certificate is being
-	// (re)issued — the Issuing condition's reason and message once the
-	// decision's status is written (the trigger's check, such as
-	// DoesNotExist, Renewing or RequestChanged, or ManualTrigger) — and are
-	// empty when it is not issuing.
+	// IssuanceReason and IssuanceMessage are the Issuing condition's
+	// reason and message once the decision's status is written, and are
+	// empty when it is not issuing. The reason says why the certificate is
+	// being (re)issued (the trigger's check, such as DoesNotExist, Renewing
+	// or RequestChanged, or ManualTrigger); the message says why at first,
+	// and what the issuance waits for once its request is made and an
+	// issuer records progress on it, or no issuer answers it.
 	IssuanceReason, IssuanceMessage string
 	// Steps is, for Reconcile, what each stage said in the order they ran;
 	// nil for a stage called alone.
@@ -189,6 +208,9 @@ func (c Config) Validate() error {
 	}
 	if c.SecretInUseRecheck < 0 {
 		errs = append(errs, fmt.Errorf("%w: secretInUseRecheck: %v is negative", ErrInvalidConfig, c.SecretInUseRecheck))
+	}
+	if c.IssuerGrace < 0 {
+		errs = append(errs, fmt.Errorf("%w: issuerGrace: %v is negative", ErrInvalidConfig, c.IssuerGrace))
 	}
 	return errors.Join(errs...)
 }

@@ -26,6 +26,16 @@ type Snapshot struct {
 	Certificate *Certificate
 	// Secret is spec.secretName; nil when it does not exist.
 	Secret *Secret
+	// SecretAbsenceConfirmed says that Secret is nil because the host read
+	// spec.secretName from the source of truth — the API server, not a
+	// cache, after it read the certificate — and found nothing. Right after
+	// an issuance a missing secret is otherwise taken for a read cache that
+	// has not caught up with the write, for Config.CacheGrace (Ready is
+	// Unknown meanwhile); confirmed, it is what it says: the certificate is
+	// not Ready, and is issued again (ReasonDoesNotExist). A host whose
+	// cache misses the secret does best to read it from the API server
+	// and, when it is there, pass it as Secret. Ignored when Secret is set.
+	SecretAbsenceConfirmed bool
 	// Requests are the CertificateRequests the certificate owns.
 	Requests []*CertificateRequest
 	// NextPrivateKeySecrets are the secrets the certificate owns that carry
@@ -84,9 +94,11 @@ type pass struct {
 	ari    *renewal.ARIWindow
 
 	// secret is the target secret, nil when missing; parsed is its data's
-	// parse (nil when secret is nil).
-	secret *Secret
-	parsed *keys.ParsedSecret
+	// parse (nil when secret is nil). absenceConfirmed is the snapshot's
+	// SecretAbsenceConfirmed.
+	secret           *Secret
+	parsed           *keys.ParsedSecret
+	absenceConfirmed bool
 	// drift lists how the secret differs from what the spec asks around
 	// its certificate (secretDrift); nil when it does not, or when there
 	// is no usable key pair or valid spec to judge it by.
@@ -129,7 +141,7 @@ type nextKey struct {
 
 func newPass(s *Snapshot, now time.Time, cfg Config) *pass {
 	c := s.Certificate
-	p := &pass{cert: c, others: s.OtherOwners, ari: s.ARI, secret: s.Secret, now: now, cfg: cfg}
+	p := &pass{cert: c, others: s.OtherOwners, ari: s.ARI, secret: s.Secret, absenceConfirmed: s.SecretAbsenceConfirmed, now: now, cfg: cfg}
 	p.specErr = Validate(&c.Spec)
 	if r := c.Spec.Renewal; r != nil && len(r.Windows) > 0 {
 		p.schedule, _ = renewal.Compile(r.Windows)
@@ -264,7 +276,9 @@ func deleteFunc[T any](s []T, del func(T) bool) []T {
 
 // applyWrite makes the pass's secret the one a WriteSecret leaves: the
 // chain, the CA and the key (its tls.key in the asked encoding), the
-// labels and annotations merged. What keys.SecretData adds beside them
+// labels and annotations merged; after an issuance, no ARI window (the
+// snapshot's was for the certificate replaced) until the next pass reads
+// the new certificate's. What keys.SecretData adds beside them
 // (combined PEM, DER, keystores) is what the spec asks by construction, so
 // the written secret has no drift.
 func (p *pass) applyWrite(w WriteSecret) {
@@ -290,6 +304,10 @@ func (p *pass) applyWrite(w WriteSecret) {
 	p.secret = sec
 	p.parsed, _ = keys.ParseSecretDataKnownKey(sec.Data, key)
 	p.drift = nil
+	if w.KeySecretName != w.Name {
+		// A new certificate: the snapshot's ARI window was the old one's.
+		p.ari = nil
+	}
 	p.renewal = decideRenewal(p)
 }
 

@@ -3,6 +3,7 @@ package certificate
 import (
 	"bytes"
 	"crypto"
+	"crypto/x509"
 	"fmt"
 	"slices"
 	"sort"
@@ -280,8 +281,15 @@ func decideRenewal(p *pass) *renewal.Decision {
 	if leaf == nil {
 		return nil
 	}
+	d := renewalOf(p, leaf, p.ari)
+	return &d
+}
+
+// renewalOf is the renewal decision at the pass's time for a certificate
+// under this spec, with the given ARI window (nil for none).
+func renewalOf(p *pass, leaf *x509.Certificate, ari *renewal.ARIWindow) renewal.Decision {
 	spec := &p.cert.Spec
-	in := renewal.Input{NotBefore: leaf.NotBefore, NotAfter: leaf.NotAfter, ARI: p.ari, JitterKey: p.cert.UID, Schedule: p.schedule}
+	in := renewal.Input{NotBefore: leaf.NotBefore, NotAfter: leaf.NotAfter, ARI: ari, JitterKey: p.cert.UID, Schedule: p.schedule}
 	if spec.RenewBefore != nil {
 		in.RenewBefore = spec.RenewBefore.Duration
 	}
@@ -291,8 +299,7 @@ func decideRenewal(p *pass) *renewal.Decision {
 	if spec.Renewal != nil {
 		in.Spec = *spec.Renewal
 	}
-	d := renewal.Decide(in, p.now, p.cfg.Renewal)
-	return &d
+	return renewal.Decide(in, p.now, p.cfg.Renewal)
 }
 
 // failedRequestMismatchesSpec reports whether the request of the failed
@@ -420,11 +427,12 @@ func backoffInput(c *Certificate) backoff.Input {
 // secrets and certificates through separate caches, so a pass can see the
 // new revision in status and the old secret; issuing again then would be
 // a re-issue loop. It returns when the grace ends: after that, the usual
-// checks decide.
+// checks decide. A missing secret whose absence the host confirmed is not
+// a cache: no grace.
 func secretNotCaughtUp(p *pass, now time.Time, cfg Config) (until time.Time, msg string, hold bool) {
 	grace := cfg.cacheGrace()
 	req := p.current()
-	if grace <= 0 || req == nil || req.created.IsZero() {
+	if grace <= 0 || req == nil || req.created.IsZero() || (p.secret == nil && p.absenceConfirmed) {
 		return time.Time{}, "", false
 	}
 	until = req.created.Add(grace)

@@ -7,6 +7,7 @@ import (
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/renewal"
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -235,40 +236,87 @@ func TestTriggerIsDeterministic(t *testing.T) {
 // A host reads secrets and certificates through separate caches: right
 // after an issuance a pass can see the new revision in status and the old
 // secret (or none). Within the cache grace of the request that is not a
-// reason to issue again; after it, it is.
+// reason to issue again; after it, it is. A secret that is missing is not
+// a silent Ready=True meanwhile but Ready=Unknown until the grace ends, and
+// a host that read its absence from the source of truth gets the
+// re-issuance at once.
 func TestSecretNotCaughtUpIsNotReissuedOver(t *testing.T) {
 	f := newFixture(t)
 	old, _ := f.healthy(t0.Add(-50 * 24 * time.Hour)) // the previous revision's secret
 	fresh, _ := f.healthy(t0.Add(-time.Minute))       // status and request of the new revision
 	fresh.Requests[0].CreationTimestamp = t0.Add(-time.Minute)
+	graceEnd := t0.Add(4 * time.Minute)
 	cases := map[string]struct {
-		secret *Secret
-		at     time.Time
-		want   string
+		secret    *Secret
+		confirmed bool // Snapshot.SecretAbsenceConfirmed
+		at        time.Time
+		want      string // the reason: the Issuing condition's once issuing
+		// ready is the Ready condition the pass leaves ("" to leave it as
+		// the issuance wrote it, True).
+		ready string
 	}{
-		"the old secret, a minute after the request: wait":      {old.Secret, t0, ReasonSecretNotCaughtUp},
-		"no secret yet, a minute after the request: wait":       {nil, t0, ReasonSecretNotCaughtUp},
-		"the old secret, after the grace: issue again":          {old.Secret, t0.Add(5 * time.Minute), ReasonKeyMismatchesRequest},
-		"no secret, after the grace: issue again":               {nil, t0.Add(5 * time.Minute), ReasonDoesNotExist},
-		"the new secret: nothing to wait for":                   {fresh.Secret, t0, ReasonUpToDate},
-		"garbage in the secret is not a cache: issue again now": {&Secret{ObjectMeta: fresh.Secret.ObjectMeta, Data: map[string][]byte{keys.SecretCertificate: []byte("x"), keys.SecretPrivateKey: []byte("y")}}, t0, ReasonInvalidKeyPair},
+		"the old secret, a minute after the request: wait, Ready as the issuance left it": {
+			secret: old.Secret, at: t0, want: ReasonSecretNotCaughtUp},
+		"no secret yet, a minute after the request: wait, Ready=Unknown until the grace ends": {
+			at: t0, want: ReasonSecretNotCaughtUp, ready: StatusUnknown},
+		"no secret, confirmed missing by the host, a minute after the request: issue again now": {
+			confirmed: true, at: t0, want: ReasonDoesNotExist, ready: StatusFalse},
+		"the old secret with a confirmation the host cannot mean: the secret wins, wait": {
+			secret: old.Secret, confirmed: true, at: t0, want: ReasonSecretNotCaughtUp},
+		"the old secret, after the grace: issue again": {
+			secret: old.Secret, at: graceEnd, want: ReasonKeyMismatchesRequest, ready: StatusFalse},
+		"no secret, after the grace: issue again": {
+			at: graceEnd, want: ReasonDoesNotExist, ready: StatusFalse},
+		"the new secret: nothing to wait for": {
+			secret: fresh.Secret, at: t0, want: ReasonUpToDate, ready: StatusTrue},
+		"garbage in the secret is not a cache: issue again now": {
+			secret: &Secret{ObjectMeta: fresh.Secret.ObjectMeta, Data: map[string][]byte{keys.SecretCertificate: []byte("x"), keys.SecretPrivateKey: []byte("y")}},
+			at:     t0, want: ReasonInvalidKeyPair, ready: StatusFalse},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			s := *fresh
-			s.Secret = tc.secret
+			s.Secret, s.SecretAbsenceConfirmed = tc.secret, tc.confirmed
 			res := Reconcile(&s, tc.at, Config{})
+			checkEqualsStages(t, &s, tc.at, Config{}, res)
 			got := res.Reason
-			if got == ReasonWaitingForKey || got == ReasonRenewing { // Reconcile's headline after the trigger set Issuing
-				if c := issuingCondOf(res); c != nil {
-					got = c.Reason
-				}
+			if c := issuingCondOf(res); c != nil {
+				got = c.Reason
 			}
 			require.Equal(t, tc.want, got, "reason %s (%s)", res.Reason, res.Message)
+
+			st := finalStatus(&s, res)
+			ready := st.Condition(ConditionReady)
+			wantReady := fresh.Certificate.Status
+			require.NotNil(t, ready)
+			if tc.ready == "" {
+				assert.Equal(t, *wantReady.Condition(ConditionReady), *ready, "Ready is not as the issuance left it")
+			} else {
+				assert.Equal(t, tc.ready, ready.Status, "Ready (%s: %s)", ready.Reason, ready.Message)
+			}
+			// Readiness run alone says what Reconcile's status says.
+			aloneStatus := finalStatus(&s, Readiness(&s, tc.at, Config{}))
+			alone := aloneStatus.Condition(ConditionReady)
+			require.NotNil(t, alone)
+			assert.Equal(t, ready.Status, alone.Status, "Readiness alone")
+			assert.Equal(t, ready.Reason, alone.Reason, "Readiness alone")
+
 			if tc.want == ReasonSecretNotCaughtUp {
-				require.Empty(t, res.Actions, "waiting for the cache wrote actions")
+				for _, a := range res.Actions {
+					_, ok := a.(UpdateStatus)
+					require.True(t, ok, "waiting for the cache does %v", a)
+				}
+				assert.Nil(t, issuingCondOf(res), "waiting for the cache started an issuance")
 				want := fresh.Requests[0].CreationTimestamp.Add(5 * time.Minute)
 				require.True(t, res.RequeueAt.Equal(want), "looks again at %v, want the end of the grace %v", res.RequeueAt, want)
+			}
+			if tc.ready == StatusUnknown {
+				assert.Equal(t, ReasonSecretNotCaughtUp, ready.Reason)
+				assert.Equal(t, "secret web-tls is not visible yet, not yet revision 1's from request web-1: a read cache behind the write, taken as such until 2026-03-01T12:04:00Z; if it is still missing then, the certificate is issued again", ready.Message)
+				assert.Equal(t, ready.Message, alone.Message, "Readiness alone")
+				again := s
+				again.Certificate = &Certificate{ObjectMeta: s.Certificate.ObjectMeta, Spec: s.Certificate.Spec, Status: st}
+				assert.Empty(t, Reconcile(&again, tc.at.Add(time.Minute), Config{}).Actions, "Ready=Unknown is written again on the next pass")
 			}
 		})
 	}

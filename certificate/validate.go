@@ -34,6 +34,15 @@ const MinDuration = time.Hour
 // leave no time for an issuance to finish before expiry.
 const MinRenewBefore = 5 * time.Minute
 
+// MinTimeBeforeRenewal is the least time a spec may leave between a
+// certificate's issuance and its renewal: the duration less renewBefore,
+// or the part of the duration renewBeforePercentage leaves. With less, a
+// certificate would be due for renewal about as soon as it arrives (an
+// issuance takes time, and the CA's clock is not the host's): a new
+// certificate on every pass. The duration is spec.duration, or
+// DefaultDuration when it is unset.
+const MinTimeBeforeRenewal = 10 * time.Minute
+
 // dnsNameProblem says what makes name an invalid DNS name for a
 // certificate, "" when it is valid: labels of letters, digits and hyphens
 // (neither first nor last), 1 to 63 characters each, at most 253 in all, no
@@ -128,11 +137,27 @@ func Validate(s *Spec) error {
 			add("spec.duration", "%v is under the minimum of %v", duration, MinDuration)
 		}
 	}
+	durationName := func() string {
+		if s.Duration == nil {
+			return fmt.Sprintf("the duration %v (the default, spec.duration being unset)", duration)
+		}
+		return fmt.Sprintf("the duration %v", duration)
+	}
+	// dueOnArrival words the error of a renewal that leaves the certificate
+	// in use for less than MinTimeBeforeRenewal.
+	dueOnArrival := func(path string, value any, use time.Duration) {
+		add(path, "%v leaves %v of %s before renewal is due, under the minimum of %v: the certificate would be due for renewal as soon as it arrives",
+			value, use, durationName(), MinTimeBeforeRenewal)
+	}
 	if s.RenewBefore != nil {
-		if s.RenewBefore.Duration < MinRenewBefore {
-			add("spec.renewBefore", "%v is under the minimum of %v", s.RenewBefore.Duration, MinRenewBefore)
-		} else if s.RenewBefore.Duration >= duration {
-			add("spec.renewBefore", "%v is not less than the duration %v", s.RenewBefore.Duration, duration)
+		rb := s.RenewBefore.Duration
+		switch {
+		case rb < MinRenewBefore:
+			add("spec.renewBefore", "%v is under the minimum of %v", rb, MinRenewBefore)
+		case rb >= duration:
+			add("spec.renewBefore", "%v is not less than %s", rb, durationName())
+		case duration-rb < MinTimeBeforeRenewal:
+			dueOnArrival("spec.renewBefore", rb, duration-rb)
 		}
 	}
 	if s.RenewBeforePercentage != nil {
@@ -141,6 +166,8 @@ func Validate(s *Spec) error {
 		}
 		if p := *s.RenewBeforePercentage; p <= 0 || p >= 100 {
 			add("spec.renewBeforePercentage", "%d is outside (0, 100)", p)
+		} else if use := duration / 100 * time.Duration(100-p); use < MinTimeBeforeRenewal {
+			dueOnArrival("spec.renewBeforePercentage", p, use)
 		}
 	}
 	if s.IssuerRef.Name == "" {

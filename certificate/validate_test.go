@@ -61,6 +61,26 @@ func TestValidateRefusesBadInput(t *testing.T) {
 			`spec.dnsNames[0]: "" is not a valid DNS name: it is empty`},
 		"renewBefore under five minutes": {func(s *Spec) { s.RenewBefore = &Duration{4 * time.Minute} },
 			"spec.renewBefore: 4m0s is under the minimum of 5m0s"},
+		"renewBefore leaving the minimum time before renewal": {func(s *Spec) {
+			s.Duration, s.RenewBefore = &Duration{time.Hour}, &Duration{50 * time.Minute}
+		}, ""},
+		"a percentage leaving more than the minimum time before renewal": {func(s *Spec) {
+			s.Duration, s.RenewBeforePercentage = &Duration{time.Hour}, ptr(int32(83))
+		}, ""},
+		"renewBefore leaving two seconds of an hour: due on arrival": {func(s *Spec) {
+			s.Duration, s.RenewBefore = &Duration{time.Hour}, &Duration{59*time.Minute + 58*time.Second}
+		}, "spec.renewBefore: 59m58s leaves 2s of the duration 1h0m0s before renewal is due, under the minimum of 10m0s: the certificate would be due for renewal as soon as it arrives"},
+		"renewBefore leaving five minutes of the default duration": {func(s *Spec) {
+			s.RenewBefore = &Duration{DefaultDuration - 5*time.Minute}
+		}, "spec.renewBefore: 2159h55m0s leaves 5m0s of the duration 2160h0m0s (the default, spec.duration being unset) before renewal is due"},
+		"renewBefore as long as the duration": {func(s *Spec) {
+			s.Duration, s.RenewBefore = &Duration{time.Hour}, &Duration{time.Hour}
+		}, "spec.renewBefore: 1h0m0s is not less than the duration 1h0m0s"},
+		"a percentage leaving 36 seconds of an hour: due on arrival": {func(s *Spec) {
+			s.Duration, s.RenewBeforePercentage = &Duration{time.Hour}, ptr(int32(99))
+		}, "spec.renewBeforePercentage: 99 leaves 36s of the duration 1h0m0s before renewal is due, under the minimum of 10m0s"},
+		"a percentage of 100": {func(s *Spec) { s.RenewBeforePercentage = ptr(int32(100)) },
+			"spec.renewBeforePercentage: 100 is outside (0, 100)"},
 		"a URI that does not parse": {func(s *Spec) { s.URIs = []string{"%zz"} },
 			`spec.uris[0]: "%zz" is not an absolute URI`},
 		"a URI without a scheme": {func(s *Spec) { s.URIs = []string{"cluster.local/web"} },
@@ -182,9 +202,10 @@ func TestConfigValidate(t *testing.T) {
 	c.Renewal.Timing.JitterFraction = 0.9
 	c.Renewal.SafetyMargin = -time.Minute
 	c.SecretInUseRecheck = -time.Second
+	c.IssuerGrace = -time.Minute
 	err := c.Validate()
 	require.ErrorIs(t, err, ErrInvalidConfig)
-	for _, field := range []string{"backoff:", "renewal.timing.jitterFraction: 0.9", "renewal.safetyMargin: -1m0s", "secretInUseRecheck: -1s"} {
+	for _, field := range []string{"backoff:", "renewal.timing.jitterFraction: 0.9", "renewal.safetyMargin: -1m0s", "secretInUseRecheck: -1s", "issuerGrace: -1m0s"} {
 		assert.Contains(t, err.Error(), field)
 	}
 }

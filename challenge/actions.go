@@ -37,7 +37,10 @@ type Present struct {
 
 // SelfCheck asks the host to check, from where it stands, that the key
 // authorization is served (an HTTP GET of the token, or a TXT query of the
-// authoritative servers), and write SelfCheckAt = now and SelfCheckPassed.
+// authoritative servers), and write SelfCheckAt = now and SelfCheckPassed,
+// and, when the check failed, Reason = what failed: a challenge whose
+// self-check does not pass in time (Config.SelfCheckTimeout) ends with
+// it.
 type SelfCheck struct {
 	Type           Type
 	DNSName, Token string

@@ -49,7 +49,8 @@ func TestDecide(t *testing.T) {
 			actions: []string{"SelfCheck"}, reason: ReasonSelfChecking,
 		},
 		"a failed self-check is retried 10 seconds later": {
-			status:  Status{Processing: true, SyncedAt: tp(t0), State: StatePending, Presented: true, SelfCheckAt: tp(t0.Add(-3 * time.Second))},
+			status: Status{Processing: true, SyncedAt: tp(t0), State: StatePending, Presented: true, PresentedAt: tp(t0.Add(-time.Minute)),
+				SelfCheckAt: tp(t0.Add(-3 * time.Second))},
 			reason:  ReasonSelfChecking,
 			requeue: 7 * time.Second,
 		},

@@ -2,6 +2,7 @@ package challenge
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -13,6 +14,18 @@ type Config struct {
 	// long after the last as the challenge has been presented (so the
 	// waits double), up to this. Zero means 10s.
 	SelfCheckInterval time.Duration
+	// SelfCheckTimeout bounds self-checking, counted from the presentation
+	// (Status.PresentedAt; a presentation without a recorded time is
+	// given one first). Self-checking also ends 5 minutes before the
+	// order expires (Spec.Expires), leaving time for the server to
+	// validate and the order to be finalized. When self-checking ends
+	// without a passed check, the challenge ends errored with a reason
+	// that names the self-check and its last error; it cleans up and
+	// gives its scheduler slot back, and its order fails. A self-check
+	// that can never pass (split-horizon DNS, a NAT without hairpin: see
+	// FixedWait) so fails instead of holding a slot. Zero means 30
+	// minutes.
+	SelfCheckTimeout time.Duration
 	// FixedWait, when positive, replaces the self-check: the challenge is
 	// accepted this long after it was presented (a presentation without a
 	// recorded time is given one first). For NAT hairpin and split-horizon
@@ -62,6 +75,14 @@ func (c Config) selfCheckInterval() time.Duration {
 	return orDefault(c.SelfCheckInterval, 10*time.Second)
 }
 func (c Config) pollInterval() time.Duration { return orDefault(c.PollInterval, 5*time.Second) }
+
+func (c Config) selfCheckTimeout() time.Duration {
+	return orDefault(c.SelfCheckTimeout, 30*time.Minute)
+}
+
+// selfCheckExpiryMargin is how long before the order expires
+// self-checking ends.
+const selfCheckExpiryMargin = 5 * time.Minute
 
 // firstPoll is FirstPoll, never more than ceiling.
 func (c Config) firstPoll(ceiling time.Duration) time.Duration {
@@ -186,6 +207,10 @@ const (
 	// ReasonInvalidSpec: the challenge lacks what it needs to be solved
 	// (its URL or its authorization's).
 	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonSelfCheckTimedOut: the challenge ended errored because its
+	// self-check did not pass within Config.SelfCheckTimeout, or before
+	// its order was about to expire.
+	ReasonSelfCheckTimedOut = "SelfCheckTimedOut"
 )
 
 // Result lists the actions in order, when to look again, and why. A zero
@@ -206,7 +231,10 @@ type Result struct {
 // the authorization until it is final, and then cleans up and clears
 // Processing. After a failed call it reads the challenge before accepting
 // again, and a challenge the server is already validating is polled, never
-// accepted twice.
+// accepted twice. A self-check that has not passed by SelfCheckTimeout
+// after the presentation, or 5 minutes before the order expires, ends the
+// challenge errored (ReasonSelfCheckTimedOut), cleaning up and clearing
+// Processing.
 //
 // A transient error never makes a challenge final: it retries at RetryAt,
 // derived from the status alone, so deciding again at the returned
@@ -249,7 +277,15 @@ func Decide(c *Challenge, now time.Time, cfg Config) Result {
 	if sp.URL == "" || sp.AuthorizationURL == "" {
 		return giveUp(c, ReasonInvalidSpec, fmt.Sprintf("spec.url (%q) and spec.authorizationURL (%q) must both be set", sp.URL, sp.AuthorizationURL))
 	}
+	end, bound, checking := selfCheckEnd(c, cfg)
+	if checking && !now.Before(end) {
+		return giveUp(c, ReasonSelfCheckTimedOut, selfCheckTimedOut(st, bound))
+	}
 	if res, stop := retryGate(c, now, cfg); stop {
+		if checking && len(res.Actions) == 0 && end.Before(res.RequeueAt) {
+			res.RequeueAt = end
+			res.Message += "; self-checking ends first, at " + stamp(end)
+		}
 		return res
 	}
 	sync := Sync{URL: sp.URL, AuthorizationURL: sp.AuthorizationURL}
@@ -295,9 +331,26 @@ func Decide(c *Challenge, now time.Time, cfg Config) Result {
 	if st.SelfCheckPassed {
 		return accept
 	}
+	if st.PresentedAt == nil {
+		// Presented without a recorded time: self-checking is bounded
+		// from now.
+		next := st
+		t := now
+		next.PresentedAt = &t
+		return Result{Actions: []Action{UpdateStatus{next}}, Reason: ReasonSelfChecking,
+			Message: "presented without a recorded time: recording it, to bound self-checking from now"}
+	}
 	if st.SelfCheckAt != nil {
 		if next := selfCheckAt(&st, cfg); now.Before(next) {
-			return Result{RequeueAt: next, Reason: ReasonSelfChecking, Message: "the self-check failed; checking again at " + stampMilli(next)}
+			if checking && !next.Before(end) {
+				return Result{RequeueAt: end, Reason: ReasonSelfChecking,
+					Message: "the self-check failed; self-checking ends at " + stamp(end) + ", before the next check is due"}
+			}
+			msg := "the self-check failed; checking again at " + stampMilli(next)
+			if checking {
+				msg += "; self-checking ends at " + stamp(end)
+			}
+			return Result{RequeueAt: next, Reason: ReasonSelfChecking, Message: msg}
 		}
 	}
 	return Result{Actions: []Action{SelfCheck{Type: sp.Type, DNSName: sp.DNSName, Token: sp.Token, Key: sp.Key}},
@@ -346,6 +399,44 @@ func retryGate(c *Challenge, now time.Time, cfg Config) (Result, bool) {
 	}
 	return Result{RequeueAt: at, Reason: ReasonRetrying, Message: fmt.Sprintf("a transient error (%s), attempt %d of %d; retrying at %s",
 		st.LastError, st.FailedAttempts, cfg.maxAttempts(), stamp(at))}, true
+}
+
+// selfCheckEnd is when self-checking the challenge ends, and the bound
+// that sets it, in words: Config.SelfCheckTimeout after the presentation,
+// or the margin before the order expires, whichever is sooner. checking
+// is false when the challenge is not self-checking (not presented,
+// accepted, validating, passed, or waiting a fixed time instead) or
+// neither time is known.
+func selfCheckEnd(c *Challenge, cfg Config) (end time.Time, bound string, checking bool) {
+	st := c.Status
+	if !st.Presented || st.Accepted || st.State == StateProcessing || st.SelfCheckPassed || cfg.FixedWait > 0 {
+		return time.Time{}, "", false
+	}
+	if st.PresentedAt != nil {
+		end, bound, checking = st.PresentedAt.Add(cfg.selfCheckTimeout()), "within "+cfg.selfCheckTimeout().String(), true
+	}
+	if e := c.Spec.Expires; e != nil {
+		if last := e.Add(-selfCheckExpiryMargin); !checking || last.Before(end) {
+			end, checking = last, true
+			bound = fmt.Sprintf("by %s, %v before the order expires", stamp(last), selfCheckExpiryMargin)
+		}
+	}
+	return end, bound, checking
+}
+
+// selfCheckTimedOut says why self-checking ended, with the last
+// self-check's error (Status.Reason) when there is one; the words
+// "self-check failed: " that acmeclient.Solvers writes before it are not
+// repeated.
+func selfCheckTimedOut(st Status, bound string) string {
+	msg := "the self-check did not pass " + bound
+	switch {
+	case st.SelfCheckAt == nil:
+		return msg + ": no self-check ran"
+	case st.Reason != "":
+		return msg + ": " + strings.TrimPrefix(st.Reason, "self-check failed: ")
+	}
+	return msg + "; the last ran at " + stamp(*st.SelfCheckAt)
 }
 
 // giveUp ends a processing challenge errored: it cleans up and gives the

@@ -17,6 +17,10 @@
 // [Config.FirstPoll] (200 ms) after the change, then after waits that
 // double while nothing changes, up to [Config.PollInterval] (5 s) or
 // [Config.SelfCheckInterval] (10 s), or when the server's Retry-After says.
+// Self-checking is itself bounded ([Config.SelfCheckTimeout], 30 minutes,
+// and 5 minutes before the order expires): a self-check that never passes
+// ends the challenge errored, with a reason that names it, and frees its
+// scheduler slot.
 //
 // The host loop: take the challenges, call Schedule and set Processing on
 // the ones it returns; for each processing challenge call Decide, carry out

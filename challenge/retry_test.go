@@ -227,10 +227,20 @@ func TestScheduleWaitsForNextAttempt(t *testing.T) {
 // any moment before that time, with nothing changed, waits for the same
 // time; and deciding at that time acts, or waits for a later time for
 // another reason — never for the same deadline moved forward.
+//
+// Every result says why, and one that waits never waits past a deadline
+// the status already implies (impliedDeadlines).
 func checkLiveness(t *testing.T, c *Challenge, res Result, now time.Time, cfg Config) {
 	t.Helper()
+	require.NotEmpty(t, res.Reason, "a result without a reason: %+v", res)
+	require.NotEmpty(t, res.Message, "a result without a message: %+v", res)
 	if len(res.Actions) > 0 {
 		return
+	}
+	if !res.RequeueAt.IsZero() {
+		for what, at := range impliedDeadlines(c, cfg) {
+			require.False(t, res.RequeueAt.After(at), "waits until %v, past %s at %v: %s", res.RequeueAt, what, at, res.Message)
+		}
 	}
 	if res.RequeueAt.IsZero() {
 		require.Equal(t, ReasonNotScheduled, res.Reason, "no action and no deadline: %s", res.Message)
@@ -254,6 +264,63 @@ func checkLiveness(t *testing.T, c *Challenge, res Result, now time.Time, cfg Co
 	default:
 		require.True(t, again.RequeueAt.After(res.RequeueAt), "at its deadline %v the decision waits until %v: %s", res.RequeueAt, again.RequeueAt, again.Message)
 	}
+}
+
+// impliedDeadlines lists, by what they are, the times by which a
+// challenge's status already commits the machine to look again, stated
+// from the documented behaviour and defaults rather than the machine's
+// own helpers.
+func impliedDeadlines(c *Challenge, cfg Config) map[string]time.Time {
+	st := c.Status
+	or := func(v, def time.Duration) time.Duration {
+		if v > 0 {
+			return v
+		}
+		return def
+	}
+	latest := func(at time.Time, serverSaid *time.Time) time.Time {
+		if serverSaid != nil && serverSaid.After(at) {
+			return *serverSaid
+		}
+		return at
+	}
+	d := map[string]time.Time{}
+	if !st.Processing {
+		if st.NextAttemptAt != nil && !st.State.Final() {
+			d["the retry it gave its slot back for (NextAttemptAt)"] = *st.NextAttemptAt
+		}
+		return d
+	}
+	if st.State.Final() {
+		return d
+	}
+	validating := st.Accepted || st.State == StateProcessing
+	if st.LastError != "" && st.Transient && st.LastErrorTime != nil {
+		longest := max(or(cfg.MaxTransientRetry, 5*time.Minute), or(cfg.TransientRetry, 5*time.Second))
+		d["the retry after a transient error (MaxTransientRetry, or the server's Retry-After)"] = latest(st.LastErrorTime.Add(longest), st.RetryAfter)
+	}
+	if st.LastError == "" && validating && st.SyncedAt != nil {
+		d["the next read of the authorization (PollInterval, or the server's Retry-After)"] = latest(st.SyncedAt.Add(or(cfg.PollInterval, 5*time.Second)), st.RetryAfter)
+	}
+	if cfg.FixedWait > 0 {
+		if st.Presented && !validating && st.LastError == "" && st.PresentedAt != nil {
+			d["the end of the fixed wait"] = st.PresentedAt.Add(cfg.FixedWait)
+		}
+		return d
+	}
+	if !st.Presented || validating || st.SelfCheckPassed {
+		return d
+	}
+	if st.LastError == "" && st.SelfCheckAt != nil {
+		d["the next self-check (SelfCheckInterval)"] = st.SelfCheckAt.Add(or(cfg.SelfCheckInterval, 10*time.Second))
+	}
+	if st.PresentedAt != nil {
+		d["the end of self-checking (SelfCheckTimeout)"] = st.PresentedAt.Add(or(cfg.SelfCheckTimeout, 30*time.Minute))
+	}
+	if c.Spec.Expires != nil {
+		d["the end of self-checking, 5 minutes before the order expires"] = c.Spec.Expires.Add(-5 * time.Minute)
+	}
+	return d
 }
 
 // startable checks that a challenge waiting for the scheduler is started
@@ -320,9 +387,6 @@ func TestPollsStartSoonAndSlowDownWhileNothingChanges(t *testing.T) {
 		},
 		"self-checks are never more than SelfCheckInterval apart": {
 			status: checkFailed(time.Minute, 0), reason: ReasonSelfChecking, want: time.Minute + 10*time.Second,
-		},
-		"a self-check without a presentation time is repeated SelfCheckInterval later": {
-			status: func() Status { st := checkFailed(0, 0); st.PresentedAt = nil; return st }(), reason: ReasonSelfChecking, want: 10 * time.Second,
 		},
 	}
 	for name, tc := range tests {

@@ -3,13 +3,11 @@ package keys
 import (
 	"bytes"
 	"crypto/x509"
-	"encoding/asn1"
+	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/pavlo-v-chernykh/keystore-go/v4"
-	"golang.org/x/crypto/cryptobyte"
-	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 	"software.sslmate.com/src/go-pkcs12"
 )
 
@@ -28,8 +26,14 @@ import (
 // hold this key and chain (and the CA from ca.crt in the truststores), in
 // the PKCS#12 profile or under the JKS alias out names. A keystore that
 // cannot be opened — wrong password, another profile, damaged bytes — is
-// stale. Opening a keystore runs its password-based key derivation, so a
-// secret with keystores costs milliseconds to check, not microseconds.
+// stale. Opening a PKCS#12 file runs its password-based key derivation, so
+// a secret with keystores costs milliseconds to check, not microseconds;
+// a PKCS#12 file that asks for more than MaxKeystoreIterations is stale
+// and is not opened, so a Secret written with a huge count cannot stall
+// the check. JKS has no work factor (opening it costs a few SHA-1 blocks
+// per kilobyte), but a JKS file whose declared lengths or counts overrun
+// its bytes is stale and is not opened either: the JKS reader would
+// allocate what it declares, and a 40-byte file can ask for 160 GB.
 //
 // ca.crt is not judged: only the issuer knows what it should be. The check
 // is pure: it reads only its arguments and never includes key material or
@@ -129,11 +133,14 @@ func pkcs12Mismatches(data map[string][]byte, p *ParsedSecret, chain, cas []*x50
 		profile = PKCS12Modern
 	}
 	ks := data[SecretPKCS12]
+	ksInfo := inspectPKCS12(ks)
 	switch {
 	case len(ks) == 0:
 		m = append(m, SecretPKCS12+" is missing")
-	case pkcs12ProfileOf(ks) != profile:
+	case ksInfo.profile != profile:
 		m = append(m, fmt.Sprintf("%s is not in the %s profile", SecretPKCS12, profile))
+	case ksInfo.iterations > MaxKeystoreIterations:
+		m = append(m, tooManyIterations(SecretPKCS12, ksInfo.iterations))
 	default:
 		key, leaf, rest, err := pkcs12.DecodeChain(ks, string(spec.Password))
 		switch {
@@ -144,6 +151,7 @@ func pkcs12Mismatches(data map[string][]byte, p *ParsedSecret, chain, cas []*x50
 		}
 	}
 	ts := data[SecretPKCS12Trust]
+	tsInfo := inspectPKCS12(ts)
 	switch {
 	case len(cas) == 0:
 		if len(ts) > 0 {
@@ -151,8 +159,10 @@ func pkcs12Mismatches(data map[string][]byte, p *ParsedSecret, chain, cas []*x50
 		}
 	case len(ts) == 0:
 		m = append(m, SecretPKCS12Trust+" is missing")
-	case pkcs12ProfileOf(ts) != profile:
+	case tsInfo.profile != profile:
 		m = append(m, fmt.Sprintf("%s is not in the %s profile", SecretPKCS12Trust, profile))
+	case tsInfo.iterations > MaxKeystoreIterations:
+		m = append(m, tooManyIterations(SecretPKCS12Trust, tsInfo.iterations))
 	default:
 		certs, err := pkcs12.DecodeTrustStore(ts, string(spec.Password))
 		switch {
@@ -163,6 +173,12 @@ func pkcs12Mismatches(data map[string][]byte, p *ParsedSecret, chain, cas []*x50
 		}
 	}
 	return m
+}
+
+// tooManyIterations says a keystore asks for more key derivation than
+// certlife writes, so it was not opened.
+func tooManyIterations(k string, n int) string {
+	return fmt.Sprintf("%s asks for %d key-derivation iterations, more than the %d certlife writes; it was not opened", k, n, MaxKeystoreIterations)
 }
 
 func jksMismatches(data map[string][]byte, p *ParsedSecret, chain, cas []*x509.Certificate, spec *JKSSpec) []string {
@@ -177,7 +193,10 @@ func jksMismatches(data map[string][]byte, p *ParsedSecret, chain, cas []*x509.C
 	} else {
 		store := keystore.New()
 		var entry keystore.PrivateKeyEntry
-		err := store.Load(bytes.NewReader(ks), pw)
+		err := errJKSUnbounded
+		if jksBounded(ks) {
+			err = store.Load(bytes.NewReader(ks), pw)
+		}
 		if err == nil {
 			entry, err = store.GetPrivateKeyEntry(alias, pw)
 		}
@@ -200,7 +219,7 @@ func jksMismatches(data map[string][]byte, p *ParsedSecret, chain, cas []*x509.C
 		m = append(m, SecretJKSTrust+" is missing")
 	default:
 		store := keystore.New()
-		if err := store.Load(bytes.NewReader(ts), pw); err != nil {
+		if !jksBounded(ts) || store.Load(bytes.NewReader(ts), pw) != nil {
 			m = append(m, SecretJKSTrust+" cannot be opened with the password of spec (changed, or the truststore is damaged)")
 			break
 		}
@@ -210,6 +229,9 @@ func jksMismatches(data map[string][]byte, p *ParsedSecret, chain, cas []*x509.C
 	}
 	return m
 }
+
+// errJKSUnbounded stands for a load refused by jksBounded.
+var errJKSUnbounded = errors.New("keys: a JKS file declares more than it holds")
 
 // sameTrustEntries reports whether a JKS truststore holds exactly the
 // CAs, under the aliases SecretData gives them.
@@ -252,59 +274,4 @@ func sameCertificates(a, b []*x509.Certificate) bool {
 		}
 	}
 	return true
-}
-
-// Encryption algorithms of a PKCS#12 file's certificate bag, one per
-// profile SecretData writes.
-var (
-	oidPBES2          = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 5, 13}
-	oidPBEWithSHARC2  = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 12, 1, 6}
-	oidPBEWithSHA3DES = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 12, 1, 3}
-	oidEncryptedData  = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 7, 6}
-)
-
-// pkcs12ProfileOf reads which profile a PKCS#12 file was written with,
-// from the encryption of its first encrypted bag (RFC 7292 §4.1): PBES2 is
-// Modern2023, pbeWithSHAAnd40BitRC2-CBC LegacyRC2, and
-// pbeWithSHAAnd3-KeyTripleDES-CBC LegacyDES. "" when it cannot tell (BER
-// from another tool, no encrypted bag): such a file is rewritten once, in
-// DER.
-func pkcs12ProfileOf(der []byte) PKCS12Profile {
-	in := cryptobyte.String(der)
-	var pfx, authSafe, content, data, safes cryptobyte.String
-	var version int
-	var ct asn1.ObjectIdentifier
-	if !in.ReadASN1(&pfx, cbasn1.SEQUENCE) || !pfx.ReadASN1Integer(&version) ||
-		!pfx.ReadASN1(&authSafe, cbasn1.SEQUENCE) || !authSafe.ReadASN1ObjectIdentifier(&ct) ||
-		!authSafe.ReadASN1(&content, cbasn1.Tag(0).Constructed().ContextSpecific()) ||
-		!content.ReadASN1(&data, cbasn1.OCTET_STRING) || !data.ReadASN1(&safes, cbasn1.SEQUENCE) {
-		return ""
-	}
-	for !safes.Empty() {
-		var ci, explicit, ed, eci, alg cryptobyte.String
-		var typ, inner, algOID asn1.ObjectIdentifier
-		var v int
-		if !safes.ReadASN1(&ci, cbasn1.SEQUENCE) || !ci.ReadASN1ObjectIdentifier(&typ) {
-			return ""
-		}
-		if !typ.Equal(oidEncryptedData) {
-			continue
-		}
-		if !ci.ReadASN1(&explicit, cbasn1.Tag(0).Constructed().ContextSpecific()) ||
-			!explicit.ReadASN1(&ed, cbasn1.SEQUENCE) || !ed.ReadASN1Integer(&v) ||
-			!ed.ReadASN1(&eci, cbasn1.SEQUENCE) || !eci.ReadASN1ObjectIdentifier(&inner) ||
-			!eci.ReadASN1(&alg, cbasn1.SEQUENCE) || !alg.ReadASN1ObjectIdentifier(&algOID) {
-			return ""
-		}
-		switch {
-		case algOID.Equal(oidPBES2):
-			return PKCS12Modern
-		case algOID.Equal(oidPBEWithSHARC2):
-			return PKCS12LegacyRC2
-		case algOID.Equal(oidPBEWithSHA3DES):
-			return PKCS12LegacyDES
-		}
-		return ""
-	}
-	return ""
 }

@@ -145,15 +145,17 @@ func TestDataMismatches(t *testing.T) {
 }
 
 // Each profile SecretData writes is told apart (RFC 7292 §4.1: the
-// algorithm of the encrypted certificate bag).
-func TestPKCS12ProfileOf(t *testing.T) {
+// algorithm of the encrypted certificate bag), and its iteration count is
+// read: never more than MaxKeystoreIterations, so certlife's own files are
+// opened.
+func TestInspectPKCS12(t *testing.T) {
 	f := newDriftFixture(t)
 	for _, p := range []PKCS12Profile{PKCS12Modern, PKCS12LegacyRC2, PKCS12LegacyDES} {
 		d := f.write(OutputSpec{PKCS12: &PKCS12Spec{Password: "x", Profile: p}})
-		require.Equal(t, p, pkcs12ProfileOf(d[SecretPKCS12]), "keystore")
-		require.Equal(t, p, pkcs12ProfileOf(d[SecretPKCS12Trust]), "truststore")
+		require.Equal(t, pkcs12Info{profile: p, iterations: 2048}, inspectPKCS12(d[SecretPKCS12]), "keystore")
+		require.Equal(t, pkcs12Info{profile: p, iterations: 2048}, inspectPKCS12(d[SecretPKCS12Trust]), "truststore")
 	}
-	require.Equal(t, PKCS12Profile(""), pkcs12ProfileOf([]byte{0x30, 0x03, 0x02, 0x01, 0x03}))
+	require.Equal(t, pkcs12Info{}, inspectPKCS12([]byte{0x30, 0x03, 0x02, 0x01, 0x03}))
 }
 
 // A secret with no usable key and leaf has nothing to compare against.

@@ -81,11 +81,20 @@ func CertID(cert *x509.Certificate) (string, error) {
 type ariChoice struct {
 	at     time.Time
 	ok     bool
+	note   string // where the point lies, when ok
 	reason string // why the window was ignored, when !ok
 }
 
-// chooseInWindow picks a deterministic time in [Start, End) from key, or
-// says why the window cannot be used.
+// chooseInWindow picks the renewal time in a suggested window (RFC 9773
+// §4.2): a point in [Start, End) derived from key alone, so that every call
+// with the same window and key gives the same point and a fleet spreads
+// evenly over the window. When the window runs past notAfter, the point is
+// chosen in the part before notAfter, so that a renewal the CA allows
+// before expiry never lands after it. A window already in the past gives a
+// point in the past: renew now, as the RFC asks. A window whose end is not
+// after its start is invalid and ignored (the RFC: treat it as no answer),
+// as is one that cannot belong to this certificate (it ends before
+// notBefore, or starts at or after notAfter).
 func chooseInWindow(w *ARIWindow, notBefore, notAfter time.Time, key string) ariChoice {
 	switch {
 	case w == nil:
@@ -94,10 +103,20 @@ func chooseInWindow(w *ARIWindow, notBefore, notAfter time.Time, key string) ari
 		return ariChoice{reason: fmt.Sprintf("ignored the ARI window %s–%s: it is malformed (end not after start)", stamp(w.Start), stamp(w.End))}
 	case !notBefore.IsZero() && w.End.Before(notBefore):
 		return ariChoice{reason: fmt.Sprintf("ignored the ARI window %s–%s: it ends before the certificate's notBefore %s", stamp(w.Start), stamp(w.End), stamp(notBefore))}
-	case !notAfter.IsZero() && w.Start.After(notAfter):
-		return ariChoice{reason: fmt.Sprintf("ignored the ARI window %s–%s: it starts after the certificate's notAfter %s", stamp(w.Start), stamp(w.End), stamp(notAfter))}
+	case !notAfter.IsZero() && !w.Start.Before(notAfter):
+		return ariChoice{reason: fmt.Sprintf("ignored the ARI window %s–%s: it starts at or after the certificate's notAfter %s", stamp(w.Start), stamp(w.End), stamp(notAfter))}
 	}
-	span := w.End.Sub(w.Start)
-	at := w.Start.Add(time.Duration(stablehash.Scale(int64(span), "ari", key)))
-	return ariChoice{at: truncate(at, w.Start), ok: true}
+	end := w.End
+	if !notAfter.IsZero() && notAfter.Before(end) {
+		end = notAfter
+	}
+	at := w.Start.Add(time.Duration(stablehash.Scale(int64(end.Sub(w.Start)), "ari", key)))
+	// The note is built in one allocation: every pass over an ARI
+	// certificate makes it.
+	var buf [96]byte
+	b := append(buf[:0], "; chosen in the ARI window "...)
+	b = w.Start.UTC().AppendFormat(b, time.RFC3339)
+	b = append(b, "–"...)
+	b = w.End.UTC().AppendFormat(b, time.RFC3339)
+	return ariChoice{at: truncate(at, w.Start), ok: true, note: string(b)}
 }

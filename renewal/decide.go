@@ -81,10 +81,13 @@ type Input struct {
 	// Schedule, when set, is Spec.Windows already compiled by the host (a
 	// cache); nil means compile Spec.Windows here.
 	Schedule *Schedule
-	// ARI is the CA's suggested window; nil means none.
+	// ARI is the CA's suggested window; nil means none. The certificate
+	// renews once a point chosen in it from JitterKey has passed (RFC 9773
+	// §4.2).
 	ARI *ARIWindow
 	// JitterKey is a stable key for jitter and for the point chosen in an
-	// ARI window, such as the certificate's UID.
+	// ARI window, such as the certificate's UID. Certificates with the same
+	// key (an empty one included) share that point.
 	JitterKey string
 }
 
@@ -182,10 +185,11 @@ func Decide(in Input, now time.Time, opts Options) Decision {
 	d.RenewalTime = opts.Timing.jitter(d.RenewalTime, in.NotBefore, in.NotAfter, in.JitterKey)
 	ariNote := ""
 	if c := chooseInWindow(in.ARI, in.NotBefore, in.NotAfter, in.JitterKey); c.ok {
+		// RFC 9773 §4.2: renew once the point chosen in the window has
+		// passed — not when the window opens, which would renew a whole
+		// fleet in its first second.
 		d.RenewalTime, d.Source = c.at, SourceARI
-		if !now.Before(in.ARI.Start) {
-			d.RenewalTime = in.ARI.Start
-		}
+		ariNote = c.note
 	} else if c.reason != "" {
 		ariNote = "; " + c.reason
 	}

@@ -1,6 +1,8 @@
 package renewal
 
 import (
+	"fmt"
+	"sort"
 	"testing"
 	"time"
 
@@ -92,9 +94,17 @@ func TestDecide(t *testing.T) {
 			in:  Input{NotBefore: nb, NotAfter: na, ARI: &ARIWindow{Start: utc("2026-02-10T00:00:00Z"), End: utc("2026-02-11T00:00:00Z")}, JitterKey: "uid-1"},
 			now: utc("2026-02-01T00:00:00Z"), want: want{reason: ReasonNotDue, msg: "(ARI)"},
 		},
-		"an ARI window that has started renews now": {
-			in:  Input{NotBefore: nb, NotAfter: na, ARI: &ARIWindow{Start: utc("2026-01-20T00:00:00Z"), End: utc("2026-01-21T00:00:00Z")}},
-			now: utc("2026-01-20T00:00:01Z"), want: want{renew: true, reason: ReasonDue, msg: "since 2026-01-20T00:00:00Z (ARI)"},
+		"an ARI window whose end has passed renews now (RFC 9773 §4.2)": {
+			in:  Input{NotBefore: nb, NotAfter: na, ARI: &ARIWindow{Start: utc("2026-01-20T00:00:00Z"), End: utc("2026-01-21T00:00:00Z")}, JitterKey: "uid-1"},
+			now: utc("2026-01-21T00:00:00Z"), want: want{renew: true, reason: ReasonDue, msg: "(ARI); chosen in the ARI window 2026-01-20T00:00:00Z–2026-01-21T00:00:00Z"},
+		},
+		"an ARI window the CA put wholly in the past renews now (RFC 9773 §4.2)": {
+			in:  Input{NotBefore: nb, NotAfter: na, ARI: &ARIWindow{Start: nb, End: nb.Add(time.Minute)}, JitterKey: "uid-1"},
+			now: utc("2026-01-20T12:00:00Z"), want: want{renew: true, reason: ReasonDue, msg: "(ARI)"},
+		},
+		"an ARI window starting at notAfter is ignored": {
+			in:  Input{NotBefore: nb, NotAfter: na, ARI: &ARIWindow{Start: na, End: na.Add(day)}},
+			now: utc("2026-01-20T12:00:00Z"), want: want{reason: ReasonNotDue, nextCheck: "2026-03-02T00:00:00Z", msg: "starts at or after the certificate's notAfter"},
 		},
 		"a malformed ARI window is ignored, saying why": {
 			in:  Input{NotBefore: nb, NotAfter: na, ARI: &ARIWindow{Start: utc("2026-01-21T00:00:00Z"), End: utc("2026-01-20T00:00:00Z")}},
@@ -150,6 +160,57 @@ func TestDecideARIPointIsDeterministicAndInside(t *testing.T) {
 	require.GreaterOrEqual(t, len(seen), 5, "keys do not spread inside the ARI window")
 }
 
+// TestARIRenewsAtTheChosenPoint: RFC 9773 §4.2 — a client picks a time in
+// the suggested window and renews when that time has passed, not when the
+// window opens. 1,000 certificates given one 48h window spread over it
+// (no hour holds more than twice its share), each certificate's point is the
+// same on every call, and each renews exactly from its point on.
+func TestARIRenewsAtTheChosenPoint(t *testing.T) {
+	w := &ARIWindow{Start: utc("2026-02-10T00:00:00Z"), End: utc("2026-02-12T00:00:00Z")}
+	const keys, hours = 1000, 48
+	in := Input{NotBefore: utc("2026-01-01T00:00:00Z"), NotAfter: utc("2026-04-01T00:00:00Z"), ARI: w}
+	buckets := make([]int, hours)
+	for i := range keys {
+		in.JitterKey = fmt.Sprintf("6f1c2b0e-8d4a-4b7e-9a51-%012d", i)
+		at := Decide(in, w.Start.Add(-time.Hour), Options{}).RenewalTime
+		require.False(t, at.Before(w.Start), "key %d: point %v before the window", i, at)
+		require.True(t, at.Before(w.End), "key %d: point %v at or after the window's end", i, at)
+		for _, now := range []time.Time{w.Start, at, w.End.Add(time.Hour)} {
+			require.True(t, Decide(in, now, Options{}).RenewalTime.Equal(at), "key %d: the point moved when asked at %v", i, now)
+		}
+		if at.After(w.Start) {
+			before := Decide(in, at.Add(-time.Second), Options{})
+			require.False(t, before.Renew, "key %d: renews a second before its point %v: %s", i, at, before.Message)
+			require.True(t, before.NextCheck.Equal(at), "key %d: asks to look again at %v, not at its point %v", i, before.NextCheck, at)
+		}
+		require.True(t, Decide(in, at, Options{}).Renew, "key %d: does not renew at its point %v", i, at)
+		require.True(t, Decide(in, w.End, Options{}).Renew, "key %d: does not renew once the window has ended", i)
+		// When a host polling every second first sees it due.
+		first := w.Start.Add(time.Duration(sort.Search(int(w.End.Sub(w.Start)/time.Second), func(s int) bool {
+			return Decide(in, w.Start.Add(time.Duration(s)*time.Second), Options{}).Renew
+		})) * time.Second)
+		require.True(t, first.Equal(at), "key %d: first due at %v, its point is %v", i, first, at)
+		buckets[int(first.Sub(w.Start)/time.Hour)]++
+	}
+	mean := keys / hours
+	for h, n := range buckets {
+		require.LessOrEqual(t, n, 2*mean, "hour %d of the window renews %d of %d certificates: %v", h, n, keys, buckets)
+		require.Positive(t, n, "hour %d of the window renews none: %v", h, buckets)
+	}
+}
+
+// A window that runs past the certificate's expiry renews before it.
+func TestARIPointIsBeforeExpiry(t *testing.T) {
+	nb, na := utc("2026-01-01T00:00:00Z"), utc("2026-01-07T00:00:00Z")
+	w := &ARIWindow{Start: na.Add(-time.Hour), End: na.Add(47 * time.Hour)}
+	for i := range 200 {
+		d := Decide(Input{NotBefore: nb, NotAfter: na, ARI: w, JitterKey: fmt.Sprint(i)}, nb, Options{})
+		require.Equal(t, SourceARI, d.Source)
+		require.False(t, d.RenewalTime.Before(w.Start), "point %v before the window", d.RenewalTime)
+		require.True(t, d.RenewalTime.Before(na), "point %v not before notAfter %v", d.RenewalTime, na)
+	}
+}
+
 func TestSpecValidate(t *testing.T) {
 	require.NoError(t, (Spec{Policy: PolicyScheduled, Windows: []Window{{Start: "01:00", End: "02:00"}}}).Validate())
 	err := Spec{Policy: "Weekly", Windows: []Window{{Start: "1", End: "02:00"}}}.Validate()
@@ -179,6 +240,17 @@ func BenchmarkDecideAutomaticNotDue(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		_ = Decide(in, t0.Add(time.Hour), opts)
+	}
+}
+
+// BenchmarkDecideARINotDue: a pass over a certificate waiting for its
+// point in a suggested window, the path every ARI certificate takes.
+func BenchmarkDecideARINotDue(b *testing.B) {
+	w := &ARIWindow{Start: t0.Add(60 * 24 * time.Hour), End: t0.Add(62 * 24 * time.Hour)}
+	in := Input{NotBefore: t0, NotAfter: t0.Add(90 * 24 * time.Hour), ARI: w, JitterKey: "6f1c2b0e-8d4a-4b7e-9a51-0c3f2d9e7a11"}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = Decide(in, t0.Add(time.Hour), Options{})
 	}
 }
 

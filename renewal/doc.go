@@ -22,10 +22,15 @@
 // # ARI (RFC 9773)
 //
 // A suggested window from the CA replaces the computed time: [Decide] picks
-// a deterministic point in [start, end) from the stable key, and renews at
-// once when the window has already started. A malformed window (end not
-// after start) or a stale one (ending before notBefore, starting after
-// notAfter) is ignored, and the message says so. [CertID] computes the
+// a point in [start, end) from the stable key — the same point on every
+// call for the same window — and renews once that point has passed (RFC
+// 9773 §4.2), not as soon as the window opens: a thousand certificates
+// given one 48-hour window renew spread over its 48 hours. A window that
+// has ended, or that the CA put wholly in the past, renews at once; one
+// that runs past notAfter has its point chosen before notAfter. A
+// malformed window (end not after start) or a stale one (ending before
+// notBefore, starting at or after notAfter) is ignored, and the message
+// says so. [CertID] computes the
 // certificate identifier, and [NextPoll] when to ask again: Retry-After
 // clamped to [MinPoll, MaxPoll], DefaultPoll without one.
 //
