@@ -98,7 +98,10 @@ type Loop struct {
 	rand     io.Reader
 	issuers  map[certificate.IssuerRef]certificate.Issuer
 	watching bool
-	resync   time.Duration
+	// authoritative: the store's reads show every write, so a secret it
+	// does not hold is gone (certificate.Snapshot.SecretAbsenceConfirmed).
+	authoritative bool
+	resync        time.Duration
 
 	mu       sync.Mutex
 	queue    schedule
@@ -149,6 +152,9 @@ func New(cfg Config) (*Loop, error) {
 			return nil, fmt.Errorf("host: Config.Issuers[%s]: the issuer is nil", describeRef(ref))
 		}
 		l.issuers[ref.WithDefaults()] = iss
+	}
+	if a, ok := cfg.Store.(Authoritative); ok {
+		l.authoritative = a.Authoritative()
 	}
 	if w, ok := cfg.Store.(Watcher); ok {
 		l.watching = true
@@ -515,6 +521,7 @@ func (l *Loop) gather(ctx context.Context, c *certificate.Certificate) (s *certi
 	sec, err := st.Secrets().Get(ctx, c.Namespace, c.Spec.SecretName)
 	switch {
 	case errors.Is(err, ErrNotFound):
+		s.SecretAbsenceConfirmed = l.authoritative
 	case err != nil:
 		return nil, nil, err
 	default:
