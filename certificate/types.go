@@ -88,6 +88,11 @@ type ObjectMeta struct {
 	OwnerUID string `json:"ownerUID,omitempty"`
 }
 
+// Meta returns the object's metadata; through embedding it gives
+// generic code (package certificate/host's stores) the metadata of a
+// Certificate, Secret or CertificateRequest.
+func (m *ObjectMeta) Meta() *ObjectMeta { return m }
+
 // IssuerRef names the issuer that signs a certificate's requests.
 type IssuerRef struct {
 	Name string `json:"name"`

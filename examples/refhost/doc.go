@@ -1,5 +1,7 @@
-// Package refhost is a reference host for certlife: the host loop a
-// controller author reads and copies, written out in full with plain maps.
+// Package refhost is superseded by certificate/host, the host loop to
+// import, and will be removed once the quickstart runs on it.
+//
+// It is the host loop written out in full with plain maps.
 //
 // certlife decides; a host keeps the objects, carries out the actions and
 // owns the loop. This one keeps certificates, secrets and certificate

@@ -1,9 +1,10 @@
-package refhost_test
+package host_test
 
 import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -13,37 +14,52 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+	testingclock "k8s.io/utils/clock/testing"
+
 	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/certificate/host"
 	"github.com/certlife/certlife/certificate/localca"
-	"github.com/certlife/certlife/examples/refhost"
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/renewal"
-	"github.com/stretchr/testify/require"
-	clocktesting "k8s.io/utils/clock/testing"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testdata/scenarios/*.txt")
 
-// t0 is where every scenario's clock starts: a Sunday.
-var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+// scenarioStart is where every scenario's clock starts: a Sunday.
+var scenarioStart = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // TestScenarios runs the lifecycle scenarios in testdata/scenarios through
-// the reference host. Each file is a list of commands, each followed by
-// "----" and the output it gives, up to a blank line; -rewrite writes the
-// output the commands give now.
+// the host loop (host.Loop over a host.MemoryStore on a fake clock, with
+// one issuer, "ca": a local CA that can be told to misbehave). Each file
+// is a list of commands, each followed by "----" and the output it gives,
+// up to a blank line; -rewrite writes the output the commands give now.
 //
-// Commands:
+// Commands (the writes they make are someone else's, as a user's would
+// be; the loop sees them through the store's watch):
 //
-//	certificate NAME dns=A,B [cn=] [issuer=ca] [duration=] [renew-before=] [usages=A;B] [rotation=Never] [window="Tue 09:00-11:00 Europe/Oslo"]
+//	certificate NAME dns=A,B [cn=] [issuer=ca] [secret=] [duration=] [renew-before=] [usages=A;B] [rotation=Never] [outputs=CombinedPEM] [window="Tue 09:00-11:00 Europe/Oslo"]
+//	    creates a certificate, and runs
 //	spec NAME (the same fields): changes the spec
-//	step: one host step at the clock's time
+//	step: one loop step at the clock's time
 //	run: steps until nothing more is due now
 //	advance DURATION: moves the clock (2h, 60d) and runs
 //	until DURATION: moves the clock from deadline to deadline for that long, running at each
-//	issuer NAME ok|fail|wrong-key: how the issuer answers from now on
-//	trigger NAME: a manual trigger (Issuing=True, ManualTrigger); the host runs at the next step or run
-//	delete-secret NAME / corrupt-secret NAME KEY / strip-annotations NAME
+//	issuer ca ok|fail|wrong-key|pending: how the issuer answers from now on
+//	    (pending: it records progress and asks to be called again in an hour)
+//	trigger NAME: a manual trigger (Issuing=True, ManualTrigger); the loop runs at the next step or run
+//	delete-secret NAME / corrupt-secret NAME KEY / strip-annotations NAME: and runs
+//	delete-request NAME / delete-certificate NAME: and runs
+//	store-fails N create|update|delete certificates|secrets|requests:
+//	    the loop's next N such writes fail ("the disk is full")
 //	status NAME: the certificate's status and its secret
+//	objects: every secret and request in the store
+//
+// Each pass of the loop that acts, stops or holds back prints a line: the
+// time, the certificate, the stage, the reason and the actions carried
+// out, then why. An issuer's answer prints a line; so does each request
+// the loop tells the issuer it deleted (certificate.Issuer.Forget). A
+// pass that stops early says why and when the loop looks again.
 func TestScenarios(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "scenarios", "*.txt"))
 	require.NoError(t, err, "no scenarios")
@@ -88,6 +104,7 @@ func parseScenario(t *testing.T, file string) []block {
 			cur.cmd = line
 		}
 	}
+	require.NoError(t, sc.Err())
 	if inOutput || cur.cmd != "" {
 		out = append(out, cur)
 	}
@@ -102,7 +119,7 @@ func runScenario(t *testing.T, file string) {
 		got := s.do(b.cmd)
 		switch strings.Fields(b.cmd)[0] {
 		case "spec", "trigger", "step", "issuer", "status":
-			// The host has not had its pass yet: a Ready from before the
+			// The loop has not had its pass yet: a Ready from before the
 			// change still stands.
 		default:
 			s.checkInvariants(b.cmd)
@@ -121,24 +138,35 @@ func runScenario(t *testing.T, file string) {
 	}
 }
 
-// scenario is a reference host on a fake clock with a test CA, and the
-// trace of what it does.
+// scenario is the host loop on a fake clock over a memory store, with a
+// test CA, and the trace of what it does.
 type scenario struct {
 	t     *testing.T
-	clock *clocktesting.FakePassiveClock
-	store *refhost.Store
-	host  *refhost.Host
+	ctx   context.Context
+	clock *testingclock.FakeClock
+	store *host.MemoryStore
+	loop  *host.Loop
 	ca    *testCA
+	// fails are the loop's writes to fail: "create secrets" → how many.
+	fails map[string]int
 	out   strings.Builder
 }
 
+const namespace = "default"
+
 func newScenario(t *testing.T) *scenario {
-	root, err := localca.NewRoot(rand.Reader, "scenario CA", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, t0.AddDate(-1, 0, 0), 10*365*24*time.Hour)
+	root, err := localca.NewRoot(rand.Reader, "scenario CA", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, scenarioStart.AddDate(-1, 0, 0), 10*365*24*time.Hour)
 	require.NoError(t, err)
-	s := &scenario{t: t, clock: clocktesting.NewFakePassiveClock(t0), store: refhost.NewStore()}
-	s.ca = &testCA{ca: root}
-	s.host = refhost.New(s.store, s.clock, certificate.Config{}, map[string]refhost.Issuer{"ca": s.ca})
-	s.host.Observe = s.observe
+	s := &scenario{t: t, ctx: context.Background(), clock: testingclock.NewFakeClock(scenarioStart), fails: map[string]int{}}
+	s.store = host.NewMemoryStore(s.clock)
+	s.ca = &testCA{ca: root, issuer: root.Issuer(nil)}
+	s.loop, err = host.New(host.Config{
+		Store:   &failingStore{MemoryStore: s.store, fails: s.fails},
+		Clock:   s.clock,
+		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: s.ca},
+		Observe: s.observe,
+	})
+	require.NoError(t, err)
 	return s
 }
 
@@ -147,22 +175,25 @@ func (s *scenario) do(cmd string) string {
 	fields := splitFields(cmd)
 	require.NotEmpty(s.t, fields, "empty command")
 	args := fields[1:]
+	certs, secrets := s.store.Certificates(), s.store.Secrets()
 	switch fields[0] {
 	case "certificate":
-		c := &certificate.Certificate{ObjectMeta: certificate.ObjectMeta{Name: args[0], Namespace: "default", CreationTimestamp: s.clock.Now()},
+		c := &certificate.Certificate{ObjectMeta: certificate.ObjectMeta{Name: args[0], Namespace: namespace},
 			Spec: certificate.Spec{SecretName: args[0] + "-tls", IssuerRef: certificate.IssuerRef{Name: "ca"},
 				PrivateKey: &keys.KeySpec{Algorithm: keys.AlgorithmECDSA}}}
 		s.applySpec(&c.Spec, args[1:])
-		s.must(s.store.CreateCertificate(c))
+		_, err := certs.Create(s.ctx, c)
+		s.must(err)
 		s.run()
 	case "spec":
-		c, err := s.store.Certificate(args[0])
-		s.must(err)
+		c := s.certificate(args[0])
 		s.applySpec(&c.Spec, args[1:])
-		s.must(s.store.UpdateCertificateSpec(c))
-		fmt.Fprintf(&s.out, "%s generation %d\n", args[0], c.Generation+1)
+		c, err := certs.Update(s.ctx, c)
+		s.must(err)
+		fmt.Fprintf(&s.out, "%s generation %d\n", args[0], c.Generation)
 	case "step":
-		s.host.Step(context.Background())
+		_, err := s.loop.Step(s.ctx)
+		s.must(err)
 	case "run":
 		s.run()
 	case "advance":
@@ -172,7 +203,7 @@ func (s *scenario) do(cmd string) string {
 		end := s.clock.Now().Add(parseDuration(s.t, args[0]))
 		s.run()
 		for {
-			next, ok := s.host.Next()
+			next, ok := s.loop.Next()
 			if !ok || next.After(end) {
 				break
 			}
@@ -186,44 +217,79 @@ func (s *scenario) do(cmd string) string {
 		s.ca.mode = args[1]
 		fmt.Fprintf(&s.out, "issuer %s: %s\n", args[0], args[1])
 	case "trigger":
-		c, err := s.store.Certificate(args[0])
-		s.must(err)
-		st := c.Status
-		st.Conditions = append(slices.DeleteFunc(slices.Clone(st.Conditions), func(c certificate.Condition) bool { return c.Type == certificate.ConditionIssuing }),
+		c := s.certificate(args[0])
+		c.Status.Conditions = append(slices.DeleteFunc(c.Status.Conditions, func(c certificate.Condition) bool { return c.Type == certificate.ConditionIssuing }),
 			certificate.Condition{Type: certificate.ConditionIssuing, Status: certificate.StatusTrue, Reason: certificate.ReasonManualTrigger,
 				Message: "renew now", LastTransitionTime: s.clock.Now()})
-		s.must(s.store.UpdateCertificateStatus(c.Name, c.ResourceVersion, st))
+		_, err := certs.Update(s.ctx, c)
+		s.must(err)
 		fmt.Fprintf(&s.out, "%s Issuing=True (ManualTrigger)\n", args[0])
 	case "delete-secret":
-		s.must(s.store.DeleteSecret(args[0]))
+		s.must(secrets.Delete(s.ctx, namespace, args[0]))
 		s.run()
 	case "corrupt-secret", "strip-annotations":
-		sec, err := s.store.Secret(args[0])
+		sec, err := secrets.Get(s.ctx, namespace, args[0])
 		s.must(err)
 		if fields[0] == "corrupt-secret" {
 			sec.Data[args[1]] = []byte("garbage")
 		} else {
 			sec.Annotations = nil
 		}
-		s.must(s.store.UpdateSecret(sec))
+		_, err = secrets.Update(s.ctx, sec)
+		s.must(err)
 		s.run()
+	case "delete-request":
+		s.must(s.store.Requests().Delete(s.ctx, namespace, args[0]))
+		s.run()
+	case "delete-certificate":
+		s.must(certs.Delete(s.ctx, namespace, args[0]))
+		s.run()
+	case "store-fails":
+		var n int
+		_, err := fmt.Sscanf(args[0], "%d", &n)
+		s.must(err)
+		s.fails[args[1]+" "+args[2]] = n
+		plural := "s"
+		if n == 1 {
+			plural = ""
+		}
+		fmt.Fprintf(&s.out, "the loop's next %d %s%s of %s fail\n", n, args[1], plural, args[2])
 	case "status":
 		s.status(args[0])
+	case "objects":
+		s.objects()
 	default:
 		s.t.Fatalf("unknown command %q", cmd)
 	}
+	s.forgotten("")
 	return s.out.String()
 }
 
-// checkInvariants holds once the host has settled, whatever the golden
+func (s *scenario) certificate(name string) *certificate.Certificate {
+	c, err := s.store.Certificates().Get(s.ctx, namespace, name)
+	s.must(err)
+	return c
+}
+
+// requests lists the requests a certificate owns, by name.
+func (s *scenario) requests(c *certificate.Certificate) []*certificate.CertificateRequest {
+	reqs, err := s.store.Requests().List(s.ctx, host.ListOptions{Namespace: namespace, OwnerUID: c.UID})
+	s.must(err)
+	slices.SortFunc(reqs, func(a, b *certificate.CertificateRequest) int { return strings.Compare(a.Name, b.Name) })
+	return reqs
+}
+
+// checkInvariants holds once the loop has settled, whatever the golden
 // output says: never two requests for one revision of a certificate, and a
 // certificate that says Ready has a secret with a matching key pair for its
 // names.
 func (s *scenario) checkInvariants(cmd string) {
 	s.t.Helper()
-	for _, c := range s.store.Certificates() {
+	certs, err := s.store.Certificates().List(s.ctx, host.ListOptions{})
+	s.must(err)
+	for _, c := range certs {
 		seen := map[string]string{}
-		for _, r := range s.store.Requests(func(r *certificate.CertificateRequest) bool { return r.OwnerUID == c.UID }) {
+		for _, r := range s.requests(c) {
 			rev := r.Annotations[certificate.AnnotationRevision]
 			other, ok := seen[rev]
 			require.False(s.t, ok, "after %q: requests %s and %s are both for revision %s of %s", cmd, other, r.Name, rev, c.Name)
@@ -233,7 +299,7 @@ func (s *scenario) checkInvariants(cmd string) {
 		if ready == nil || ready.Status != certificate.StatusTrue {
 			continue
 		}
-		sec, err := s.store.Secret(c.Spec.SecretName)
+		sec, err := s.store.Secrets().Get(s.ctx, namespace, c.Spec.SecretName)
 		require.NoError(s.t, err, "after %q: %s is Ready without a secret", cmd, c.Name)
 		p, _ := keys.ParseSecretData(sec.Data)
 		require.NotNil(s.t, p, "after %q: %s is Ready but its secret cannot be read", cmd, c.Name)
@@ -248,7 +314,8 @@ func (s *scenario) must(err error) {
 }
 
 func (s *scenario) run() {
-	_, err := s.host.Settle(context.Background(), 50)
+	s.t.Helper()
+	_, err := s.loop.Settle(s.ctx, 50)
 	require.NoError(s.t, err, "%s", s.out.String())
 }
 
@@ -292,25 +359,39 @@ func (s *scenario) applySpec(spec *certificate.Spec, args []string) {
 // stamp is a time as the calendar day since the scenario began and the
 // clock time (UTC).
 func stamp(t time.Time) string {
-	days := int(t.UTC().Truncate(24*time.Hour).Sub(t0.Truncate(24*time.Hour)) / (24 * time.Hour))
+	days := int(t.UTC().Truncate(24*time.Hour).Sub(scenarioStart.Truncate(24*time.Hour)) / (24 * time.Hour))
 	return fmt.Sprintf("day %3d %s", days, t.UTC().Format("15:04:05"))
 }
 
 // observe writes one line per event: the time, who, the reason and the
 // actions carried out, then why (and why the certificate is being issued).
-func (s *scenario) observe(e refhost.Event) {
-	if e.Request != nil {
-		r := e.Request
-		ready := r.Condition(certificate.RequestConditionReady)
-		switch {
-		case ready != nil && ready.Status == certificate.StatusTrue:
-			fmt.Fprintf(&s.out, "%s  issuer %-12s %s answered: %s\n", stamp(e.Time), r.Spec.IssuerRef.Name, r.Name, ready.Reason)
-		case ready != nil:
-			fmt.Fprintf(&s.out, "%s  issuer %-12s %s answered: %s: %s\n", stamp(e.Time), r.Spec.IssuerRef.Name, r.Name, ready.Reason, ready.Message)
+func (s *scenario) observe(e host.Event) {
+	if e.Kind == host.KindRequest {
+		if r := e.Request; r != nil {
+			ready := r.Condition(certificate.RequestConditionReady)
+			switch {
+			case ready != nil && ready.Status == certificate.StatusTrue:
+				fmt.Fprintf(&s.out, "%s  issuer %-12s %s answered: %s\n", stamp(e.Time), r.Spec.IssuerRef.Name, r.Name, ready.Reason)
+			case ready != nil && !certificate.Answered(r):
+				fmt.Fprintf(&s.out, "%s  issuer %-12s %s %s: %s\n", stamp(e.Time), r.Spec.IssuerRef.Name, r.Name, ready.Reason, ready.Message)
+			case ready != nil:
+				fmt.Fprintf(&s.out, "%s  issuer %-12s %s answered: %s: %s\n", stamp(e.Time), r.Spec.IssuerRef.Name, r.Name, ready.Reason, ready.Message)
+			}
+		}
+		if e.Err != nil {
+			fmt.Fprintf(&s.out, "%s  issuer on %s stopped: %v; again at %s\n", stamp(e.Time), e.Name, e.Err, stamp(e.Next))
 		}
 		return
 	}
+	defer s.forgotten("             ")
 	res := e.Result
+	if res == nil {
+		// The pass stopped before a decision (a read failed).
+		if e.Err != nil {
+			fmt.Fprintf(&s.out, "%s  %-5s stopped: %v; again at %s\n", stamp(e.Time), e.Name, e.Err, stamp(e.Next))
+		}
+		return
+	}
 	if len(e.Done) == 0 && e.Err == nil && !quietWorthShowing(res) {
 		return
 	}
@@ -318,13 +399,45 @@ func (s *scenario) observe(e refhost.Event) {
 	for i, a := range e.Done {
 		acts[i] = a.String()
 	}
-	fmt.Fprintf(&s.out, "%s  %-5s %-14s %-22s %s\n", stamp(e.Time), e.Certificate, res.Stage, res.Reason, strings.Join(acts, " "))
+	fmt.Fprintf(&s.out, "%s  %-5s %-14s %-22s %s\n", stamp(e.Time), e.Name, res.Stage, res.Reason, strings.Join(acts, " "))
 	fmt.Fprintf(&s.out, "             why: %s\n", res.Message)
 	if res.IssuanceReason != "" {
 		fmt.Fprintf(&s.out, "             issuing: %s\n", res.IssuanceReason)
 	}
 	if e.Err != nil {
-		fmt.Fprintf(&s.out, "             stopped: %v\n", e.Err)
+		fmt.Fprintf(&s.out, "             stopped: %v; again at %s\n", e.Err, stamp(e.Next))
+	}
+}
+
+// forgotten prints the requests the issuer was told are deleted since it
+// last printed them: under a pass (indent), or on their own.
+func (s *scenario) forgotten(indent string) {
+	for _, name := range s.ca.takeForgotten() {
+		if indent != "" {
+			fmt.Fprintf(&s.out, "%sissuer ca told: %s deleted\n", indent, name)
+		} else {
+			fmt.Fprintf(&s.out, "%s  issuer ca           told: %s deleted\n", stamp(s.clock.Now()), name)
+		}
+	}
+}
+
+// objects lists the store's secrets and requests, by name.
+func (s *scenario) objects() {
+	secs, err := s.store.Secrets().List(s.ctx, host.ListOptions{Namespace: namespace})
+	s.must(err)
+	slices.SortFunc(secs, func(a, b *certificate.Secret) int { return strings.Compare(a.Name, b.Name) })
+	for _, sec := range secs {
+		what := "secret"
+		if sec.Labels[certificate.LabelNextPrivateKey] == "true" {
+			what = "next private key"
+		}
+		fmt.Fprintf(&s.out, "%s %s\n", what, sec.Name)
+	}
+	reqs, err := s.store.Requests().List(s.ctx, host.ListOptions{Namespace: namespace})
+	s.must(err)
+	slices.SortFunc(reqs, func(a, b *certificate.CertificateRequest) int { return strings.Compare(a.Name, b.Name) })
+	for _, r := range reqs {
+		fmt.Fprintf(&s.out, "request %s\n", r.Name)
 	}
 }
 
@@ -340,8 +453,7 @@ func quietWorthShowing(res *certificate.Result) bool {
 }
 
 func (s *scenario) status(name string) {
-	c, err := s.store.Certificate(name)
-	s.must(err)
+	c := s.certificate(name)
 	for _, cd := range c.Status.Conditions {
 		fmt.Fprintf(&s.out, "%s=%s (%s): %s\n", cd.Type, cd.Status, cd.Reason, cd.Message)
 	}
@@ -355,7 +467,7 @@ func (s *scenario) status(name string) {
 	if c.Status.FailedIssuanceAttempts != nil {
 		fmt.Fprintf(&s.out, "failed attempts %d, last at %s\n", *c.Status.FailedIssuanceAttempts, stamp(*c.Status.LastFailureTime))
 	}
-	sec, err := s.store.Secret(c.Spec.SecretName)
+	sec, err := s.store.Secrets().Get(s.ctx, namespace, c.Spec.SecretName)
 	if err != nil {
 		fmt.Fprintf(&s.out, "secret %s: %v\n", c.Spec.SecretName, err)
 		return
@@ -364,7 +476,7 @@ func (s *scenario) status(name string) {
 	fmt.Fprintf(&s.out, "secret %s: key matches %v, for %s, issued by %s/%s\n", sec.Name, p.KeyMatches,
 		sec.Annotations[certificate.AnnotationAltNames], sec.Annotations[certificate.AnnotationIssuerKind], sec.Annotations[certificate.AnnotationIssuerName])
 	var reqs []string
-	for _, r := range s.store.Requests(func(r *certificate.CertificateRequest) bool { return r.OwnerUID == c.UID }) {
+	for _, r := range s.requests(c) {
 		reqs = append(reqs, r.Name)
 	}
 	fmt.Fprintf(&s.out, "requests: %s\n", strings.Join(reqs, " "))
@@ -407,14 +519,22 @@ func splitFields(s string) []string {
 }
 
 // testCA is the scenarios' issuer: a local CA that can be told to fail,
-// or to certify another key than the request's.
+// to certify another key than the request's, or to keep requests pending.
+// It records the requests it is told are deleted.
 type testCA struct {
-	ca   *localca.CA
-	mode string
+	ca     *localca.CA
+	issuer certificate.Issuer
+	mode   string
+	forgot []string
 }
+
+var _ certificate.Issuer = (*testCA)(nil)
 
 func (c *testCA) Answer(ctx context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
 	switch c.mode {
+	case "pending":
+		certificate.SetPending(r, "waiting for the CA", now)
+		return now.Add(time.Hour), nil
 	case "fail":
 		certificate.SetFailed(r, "the CA is down", now, time.Time{})
 		return time.Time{}, nil
@@ -438,5 +558,76 @@ func (c *testCA) Answer(ctx context.Context, r *certificate.CertificateRequest, 
 		r.Status = fake.Status
 		return time.Time{}, nil
 	}
-	return refhost.LocalCA{CA: c.ca}.Answer(ctx, r, now)
+	return c.issuer.Answer(ctx, r, now)
+}
+
+func (c *testCA) Forget(ctx context.Context, namespace, name string) error {
+	c.forgot = append(c.forgot, namespace+"/"+name)
+	return c.issuer.Forget(ctx, namespace, name)
+}
+
+func (c *testCA) takeForgotten() []string {
+	f := c.forgot
+	c.forgot = nil
+	return f
+}
+
+// failingStore is the scenarios' store as the loop sees it: the memory
+// store, with the loop's next writes of a kind failing when a scenario
+// asks (store-fails). It reports writes and is authoritative, as the
+// memory store is.
+type failingStore struct {
+	*host.MemoryStore
+	fails map[string]int
+}
+
+func (s *failingStore) Certificates() host.Collection[*certificate.Certificate] {
+	return failing[*certificate.Certificate]{s.MemoryStore.Certificates(), s.fails, "certificates"}
+}
+
+func (s *failingStore) Secrets() host.Collection[*certificate.Secret] {
+	return failing[*certificate.Secret]{s.MemoryStore.Secrets(), s.fails, "secrets"}
+}
+
+func (s *failingStore) Requests() host.Collection[*certificate.CertificateRequest] {
+	return failing[*certificate.CertificateRequest]{s.MemoryStore.Requests(), s.fails, "requests"}
+}
+
+type failing[T host.Object] struct {
+	host.Collection[T]
+	fails map[string]int
+	kind  string
+}
+
+var errDiskFull = errors.New("the disk is full")
+
+// fail reports whether the write op should fail, counting it.
+func (c failing[T]) fail(op string) bool {
+	k := op + " " + c.kind
+	if c.fails[k] == 0 {
+		return false
+	}
+	c.fails[k]--
+	return true
+}
+
+func (c failing[T]) Create(ctx context.Context, obj T) (T, error) {
+	if c.fail("create") {
+		return nil, errDiskFull
+	}
+	return c.Collection.Create(ctx, obj)
+}
+
+func (c failing[T]) Update(ctx context.Context, obj T) (T, error) {
+	if c.fail("update") {
+		return nil, errDiskFull
+	}
+	return c.Collection.Update(ctx, obj)
+}
+
+func (c failing[T]) Delete(ctx context.Context, namespace, name string) error {
+	if c.fail("delete") {
+		return errDiskFull
+	}
+	return c.Collection.Delete(ctx, namespace, name)
 }

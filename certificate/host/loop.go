@@ -1,0 +1,1022 @@
+package host
+
+import (
+	"bytes"
+	"container/heap"
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/keys"
+	"github.com/certlife/certlife/renewal"
+)
+
+// Config configures a Loop. Store is required; every other field has a
+// documented zero value.
+type Config struct {
+	// Store keeps the certificates, secrets and requests.
+	Store Store
+	// Clock is the loop's time: every decision's now, and the timers of
+	// Run. Nil means the real clock. Tests and simulations pass a fake
+	// one and drive the loop with Step.
+	Clock clock.Clock
+	// Issuers answer the requests whose issuerRef names them. An empty
+	// kind or group in a key means the defaults (certificate.IssuerRef.
+	// WithDefaults). A request whose issuer is not here is left to
+	// whoever serves it; the certificate says so when nobody answers.
+	Issuers map[certificate.IssuerRef]certificate.Issuer
+	// Certificate is passed to every decision.
+	Certificate certificate.Config
+	// Rand is the randomness for keys, CSRs and keystores; nil means
+	// crypto/rand.
+	Rand io.Reader
+	// ARI, when set, is asked for the CA's suggested renewal window of a
+	// certificate's current leaf (acmeclient.Client.RenewalInfo), which
+	// renewal follows (RFC 9773). An error is reported in the pass's
+	// Event and the pass goes on without a window.
+	ARI func(ctx context.Context, c *certificate.Certificate, leaf *x509.Certificate) (*renewal.ARIWindow, error)
+	// Resync is how often every certificate and unanswered request is
+	// queued again, and objects a deleted certificate owned are removed,
+	// whatever else happens. Zero means 1 h for a Store that is not a
+	// Watcher and never for one that is; negative means never.
+	Resync time.Duration
+	// Observe, when set, sees every pass: each certificate decision with
+	// what came of its actions, and each issuer step.
+	Observe func(Event)
+}
+
+// Event is one pass of the loop, for a log, a timeline or a test.
+type Event struct {
+	Time time.Time
+	// Kind is KindCertificate for a certificate's decision and
+	// KindRequest for an issuer's step on a request.
+	Kind            Kind
+	Namespace, Name string
+	// Result is the decision (certificate passes).
+	Result *certificate.Result
+	// Done are the actions carried out: all of Result.Actions unless Err
+	// stopped the pass.
+	Done []certificate.Action
+	// Request is the request as the issuer left it (request passes).
+	Request *certificate.CertificateRequest
+	// Next is when the object is looked at again, zero for only on a
+	// change.
+	Next time.Time
+	// Err is why the pass stopped early, or what went wrong beside it
+	// (an ARI read, telling an issuer of a deletion).
+	Err error
+}
+
+// Loop is the host loop: for each certificate that is due it gathers a
+// certificate.Snapshot from the Store, decides with
+// certificate.Reconcile, carries out the actions in order exactly as
+// their docs say, and looks again at the time the result names; for each
+// request that is not answered it steps the request's issuer and writes
+// the request's status back. See the package documentation for its
+// duties in full.
+//
+// Step, Settle and Next drive it on the caller's time (a fake clock);
+// Run drives it on the clock's own time until the context ends. One
+// goroutine drives a Loop; Notify may be called from any.
+type Loop struct {
+	cfg      Config
+	clock    clock.Clock
+	rand     io.Reader
+	issuers  map[certificate.IssuerRef]certificate.Issuer
+	watching bool
+	// authoritative: the store's reads show every write, so a secret it
+	// does not hold is gone (certificate.Snapshot.SecretAbsenceConfirmed).
+	authoritative bool
+	resync        time.Duration
+
+	mu       sync.Mutex
+	queue    schedule
+	failures map[item]int
+	uids     map[string]item // certificate UID → the certificate
+	wake     chan struct{}
+	// refs is the issuer of each request the loop has seen that one of
+	// its issuers serves: a deletion it did not make itself is still told
+	// to the issuer.
+	refs map[item]certificate.IssuerRef
+	// self is the request whose status the loop is writing: the write's
+	// own watch event does not queue it again, as the issuer said when to
+	// look again.
+	self item
+
+	started    bool
+	nextResync time.Time
+}
+
+// item is something the loop looks at: a certificate to decide on, or a
+// request to hand to its issuer.
+type item struct {
+	kind            Kind
+	namespace, name string
+}
+
+func (it item) String() string { return string(it.kind) + " " + key(it.namespace, it.name) }
+
+// New returns a loop over cfg.Store. It reads nothing yet: the first Step
+// (or Run) lists what the store holds and queues it.
+func New(cfg Config) (*Loop, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("host: Config.Store is required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if err := cfg.Certificate.Validate(); err != nil {
+		return nil, fmt.Errorf("host: Config.Certificate: %w", err)
+	}
+	l := &Loop{cfg: cfg, clock: cfg.Clock, rand: cfg.Rand, issuers: map[certificate.IssuerRef]certificate.Issuer{},
+		failures: map[item]int{}, uids: map[string]item{}, refs: map[item]certificate.IssuerRef{}, wake: make(chan struct{}, 1)}
+	if l.rand == nil {
+		l.rand = rand.Reader
+	}
+	for ref, iss := range cfg.Issuers {
+		if iss == nil {
+			return nil, fmt.Errorf("host: Config.Issuers[%s]: the issuer is nil", describeRef(ref))
+		}
+		l.issuers[ref.WithDefaults()] = iss
+	}
+	if a, ok := cfg.Store.(Authoritative); ok {
+		l.authoritative = a.Authoritative()
+	}
+	if w, ok := cfg.Store.(Watcher); ok {
+		l.watching = true
+		w.Watch(l.changed)
+	}
+	switch {
+	case cfg.Resync > 0:
+		l.resync = cfg.Resync
+	case cfg.Resync == 0 && !l.watching:
+		l.resync = time.Hour
+	}
+	return l, nil
+}
+
+func describeRef(r certificate.IssuerRef) string {
+	r = r.WithDefaults()
+	return r.Kind + " " + r.Group + "/" + r.Name
+}
+
+// Notify queues the object for now, as a write to it does in a store
+// that is a Watcher: call it after changing the store behind the loop's
+// back when the store does not report its writes. Kind is
+// KindCertificate, KindSecret or KindRequest.
+func (l *Loop) Notify(kind Kind, namespace, name string) {
+	l.changed(Change{Kind: kind, Namespace: namespace, Name: name})
+}
+
+// Next is when the loop next has something to do; ok is false when
+// nothing is queued (before the first Step: now).
+func (l *Loop) Next() (t time.Time, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.started {
+		return l.clock.Now(), true
+	}
+	t, ok = l.queue.peek()
+	if l.resync > 0 && (!ok || l.nextResync.Before(t)) {
+		t, ok = l.nextResync, true
+	}
+	return t, ok
+}
+
+// Step looks at everything due at the clock's time — certificates first,
+// then requests, each once, in name order — and returns how many it
+// looked at. What they queue for now is left for the next Step. The first
+// Step lists the store and queues every certificate and unanswered
+// request.
+func (l *Loop) Step(ctx context.Context) (int, error) {
+	now := l.clock.Now()
+	if err := l.start(ctx, now); err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	due := l.queue.popDue(now)
+	l.mu.Unlock()
+	slices.SortFunc(due, func(a, b item) int {
+		if a.kind != b.kind {
+			if a.kind == KindCertificate {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(key(a.namespace, a.name), key(b.namespace, b.name))
+	})
+	for _, it := range due {
+		if err := ctx.Err(); err != nil {
+			l.enqueue(it, now) // not looked at: still due
+			continue
+		}
+		switch it.kind {
+		case KindCertificate:
+			l.reconcile(ctx, it, now)
+		case KindRequest:
+			l.answer(ctx, it, now)
+		}
+	}
+	return len(due), ctx.Err()
+}
+
+// Settle steps at the clock's time until nothing more is due now, at
+// most max steps, and returns how many it took.
+func (l *Loop) Settle(ctx context.Context, max int) (int, error) {
+	for i := 0; i < max; i++ {
+		n, err := l.Step(ctx)
+		if err != nil {
+			return i, err
+		}
+		if n == 0 {
+			return i, nil
+		}
+	}
+	return max, fmt.Errorf("host: still busy after %d steps at %v", max, l.clock.Now())
+}
+
+// Run steps the loop on the clock's time until ctx ends, sleeping until
+// the next thing is due or a write (Notify, or a Watcher store's) wakes
+// it. It returns ctx's error.
+func (l *Loop) Run(ctx context.Context) error {
+	for {
+		if _, err := l.Step(ctx); err != nil && ctx.Err() == nil {
+			// The store could not be listed: try again shortly.
+			l.sleep(ctx, l.clock.Now().Add(storeRetry))
+			continue
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		next, ok := l.Next()
+		if !ok {
+			next = time.Time{}
+		}
+		l.sleep(ctx, next)
+	}
+}
+
+// storeRetry is how soon Run lists the store again after listing failed.
+const storeRetry = 5 * time.Second
+
+// sleep waits until t (forever when zero), a wake-up, or ctx's end.
+func (l *Loop) sleep(ctx context.Context, t time.Time) {
+	var timer clock.Timer
+	var fire <-chan time.Time
+	if !t.IsZero() {
+		d := t.Sub(l.clock.Now())
+		if d <= 0 {
+			return
+		}
+		timer = l.clock.NewTimer(d)
+		defer timer.Stop()
+		fire = timer.C()
+	}
+	select {
+	case <-ctx.Done():
+	case <-l.wake:
+	case <-fire:
+	}
+}
+
+// start lists the store once, and again at every resync: it queues every
+// certificate and every unanswered request, and removes what deleted
+// certificates owned.
+func (l *Loop) start(ctx context.Context, now time.Time) error {
+	l.mu.Lock()
+	due := !l.started || (l.resync > 0 && !now.Before(l.nextResync))
+	l.mu.Unlock()
+	if !due {
+		return nil
+	}
+	certs, err := l.cfg.Store.Certificates().List(ctx, ListOptions{})
+	if err != nil {
+		return fmt.Errorf("host: listing certificates: %w", err)
+	}
+	reqs, err := l.cfg.Store.Requests().List(ctx, ListOptions{})
+	if err != nil {
+		return fmt.Errorf("host: listing requests: %w", err)
+	}
+	secrets, err := l.cfg.Store.Secrets().List(ctx, ListOptions{})
+	if err != nil {
+		return fmt.Errorf("host: listing secrets: %w", err)
+	}
+	live := map[string]bool{}
+	l.mu.Lock()
+	for _, c := range certs {
+		it := item{KindCertificate, c.Namespace, c.Name}
+		l.uids[c.UID] = it
+		live[c.UID] = true
+		l.push(it, now)
+	}
+	seen := map[item]bool{}
+	for _, r := range reqs {
+		it := item{KindRequest, r.Namespace, r.Name}
+		seen[it] = true
+		if l.issuer(r.Spec.IssuerRef) != nil {
+			l.refs[it] = r.Spec.IssuerRef
+		}
+		if !certificate.Answered(r) {
+			l.push(it, now)
+		}
+	}
+	var gone []item
+	for it := range l.refs {
+		if !seen[it] {
+			gone = append(gone, it)
+		}
+	}
+	l.started = true
+	if l.resync > 0 {
+		l.nextResync = now.Add(l.resync)
+	}
+	l.mu.Unlock()
+	for _, it := range gone {
+		l.requestGone(ctx, it)
+	}
+	// What a deleted certificate owned: its requests (their issuers are
+	// told) and its next private keys. Its secret stays, as a deleted
+	// Kubernetes Certificate's does.
+	for _, r := range reqs {
+		if r.OwnerUID != "" && !live[r.OwnerUID] {
+			_ = l.deleteRequest(ctx, r.Namespace, r.Name, r.Spec.IssuerRef)
+		}
+	}
+	for _, s := range secrets {
+		if s.OwnerUID != "" && !live[s.OwnerUID] && s.Labels[certificate.LabelNextPrivateKey] == "true" {
+			_ = ignore(l.cfg.Store.Secrets().Delete(ctx, s.Namespace, s.Name), ErrNotFound)
+		}
+	}
+	return nil
+}
+
+// changed queues what a write concerns: the object itself when it is a
+// certificate or a request, and the certificates a secret or request
+// belongs to.
+func (l *Loop) changed(ch Change) {
+	now := l.clock.Now()
+	var its []item
+	switch ch.Kind {
+	case KindCertificate:
+		its = append(its, item{KindCertificate, ch.Namespace, ch.Name})
+		if ch.Meta.UID != "" && !ch.Deleted {
+			l.mu.Lock()
+			l.uids[ch.Meta.UID] = item{KindCertificate, ch.Namespace, ch.Name}
+			l.mu.Unlock()
+		}
+	case KindRequest:
+		it := item{KindRequest, ch.Namespace, ch.Name}
+		if ch.Deleted {
+			l.requestGone(context.Background(), it)
+		} else {
+			its = append(its, it)
+		}
+		its = append(its, l.owner(ch.Meta.OwnerUID)...)
+	case KindSecret:
+		its = append(its, l.owner(ch.Meta.OwnerUID)...)
+		// The certificates that name the secret: listed outside the
+		// loop's lock, as a store may call this under its own.
+		certs, err := l.cfg.Store.Certificates().List(context.Background(), ListOptions{Namespace: ch.Namespace, SecretName: ch.Name})
+		if err == nil {
+			for _, c := range certs {
+				its = append(its, item{KindCertificate, c.Namespace, c.Name})
+			}
+		}
+	}
+	if len(its) == 0 {
+		return
+	}
+	l.mu.Lock()
+	for _, it := range its {
+		if it != l.self {
+			l.push(it, now)
+		}
+	}
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// requestGone tells the issuer of a request the loop saw that it is
+// deleted, whoever deleted it.
+func (l *Loop) requestGone(ctx context.Context, it item) {
+	l.mu.Lock()
+	ref, ok := l.refs[it]
+	delete(l.refs, it)
+	l.mu.Unlock()
+	if !ok {
+		return
+	}
+	if iss := l.issuer(ref); iss != nil {
+		if err := iss.Forget(ctx, it.namespace, it.name); err != nil {
+			l.observe(Event{Time: l.clock.Now(), Kind: KindRequest, Namespace: it.namespace, Name: it.name,
+				Err: fmt.Errorf("telling %s that request %s is deleted: %w", describeRef(ref), key(it.namespace, it.name), err)})
+		}
+	}
+}
+
+func (l *Loop) owner(uid string) []item {
+	if uid == "" {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if it, ok := l.uids[uid]; ok {
+		return []item{it}
+	}
+	return nil
+}
+
+func (l *Loop) enqueue(it item, t time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.push(it, t)
+}
+
+// push queues it at t, or keeps it at an earlier time; l.mu is held.
+func (l *Loop) push(it item, t time.Time) { l.queue.add(it, t) }
+
+// reconcile is one pass for a certificate: gather, decide, carry out the
+// actions in order until one fails, requeue.
+func (l *Loop) reconcile(ctx context.Context, it item, now time.Time) {
+	ev := Event{Time: now, Kind: KindCertificate, Namespace: it.namespace, Name: it.name}
+	c, err := l.cfg.Store.Certificates().Get(ctx, it.namespace, it.name)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		l.forgetCertificate(ctx, it)
+		return
+	case err != nil:
+		ev.Err = err
+		ev.Next = l.failed(it, now, err)
+		l.observe(ev)
+		return
+	}
+	l.mu.Lock()
+	l.uids[c.UID] = it
+	l.mu.Unlock()
+	snap, ariErr, err := l.gather(ctx, c)
+	if err != nil {
+		ev.Err = err
+		ev.Next = l.failed(it, now, err)
+		l.observe(ev)
+		return
+	}
+	res := certificate.Reconcile(snap, now, l.cfg.Certificate)
+	ev.Result = &res
+	if res.Err != nil {
+		// A certificate no decision can be made on: fixing it is a write,
+		// which queues it again.
+		ev.Err = res.Err
+		l.observe(ev)
+		return
+	}
+	for _, a := range res.Actions {
+		if err := l.carryOut(ctx, c, a, now); err != nil {
+			ev.Err = fmt.Errorf("%v: %w", a, err)
+			break
+		}
+		ev.Done = append(ev.Done, a)
+	}
+	if ev.Err != nil {
+		l.failed(it, now, ev.Err)
+	} else {
+		l.succeeded(it)
+		if !res.RequeueAt.IsZero() {
+			l.enqueue(it, res.RequeueAt)
+		}
+		ev.Err = ariErr
+	}
+	ev.Next = l.queuedAt(it) // the pass's own writes may have queued it sooner
+	l.observe(ev)
+}
+
+// queuedAt is when it is queued, zero when it is not.
+func (l *Loop) queuedAt(it item) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.queue.at[it]
+}
+
+// gather reads everything a decision about c reads; nil for what is
+// missing. ariErr is a failed ARI read, which the pass goes on without.
+func (l *Loop) gather(ctx context.Context, c *certificate.Certificate) (s *certificate.Snapshot, ariErr, err error) {
+	st := l.cfg.Store
+	s = &certificate.Snapshot{Certificate: c}
+	sec, err := st.Secrets().Get(ctx, c.Namespace, c.Spec.SecretName)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		s.SecretAbsenceConfirmed = l.authoritative
+	case err != nil:
+		return nil, nil, err
+	default:
+		s.Secret = sec
+	}
+	owned, err := st.Secrets().List(ctx, ListOptions{Namespace: c.Namespace, OwnerUID: c.UID})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, o := range owned {
+		if o.Labels[certificate.LabelNextPrivateKey] == "true" {
+			s.NextPrivateKeySecrets = append(s.NextPrivateKeySecrets, o)
+		}
+	}
+	if s.Requests, err = st.Requests().List(ctx, ListOptions{Namespace: c.Namespace, OwnerUID: c.UID}); err != nil {
+		return nil, nil, err
+	}
+	others, err := st.Certificates().List(ctx, ListOptions{Namespace: c.Namespace, SecretName: c.Spec.SecretName})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, o := range others {
+		if o.Name != c.Name {
+			s.OtherOwners = append(s.OtherOwners, o)
+		}
+	}
+	if l.cfg.ARI != nil && s.Secret != nil {
+		if leaf := leafOf(s.Secret); leaf != nil {
+			s.ARI, ariErr = l.cfg.ARI(ctx, c, leaf)
+			if ariErr != nil {
+				s.ARI, ariErr = nil, fmt.Errorf("renewal information: %w", ariErr)
+			}
+		}
+	}
+	return s, ariErr, nil
+}
+
+func leafOf(s *certificate.Secret) *x509.Certificate {
+	b, _ := pem.Decode(s.Data[keys.SecretCertificate])
+	if b == nil || b.Type != "CERTIFICATE" {
+		return nil
+	}
+	leaf, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		return nil
+	}
+	return leaf
+}
+
+// carryOut does what an action's doc says.
+func (l *Loop) carryOut(ctx context.Context, c *certificate.Certificate, a certificate.Action, now time.Time) error {
+	st := l.cfg.Store
+	switch a := a.(type) {
+	case certificate.GenerateKey:
+		var pemKey []byte
+		if a.ReuseFrom != "" {
+			from, err := st.Secrets().Get(ctx, c.Namespace, a.ReuseFrom)
+			if err != nil {
+				return err
+			}
+			pemKey = from.Data[keys.SecretPrivateKey]
+		} else {
+			key, err := keys.Generate(l.rand, a.Spec)
+			if err != nil {
+				return err
+			}
+			if pemKey, err = keys.EncodePrivateKey(key, keys.EncodingPKCS8); err != nil {
+				return err
+			}
+		}
+		_, err := st.Secrets().Create(ctx, &certificate.Secret{
+			ObjectMeta: certificate.ObjectMeta{Name: a.SecretName, Namespace: c.Namespace, OwnerUID: a.OwnerUID,
+				Labels:      map[string]string{certificate.LabelNextPrivateKey: "true"},
+				Annotations: map[string]string{certificate.AnnotationCertificateName: c.Name}},
+			Data: map[string][]byte{keys.SecretPrivateKey: pemKey},
+		})
+		if err == nil {
+			l.wrote(KindSecret, c.Namespace, a.SecretName, a.OwnerUID)
+		}
+		return ignore(err, ErrAlreadyExists) // made by an earlier pass
+
+	case certificate.CreateRequest:
+		key, err := l.privateKey(ctx, c.Namespace, a.KeySecretName)
+		if err != nil {
+			return err
+		}
+		r := a.Request
+		if r.Spec.Request, err = keys.BuildCSR(l.rand, a.Template, key); err != nil {
+			return err
+		}
+		_, err = st.Requests().Create(ctx, &r)
+		if err == nil {
+			l.wrote(KindRequest, r.Namespace, r.Name, r.OwnerUID)
+		}
+		return ignore(err, ErrAlreadyExists) // made by an earlier pass
+
+	case certificate.DeleteRequest:
+		return l.deleteRequest(ctx, c.Namespace, a.Name, a.IssuerRef)
+
+	case certificate.DeleteSecret:
+		err := st.Secrets().Delete(ctx, c.Namespace, a.Name)
+		if err == nil {
+			l.wrote(KindSecret, c.Namespace, a.Name, c.UID)
+		}
+		return ignore(err, ErrNotFound)
+
+	case certificate.WriteSecret:
+		return l.writeSecret(ctx, c, a)
+
+	case certificate.UpdateStatus:
+		n := *c
+		n.Status = a.Status
+		_, err := st.Certificates().Update(ctx, &n)
+		if err == nil {
+			// Its watch event brings the next pass, as the decisions
+			// expect.
+			l.wrote(KindCertificate, c.Namespace, c.Name, "")
+		}
+		return err
+	}
+	return fmt.Errorf("host: unknown action %T", a)
+}
+
+// deleteRequest deletes a request and tells its issuer. The issuer is
+// told even when the request was already gone, so that a pass that
+// crashed between the two finishes the job.
+func (l *Loop) deleteRequest(ctx context.Context, namespace, name string, ref certificate.IssuerRef) error {
+	it := item{KindRequest, namespace, name}
+	l.mu.Lock()
+	delete(l.refs, it) // told below, not again by the deletion's watch event
+	l.mu.Unlock()
+	if err := ignore(l.cfg.Store.Requests().Delete(ctx, namespace, name), ErrNotFound); err != nil {
+		return err
+	}
+	if iss := l.issuer(ref); iss != nil {
+		if err := iss.Forget(ctx, namespace, name); err != nil {
+			return fmt.Errorf("telling %s that request %s is deleted: %w", describeRef(ref), key(namespace, name), err)
+		}
+	}
+	return nil
+}
+
+// wrote queues what the loop's own write concerns, when the store does
+// not report writes itself.
+func (l *Loop) wrote(kind Kind, namespace, name, ownerUID string) {
+	if !l.watching {
+		l.changed(Change{Kind: kind, Namespace: namespace, Name: name, Meta: certificate.ObjectMeta{Namespace: namespace, Name: name, OwnerUID: ownerUID}})
+	}
+}
+
+// writeSecret writes the data keys.SecretData makes, merging labels and
+// annotations into what the secret has, and only over the version the
+// decision read.
+func (l *Loop) writeSecret(ctx context.Context, c *certificate.Certificate, a certificate.WriteSecret) error {
+	key, err := l.privateKey(ctx, c.Namespace, a.KeySecretName)
+	if err != nil {
+		return err
+	}
+	data, err := keys.SecretData(l.rand, key, a.Chain, a.CA, a.Output)
+	if err != nil {
+		return err
+	}
+	secrets := l.cfg.Store.Secrets()
+	sec, err := secrets.Get(ctx, c.Namespace, a.Name)
+	switch {
+	case errors.Is(err, ErrNotFound) && a.ResourceVersion != "":
+		return fmt.Errorf("secret %s was read at version %s and is gone: %w", a.Name, a.ResourceVersion, ErrConflict)
+	case errors.Is(err, ErrNotFound):
+		sec = &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Name: a.Name, Namespace: c.Namespace}}
+	case err != nil:
+		return err
+	case a.ResourceVersion != "" && sec.ResourceVersion != a.ResourceVersion:
+		return fmt.Errorf("secret %s is at version %s, the decision read %s: %w", a.Name, sec.ResourceVersion, a.ResourceVersion, ErrConflict)
+	}
+	sec.OwnerUID = a.OwnerUID
+	sec.Labels = mergeInto(sec.Labels, a.Labels)
+	sec.Annotations = mergeInto(sec.Annotations, a.Annotations)
+	sec.Data = data
+	if sec.ResourceVersion == "" {
+		_, err = secrets.Create(ctx, sec)
+	} else {
+		_, err = secrets.Update(ctx, sec)
+	}
+	if err == nil {
+		l.wrote(KindSecret, c.Namespace, a.Name, a.OwnerUID)
+	}
+	return err
+}
+
+func mergeInto(dst, src map[string]string) map[string]string {
+	if len(src) == 0 {
+		return dst
+	}
+	if dst == nil {
+		dst = map[string]string{}
+	}
+	maps.Copy(dst, src)
+	return dst
+}
+
+// privateKey reads tls.key of a secret.
+func (l *Loop) privateKey(ctx context.Context, namespace, name string) (crypto.Signer, error) {
+	sec, err := l.cfg.Store.Secrets().Get(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return keys.DecodePrivateKey(sec.Data[keys.SecretPrivateKey])
+}
+
+// forgetCertificate removes what a deleted certificate owned, when the
+// loop knew it: its requests (their issuers told) and next private keys.
+func (l *Loop) forgetCertificate(ctx context.Context, it item) {
+	l.mu.Lock()
+	uid := ""
+	for u, o := range l.uids {
+		if o == it {
+			uid = u
+			delete(l.uids, u)
+			break
+		}
+	}
+	l.mu.Unlock()
+	if uid == "" {
+		return
+	}
+	ev := Event{Time: l.clock.Now(), Kind: KindCertificate, Namespace: it.namespace, Name: it.name}
+	reqs, err := l.cfg.Store.Requests().List(ctx, ListOptions{Namespace: it.namespace, OwnerUID: uid})
+	for _, r := range reqs {
+		err = errors.Join(err, l.deleteRequest(ctx, r.Namespace, r.Name, r.Spec.IssuerRef))
+	}
+	secs, lerr := l.cfg.Store.Secrets().List(ctx, ListOptions{Namespace: it.namespace, OwnerUID: uid})
+	err = errors.Join(err, lerr)
+	for _, s := range secs {
+		if s.Labels[certificate.LabelNextPrivateKey] == "true" {
+			err = errors.Join(err, ignore(l.cfg.Store.Secrets().Delete(ctx, s.Namespace, s.Name), ErrNotFound))
+		}
+	}
+	if err != nil {
+		ev.Err = fmt.Errorf("removing what deleted certificate %s owned (the resync tries again): %w", key(it.namespace, it.name), err)
+		l.observe(ev)
+	}
+}
+
+// answer hands a request to the issuer its issuerRef names and writes the
+// status it leaves back, when it changed; it looks again when the issuer
+// asks.
+func (l *Loop) answer(ctx context.Context, it item, now time.Time) {
+	reqs := l.cfg.Store.Requests()
+	r, err := reqs.Get(ctx, it.namespace, it.name)
+	ev := Event{Time: now, Kind: KindRequest, Namespace: it.namespace, Name: it.name}
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return
+	case err != nil:
+		ev.Err = err
+		ev.Next = l.failed(it, now, err)
+		l.observe(ev)
+		return
+	case certificate.Answered(r):
+		return
+	}
+	iss := l.issuer(r.Spec.IssuerRef)
+	if iss == nil {
+		return // not ours: whoever serves its issuer answers it
+	}
+	l.mu.Lock()
+	l.refs[it] = r.Spec.IssuerRef
+	l.mu.Unlock()
+	before, _ := json.Marshal(r.Status)
+	next, aerr := iss.Answer(ctx, r, now)
+	ev.Request = r
+	if after, _ := json.Marshal(r.Status); !bytes.Equal(before, after) {
+		l.writingSelf(it)
+		_, err := reqs.Update(ctx, r)
+		if err == nil {
+			l.wrote(KindRequest, r.Namespace, r.Name, r.OwnerUID)
+		}
+		l.writingSelf(item{})
+		if err != nil {
+			ev.Err = errors.Join(aerr, err)
+			ev.Next = l.failed(it, now, err)
+			l.observe(ev)
+			return
+		}
+	}
+	switch {
+	case aerr != nil && ctx.Err() != nil:
+		ev.Err = aerr // shutting down: looked at again after the restart
+	case aerr != nil:
+		ev.Err = aerr
+		if next.IsZero() {
+			next = l.failed(it, now, aerr)
+		} else {
+			l.enqueue(it, next)
+		}
+	default:
+		l.succeeded(it)
+		if !next.IsZero() {
+			l.enqueue(it, next)
+		}
+	}
+	ev.Next = l.queuedAt(it)
+	l.observe(ev)
+}
+
+func (l *Loop) writingSelf(it item) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.self = it
+}
+
+func (l *Loop) issuer(ref certificate.IssuerRef) certificate.Issuer {
+	return l.issuers[ref.WithDefaults()]
+}
+
+// Retries of a pass that failed: a conflict is retried at once a few
+// times (someone else wrote; the next read sees it), then, like any other
+// error, after a delay that doubles from retryMin to retryMax.
+const (
+	conflictRetries = 3
+	retryMin        = time.Second
+	retryMax        = 5 * time.Minute
+)
+
+// failed records a failed pass and queues it again; it returns when.
+func (l *Loop) failed(it item, now time.Time, err error) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failures[it]++
+	n := l.failures[it]
+	at := now
+	if !errors.Is(err, ErrConflict) || n > conflictRetries {
+		d := retryMin
+		for i := 1; i < n && d < retryMax; i++ {
+			d *= 2
+		}
+		at = now.Add(min(d, retryMax))
+	}
+	l.push(it, at)
+	return at
+}
+
+func (l *Loop) succeeded(it item) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.failures, it)
+}
+
+func (l *Loop) observe(ev Event) {
+	if l.cfg.Observe != nil {
+		l.cfg.Observe(ev)
+	}
+}
+
+func ignore(err, ok error) error {
+	if errors.Is(err, ok) {
+		return nil
+	}
+	return err
+}
+
+// schedule is the loop's queue: each item at the earliest time it was
+// asked for, in a heap by time. An item asked for again later keeps its
+// earlier time; one asked for sooner moves up (the old heap entry is
+// skipped when it surfaces).
+type schedule struct {
+	at   map[item]time.Time
+	heap entries
+	// requests counts the requests queued.
+	requests int
+}
+
+type entry struct {
+	at time.Time
+	it item
+}
+
+type entries []entry
+
+func (h entries) Len() int           { return len(h) }
+func (h entries) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h entries) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *entries) Push(x any)        { *h = append(*h, x.(entry)) }
+func (h *entries) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+func (s *schedule) add(it item, t time.Time) {
+	if s.at == nil {
+		s.at = map[item]time.Time{}
+	}
+	old, ok := s.at[it]
+	if ok && !t.Before(old) {
+		return
+	}
+	if !ok && it.kind == KindRequest {
+		s.requests++
+	}
+	s.at[it] = t
+	heap.Push(&s.heap, entry{t, it})
+}
+
+// peek is the earliest time anything is queued for.
+func (s *schedule) peek() (time.Time, bool) {
+	for s.heap.Len() > 0 {
+		top := s.heap[0]
+		if at, ok := s.at[top.it]; ok && at.Equal(top.at) {
+			return top.at, true
+		}
+		heap.Pop(&s.heap) // superseded
+	}
+	return time.Time{}, false
+}
+
+// popDue removes and returns every item due at now.
+func (s *schedule) popDue(now time.Time) []item {
+	var due []item
+	for {
+		t, ok := s.peek()
+		if !ok || t.After(now) {
+			return due
+		}
+		e := heap.Pop(&s.heap).(entry)
+		delete(s.at, e.it)
+		if e.it.kind == KindRequest {
+			s.requests--
+		}
+		due = append(due, e.it)
+	}
+}
+
+// settableClock is a fake clock the loop can move: k8s.io/utils/clock/
+// testing's FakeClock is one.
+type settableClock interface {
+	SetTime(time.Time)
+}
+
+// Advance drives the loop on a fake clock (Config.Clock must have a
+// SetTime method, as k8s.io/utils/clock/testing's FakeClock does) until
+// end: it moves the clock to each time something is due, and steps. While
+// an issuer has asked to be called again for a request, it moves the
+// clock no faster than real time, so that an issuer working against a
+// real server (an ACME server validating on its own clock) sees its polls
+// and retries spaced as they would be; between issuances the clock jumps.
+// It returns at end, or with an error when it took more than maxReal of
+// real time (zero means a minute).
+func (l *Loop) Advance(ctx context.Context, end time.Time, maxReal time.Duration) error {
+	clk, ok := l.clock.(settableClock)
+	if !ok {
+		return fmt.Errorf("host: Advance needs a clock it can set; Config.Clock is a %T", l.clock)
+	}
+	if maxReal <= 0 {
+		maxReal = time.Minute
+	}
+	deadline := time.Now().Add(maxReal)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("host: advancing to %v took more than %v of real time (at %v)", end, maxReal, l.clock.Now())
+		}
+		next, ok := l.Next()
+		if !ok || next.After(end) {
+			if end.After(l.clock.Now()) {
+				clk.SetTime(end)
+			}
+			_, err := l.Step(ctx)
+			return err
+		}
+		if now := l.clock.Now(); next.After(now) {
+			if wait := next.Sub(now); l.answering() && wait < time.Minute {
+				timer := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					timer.Stop()
+					return ctx.Err()
+				case <-timer.C:
+				}
+			}
+			clk.SetTime(next)
+		}
+		if _, err := l.Step(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// answering reports whether an issuer asked to be called again for a
+// request: an issuance is in flight.
+func (l *Loop) answering() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.queue.requests > 0
+}

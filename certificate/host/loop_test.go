@@ -1,0 +1,338 @@
+package host_test
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/certificate/host"
+	"github.com/certlife/certlife/certificate/localca"
+	"github.com/certlife/certlife/keys"
+)
+
+// recorder is an issuer that passes answers to another (or leaves
+// requests pending when there is none) and records what it is told.
+type recorder struct {
+	inner certificate.Issuer
+	mu    sync.Mutex
+	// forgotten lists Forget's namespace/name, in order.
+	forgotten []string
+	answered  int
+}
+
+func (r *recorder) Answer(ctx context.Context, req *certificate.CertificateRequest, now time.Time) (time.Time, error) {
+	r.mu.Lock()
+	r.answered++
+	r.mu.Unlock()
+	if r.inner == nil {
+		certificate.SetPending(req, "waiting for a CA that never answers", now)
+		return now.Add(time.Minute), nil
+	}
+	return r.inner.Answer(ctx, req, now)
+}
+
+func (r *recorder) Forget(_ context.Context, namespace, name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.forgotten = append(r.forgotten, namespace+"/"+name)
+	return nil
+}
+
+func (r *recorder) forgot() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.forgotten...)
+}
+
+func newCA(t testing.TB, now time.Time) *localca.CA {
+	ca, err := localca.NewRoot(rand.Reader, "certlife test CA", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, now.Add(-time.Hour), 10*365*24*time.Hour)
+	require.NoError(t, err)
+	return ca
+}
+
+type fixture struct {
+	clk   *testingclock.FakeClock
+	store host.Store
+	loop  *host.Loop
+	iss   *recorder
+	evs   []host.Event
+}
+
+func newFixture(t *testing.T, store func(clk *testingclock.FakeClock) host.Store, inner certificate.Issuer) *fixture {
+	f := &fixture{clk: testingclock.NewFakeClock(t0), iss: &recorder{inner: inner}}
+	if store == nil {
+		store = func(clk *testingclock.FakeClock) host.Store { return host.NewMemoryStore(clk) }
+	}
+	f.store = store(f.clk)
+	var err error
+	f.loop, err = host.New(host.Config{Store: f.store, Clock: f.clk,
+		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: f.iss},
+		Observe: func(e host.Event) { f.evs = append(f.evs, e) }})
+	require.NoError(t, err)
+	return f
+}
+
+func (f *fixture) create(t *testing.T, c *certificate.Certificate) {
+	_, err := f.store.Certificates().Create(context.Background(), c)
+	require.NoError(t, err)
+}
+
+func (f *fixture) cert(t *testing.T, name string) *certificate.Certificate {
+	c, err := f.store.Certificates().Get(context.Background(), "default", name)
+	require.NoError(t, err)
+	return c
+}
+
+func revision(c *certificate.Certificate) int {
+	if c.Status.Revision == nil {
+		return 0
+	}
+	return *c.Status.Revision
+}
+
+func ready(c *certificate.Certificate) bool {
+	r := c.Status.Condition(certificate.ConditionReady)
+	return r != nil && r.Status == certificate.StatusTrue
+}
+
+func TestLoopIssuesRenewsAndKeepsHistory(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil, newCA(t, t0).Issuer(nil))
+	c := newCert("default", "web", "web-tls")
+	c.Spec.Duration = &certificate.Duration{Duration: 30 * 24 * time.Hour}
+	f.create(t, c)
+
+	require.NoError(t, f.loop.Advance(ctx, t0.Add(time.Minute), 0))
+	got := f.cert(t, "web")
+	require.True(t, ready(got), "Ready after the first issuance: %+v", got.Status.Conditions)
+	assert.Equal(t, 1, revision(got))
+	sec, err := f.store.Secrets().Get(ctx, "default", "web-tls")
+	require.NoError(t, err)
+	p, err := keys.ParseSecretData(sec.Data)
+	require.NoError(t, err)
+	assert.True(t, p.KeyMatches)
+	assert.Equal(t, []string{"web.example"}, p.Leaf.DNSNames)
+	assert.Equal(t, got.UID, sec.OwnerUID)
+	assertNoNextKeys(t, f.store, got.UID)
+
+	// Renewal is due when a third of the lifetime remains: day 20.
+	require.NoError(t, f.loop.Advance(ctx, t0.Add(21*24*time.Hour), 0))
+	got = f.cert(t, "web")
+	require.True(t, ready(got))
+	assert.Equal(t, 2, revision(got), "renewed once")
+	reqs, err := f.store.Requests().List(ctx, host.ListOptions{OwnerUID: got.UID})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"web-2"}, names(reqs), "one request kept: the revision history limit")
+	assert.Equal(t, []string{"default/web-1"}, f.iss.forgot(), "the issuer is told of the request the history removed")
+	assertNoNextKeys(t, f.store, got.UID)
+}
+
+func assertNoNextKeys(t *testing.T, s host.Store, uid string) {
+	t.Helper()
+	owned, err := s.Secrets().List(context.Background(), host.ListOptions{OwnerUID: uid})
+	require.NoError(t, err)
+	for _, o := range owned {
+		assert.NotEqual(t, "true", o.Labels[certificate.LabelNextPrivateKey], "next private key %s left behind", o.Name)
+	}
+}
+
+func TestLoopTellsTheIssuerOfADeletedRequest(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil, nil) // the issuer never answers
+	f.create(t, newCert("default", "web", "web-tls"))
+	require.NoError(t, f.loop.Advance(ctx, t0.Add(time.Second), 0))
+	_, err := f.store.Requests().Get(ctx, "default", "web-1")
+	require.NoError(t, err, "the request is made")
+
+	// The spec changes mid-issuance: the request no longer matches, is
+	// deleted, and its issuer is told.
+	c := f.cert(t, "web")
+	c.Spec.DNSNames = []string{"www.example"}
+	_, err = f.store.Certificates().Update(ctx, c)
+	require.NoError(t, err)
+	require.NoError(t, f.loop.Advance(ctx, t0.Add(time.Minute), 0))
+	assert.Equal(t, []string{"default/web-1"}, f.iss.forgot())
+	r, err := f.store.Requests().Get(ctx, "default", "web-1")
+	require.NoError(t, err, "a replacement is made")
+	csr, err := keys.ParseCSR(r.Spec.Request)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"www.example"}, csr.DNSNames)
+}
+
+func TestLoopRemovesWhatADeletedCertificateOwned(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil, nil)
+	f.create(t, newCert("default", "web", "web-tls"))
+	require.NoError(t, f.loop.Advance(ctx, t0.Add(time.Second), 0))
+	uid := f.cert(t, "web").UID
+	require.NoError(t, f.store.Certificates().Delete(ctx, "default", "web"))
+	require.NoError(t, f.loop.Advance(ctx, t0.Add(2*time.Second), 0))
+	reqs, err := f.store.Requests().List(ctx, host.ListOptions{OwnerUID: uid})
+	require.NoError(t, err)
+	assert.Empty(t, reqs)
+	assertNoNextKeys(t, f.store, uid)
+	assert.Equal(t, []string{"default/web-1"}, f.iss.forgot())
+}
+
+func TestLoopRemovesOrphansWhenItStarts(t *testing.T) {
+	ctx := context.Background()
+	clk := testingclock.NewFakeClock(t0)
+	store := host.NewMemoryStore(clk)
+	// What a certificate deleted while no loop ran left behind.
+	_, err := store.Requests().Create(ctx, &certificate.CertificateRequest{ObjectMeta: certificate.ObjectMeta{Namespace: "default", Name: "gone-1", OwnerUID: "uid-gone"},
+		Spec: certificate.RequestSpec{IssuerRef: certificate.IssuerRef{Name: "ca"}}})
+	require.NoError(t, err)
+	_, err = store.Secrets().Create(ctx, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: "default", Name: "gone-key", OwnerUID: "uid-gone",
+		Labels: map[string]string{certificate.LabelNextPrivateKey: "true"}}})
+	require.NoError(t, err)
+	_, err = store.Secrets().Create(ctx, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: "default", Name: "gone-tls", OwnerUID: "uid-gone"}})
+	require.NoError(t, err)
+	iss := &recorder{}
+	loop, err := host.New(host.Config{Store: store, Clock: clk, Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: iss}})
+	require.NoError(t, err)
+	_, err = loop.Step(ctx)
+	require.NoError(t, err)
+	_, err = store.Requests().Get(ctx, "default", "gone-1")
+	assert.ErrorIs(t, err, host.ErrNotFound)
+	_, err = store.Secrets().Get(ctx, "default", "gone-key")
+	assert.ErrorIs(t, err, host.ErrNotFound)
+	_, err = store.Secrets().Get(ctx, "default", "gone-tls")
+	assert.NoError(t, err, "the certificate's own secret stays, as a deleted Kubernetes Certificate's does")
+	assert.Equal(t, []string{"default/gone-1"}, iss.forgot())
+}
+
+// flaky fails the first n creates of secrets, and hides that the store
+// reports its writes when unwatched is set.
+type flaky struct {
+	host.Store
+	mu sync.Mutex
+	n  int
+}
+
+func (s *flaky) Secrets() host.Collection[*certificate.Secret] {
+	return flakySecrets{s.Store.Secrets(), s}
+}
+
+type flakySecrets struct {
+	host.Collection[*certificate.Secret]
+	s *flaky
+}
+
+func (c flakySecrets) Create(ctx context.Context, sec *certificate.Secret) (*certificate.Secret, error) {
+	c.s.mu.Lock()
+	fail := c.s.n > 0
+	c.s.n--
+	c.s.mu.Unlock()
+	if fail {
+		return nil, errors.New("the disk is full")
+	}
+	return c.Collection.Create(ctx, sec)
+}
+
+func TestLoopRetriesAFailingStoreWithGrowingDelays(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, func(clk *testingclock.FakeClock) host.Store { return &flaky{Store: host.NewMemoryStore(clk), n: 3} }, newCA(t, t0).Issuer(nil))
+	f.create(t, newCert("default", "web", "web-tls"))
+	require.NoError(t, f.loop.Advance(ctx, t0.Add(time.Minute), 0))
+	assert.True(t, ready(f.cert(t, "web")))
+	var delays []time.Duration
+	for _, e := range f.evs {
+		if e.Err != nil {
+			assert.ErrorContains(t, e.Err, "the disk is full")
+			delays = append(delays, e.Next.Sub(e.Time))
+		}
+	}
+	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}, delays)
+}
+
+// unwatched hides that a store reports its writes.
+type unwatched struct{ host.Store }
+
+func TestLoopWithAStoreThatDoesNotReportWrites(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, func(clk *testingclock.FakeClock) host.Store { return unwatched{host.NewMemoryStore(clk)} }, newCA(t, t0).Issuer(nil))
+	f.create(t, newCert("default", "web", "web-tls"))
+	require.NoError(t, f.loop.Advance(ctx, t0.Add(time.Minute), 0))
+	assert.True(t, ready(f.cert(t, "web")), "the loop's own writes queue what they concern")
+
+	// A change behind the loop's back is seen at Notify…
+	c := f.cert(t, "web")
+	c.Spec.DNSNames = []string{"www.example"}
+	_, err := f.store.Certificates().Update(ctx, c)
+	require.NoError(t, err)
+	f.loop.Notify(host.KindCertificate, "default", "web")
+	require.NoError(t, f.loop.Advance(ctx, t0.Add(2*time.Minute), 0))
+	assert.Equal(t, 2, revision(f.cert(t, "web")))
+
+	// …or at the hourly resync.
+	c = f.cert(t, "web")
+	c.Spec.DNSNames = []string{"web.example"}
+	_, err = f.store.Certificates().Update(ctx, c)
+	require.NoError(t, err)
+	require.NoError(t, f.loop.Advance(ctx, t0.Add(30*time.Minute), 0))
+	assert.Equal(t, 2, revision(f.cert(t, "web")), "not yet")
+	require.NoError(t, f.loop.Advance(ctx, t0.Add(61*time.Minute), 0))
+	assert.Equal(t, 3, revision(f.cert(t, "web")))
+}
+
+func TestLoopRunsOnTheRealClock(t *testing.T) {
+	store := host.NewMemoryStore(nil)
+	loop, err := host.New(host.Config{Store: store,
+		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: newCA(t, time.Now()).Issuer(nil)}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- loop.Run(ctx) }()
+	_, err = store.Certificates().Create(context.Background(), newCert("default", "web", "web-tls"))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		c, err := store.Certificates().Get(context.Background(), "default", "web")
+		return err == nil && ready(c)
+	}, 10*time.Second, 10*time.Millisecond)
+	cancel()
+	assert.ErrorIs(t, <-done, context.Canceled)
+}
+
+func TestNewRefusesBadConfig(t *testing.T) {
+	_, err := host.New(host.Config{})
+	assert.ErrorContains(t, err, "Config.Store is required")
+	_, err = host.New(host.Config{Store: host.NewMemoryStore(nil), Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: nil}})
+	assert.ErrorContains(t, err, "Issuers[Issuer certlife.dev/ca]")
+	_, err = host.New(host.Config{Store: host.NewMemoryStore(nil), Certificate: certificate.Config{SecretInUseRecheck: -1}})
+	assert.ErrorContains(t, err, "secretInUseRecheck")
+}
+
+// failer answers every request with a failure.
+type failer struct{}
+
+func (failer) Answer(_ context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
+	certificate.SetFailed(r, "the CA is down", now, time.Time{})
+	return time.Time{}, nil
+}
+
+func (failer) Forget(context.Context, string, string) error { return nil }
+
+func TestLoopFollowsItsOwnStatusWritesWithoutAWatcher(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, func(clk *testingclock.FakeClock) host.Store { return unwatched{host.NewMemoryStore(clk)} }, failer{})
+	f.create(t, newCert("default", "web", "web-tls"))
+	require.NoError(t, f.loop.Advance(ctx, t0.Add(time.Second), 0))
+	c := f.cert(t, "web")
+	iss := c.Status.Condition(certificate.ConditionIssuing)
+	require.NotNil(t, iss)
+	assert.Equal(t, certificate.StatusFalse, iss.Status, "the failure is recorded")
+	// The pass after the failure's status write removes the next key: the
+	// loop follows its own write although the store reports none.
+	assertNoNextKeys(t, f.store, c.UID)
+	next, ok := f.loop.Next()
+	require.True(t, ok)
+	assert.Equal(t, t0.Add(time.Hour), next, "the backoff's next attempt")
+}

@@ -1,0 +1,155 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/certlife/certlife/certificate"
+)
+
+// The errors a Store returns, as a Kubernetes API server gives them; the
+// loop tests them with errors.Is, so a store wraps them.
+var (
+	// ErrNotFound: no object of that namespace and name.
+	ErrNotFound = errors.New("not found")
+	// ErrAlreadyExists: a create met an object of the same namespace and
+	// name.
+	ErrAlreadyExists = errors.New("already exists")
+	// ErrConflict: an update named a resource version that is not the
+	// object's any more — someone wrote it since it was read. The loop
+	// reads again and decides again.
+	ErrConflict = errors.New("conflict: the object has been modified")
+)
+
+// Object is a kind the loop keeps in a Store.
+type Object interface {
+	*certificate.Certificate | *certificate.Secret | *certificate.CertificateRequest
+	Meta() *certificate.ObjectMeta
+}
+
+// Kind names a kind of Object.
+type Kind string
+
+// The kinds.
+const (
+	KindCertificate Kind = "Certificate"
+	KindSecret      Kind = "Secret"
+	KindRequest     Kind = "CertificateRequest"
+)
+
+// ListOptions select objects. Every field that is set must match; a store
+// may index them.
+type ListOptions struct {
+	// Namespace; empty means every namespace.
+	Namespace string
+	// OwnerUID selects the objects whose controlling owner has this UID
+	// (ObjectMeta.OwnerUID): a certificate's requests and next-key
+	// secrets.
+	OwnerUID string
+	// SecretName selects the certificates whose spec.secretName is this
+	// (certificates only; with Namespace).
+	SecretName string
+}
+
+// Matches reports whether the object passes o; a Store can filter with
+// it.
+func (o ListOptions) Matches(obj any) bool {
+	var m *certificate.ObjectMeta
+	secretName := ""
+	switch v := obj.(type) {
+	case *certificate.Certificate:
+		m, secretName = &v.ObjectMeta, v.Spec.SecretName
+	case *certificate.Secret:
+		m = &v.ObjectMeta
+	case *certificate.CertificateRequest:
+		m = &v.ObjectMeta
+	default:
+		return false
+	}
+	switch {
+	case o.Namespace != "" && m.Namespace != o.Namespace:
+		return false
+	case o.OwnerUID != "" && m.OwnerUID != o.OwnerUID:
+		return false
+	case o.SecretName != "" && secretName != o.SecretName:
+		return false
+	}
+	return true
+}
+
+// Collection keeps the objects of one kind. Every object carries a
+// resource version that each write changes; an update names the version
+// it read and fails with ErrConflict when the object moved on, so a
+// decision made on a stale read never overwrites a newer object. What a
+// Collection returns is the caller's: changing it changes nothing stored.
+// A Collection is safe for concurrent use.
+type Collection[T Object] interface {
+	// Get returns the object, or an error wrapping ErrNotFound.
+	Get(ctx context.Context, namespace, name string) (T, error)
+	// List returns the objects opts selects, in any order.
+	List(ctx context.Context, opts ListOptions) ([]T, error)
+	// Create stores a new object and returns it as stored (its resource
+	// version, and for a certificate its UID, generation and creation
+	// time filled in when empty); ErrAlreadyExists when the name is
+	// taken.
+	Create(ctx context.Context, obj T) (T, error)
+	// Update replaces the object that is still at obj's resource version
+	// and returns it as stored: ErrConflict when it is at another,
+	// ErrNotFound when it is gone. A certificate's generation goes up
+	// when its spec changes, as the API server's does. For a store backed
+	// by an API with a status subresource: the loop changes only the
+	// status of certificates and requests, and only the data, labels and
+	// annotations of secrets.
+	Update(ctx context.Context, obj T) (T, error)
+	// Delete removes the object; ErrNotFound when it is not there.
+	Delete(ctx context.Context, namespace, name string) error
+}
+
+// Store is where a host keeps its certificates, their secrets and their
+// requests. Implement it over your storage (a database, an API, files),
+// or use MemoryStore or FileStore.
+type Store interface {
+	Certificates() Collection[*certificate.Certificate]
+	Secrets() Collection[*certificate.Secret]
+	Requests() Collection[*certificate.CertificateRequest]
+}
+
+// Change is a write to a Store: the kind, namespace and name of the
+// object, and its metadata after the write (before, for a delete).
+type Change struct {
+	Kind            Kind
+	Namespace, Name string
+	Meta            certificate.ObjectMeta
+	Deleted         bool
+}
+
+// Watcher is a Store that reports its writes. The loop watches a store
+// that implements it, so that a write by anyone — a user creating a
+// certificate, another process — queues what it concerns at once; a
+// store that does not is read again only when the loop queues an object
+// itself (its own writes, RequeueAt, Loop.Notify, and the resync).
+type Watcher interface {
+	// Watch calls f after each write, outside the store's locks, in the
+	// order of the writes.
+	Watch(f func(Change))
+}
+
+// Authoritative is implemented by a Store whose reads always show every
+// write that returned (no cache in between). The loop then tells the
+// decisions that a secret it did not find is really gone, so a deleted
+// secret is issued again at once rather than after the cache grace.
+type Authoritative interface {
+	Authoritative() bool
+}
+
+func notFound(kind Kind, namespace, name string) error {
+	return fmt.Errorf("%s %s: %w", kind, key(namespace, name), ErrNotFound)
+}
+
+func key(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}

@@ -1,0 +1,234 @@
+package host_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/certlife/certlife/acmeclient"
+	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/certificate/host"
+	"github.com/certlife/certlife/order"
+)
+
+var t0 = time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+
+type storeUnderTest interface {
+	host.Store
+	host.Watcher
+	ACME() acmeclient.Store
+}
+
+// stores runs f on each provided store.
+func stores(t *testing.T, f func(t *testing.T, s storeUnderTest)) {
+	t.Run("MemoryStore", func(t *testing.T) {
+		f(t, host.NewMemoryStore(testingclock.NewFakeClock(t0)))
+	})
+	t.Run("FileStore", func(t *testing.T) {
+		s, err := host.OpenFileStore(t.TempDir(), testingclock.NewFakeClock(t0))
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		f(t, s)
+	})
+}
+
+func newCert(ns, name, secret string) *certificate.Certificate {
+	return &certificate.Certificate{
+		ObjectMeta: certificate.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       certificate.Spec{SecretName: secret, DNSNames: []string{name + ".example"}, IssuerRef: certificate.IssuerRef{Name: "ca"}},
+	}
+}
+
+func TestStoreVersionsAndConflicts(t *testing.T) {
+	stores(t, func(t *testing.T, s storeUnderTest) {
+		ctx := context.Background()
+		certs := s.Certificates()
+		c, err := certs.Create(ctx, newCert("default", "web", "web-tls"))
+		require.NoError(t, err)
+		assert.NotEmpty(t, c.UID, "a created certificate gets a UID")
+		assert.NotEmpty(t, c.ResourceVersion)
+		assert.Equal(t, int64(1), c.Generation)
+		assert.Equal(t, t0, c.CreationTimestamp.UTC())
+
+		_, err = certs.Create(ctx, newCert("default", "web", "other"))
+		assert.ErrorIs(t, err, host.ErrAlreadyExists)
+
+		// A status change keeps the generation; a spec change raises it.
+		c.Status.Conditions = []certificate.Condition{{Type: "Ready", Status: "True"}}
+		c2, err := certs.Update(ctx, c)
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), c2.Generation)
+		assert.NotEqual(t, c.ResourceVersion, c2.ResourceVersion)
+		c2.Spec.DNSNames = []string{"www.example"}
+		c3, err := certs.Update(ctx, c2)
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), c3.Generation)
+		assert.Equal(t, c.UID, c3.UID, "an update keeps the UID")
+
+		// An update on a stale read conflicts and changes nothing.
+		c.Spec.DNSNames = []string{"stale.example"}
+		_, err = certs.Update(ctx, c)
+		assert.ErrorIs(t, err, host.ErrConflict)
+		got, err := certs.Get(ctx, "default", "web")
+		require.NoError(t, err)
+		assert.Equal(t, []string{"www.example"}, got.Spec.DNSNames)
+
+		// What a store returns is the caller's.
+		got.Spec.DNSNames[0] = "changed.example"
+		again, err := certs.Get(ctx, "default", "web")
+		require.NoError(t, err)
+		assert.Equal(t, []string{"www.example"}, again.Spec.DNSNames)
+
+		require.NoError(t, certs.Delete(ctx, "default", "web"))
+		_, err = certs.Get(ctx, "default", "web")
+		assert.ErrorIs(t, err, host.ErrNotFound)
+		assert.ErrorIs(t, certs.Delete(ctx, "default", "web"), host.ErrNotFound)
+		_, err = certs.Update(ctx, c3)
+		assert.ErrorIs(t, err, host.ErrNotFound)
+
+		// Made again, the certificate never reuses a version.
+		n, err := certs.Create(ctx, newCert("default", "web", "web-tls"))
+		require.NoError(t, err)
+		for _, old := range []string{c.ResourceVersion, c2.ResourceVersion, c3.ResourceVersion} {
+			assert.NotEqual(t, old, n.ResourceVersion)
+		}
+		_, err = certs.Create(ctx, &certificate.Certificate{})
+		assert.ErrorContains(t, err, "metadata.name")
+	})
+}
+
+func TestStoreListsByOwnerAndSecret(t *testing.T) {
+	stores(t, func(t *testing.T, s storeUnderTest) {
+		ctx := context.Background()
+		for _, c := range []*certificate.Certificate{newCert("a", "one", "shared"), newCert("a", "two", "shared"), newCert("b", "three", "shared"), newCert("a", "four", "own")} {
+			_, err := s.Certificates().Create(ctx, c)
+			require.NoError(t, err)
+		}
+		got, err := s.Certificates().List(ctx, host.ListOptions{Namespace: "a", SecretName: "shared"})
+		require.NoError(t, err)
+		assert.ElementsMatch(t, []string{"one", "two"}, names(got))
+		all, err := s.Certificates().List(ctx, host.ListOptions{})
+		require.NoError(t, err)
+		assert.Len(t, all, 4)
+
+		for _, r := range []*certificate.CertificateRequest{
+			{ObjectMeta: certificate.ObjectMeta{Namespace: "a", Name: "one-1", OwnerUID: "u1"}},
+			{ObjectMeta: certificate.ObjectMeta{Namespace: "a", Name: "one-2", OwnerUID: "u1"}},
+			{ObjectMeta: certificate.ObjectMeta{Namespace: "a", Name: "two-1", OwnerUID: "u2"}},
+		} {
+			_, err := s.Requests().Create(ctx, r)
+			require.NoError(t, err)
+		}
+		reqs, err := s.Requests().List(ctx, host.ListOptions{Namespace: "a", OwnerUID: "u1"})
+		require.NoError(t, err)
+		assert.ElementsMatch(t, []string{"one-1", "one-2"}, names(reqs))
+		require.NoError(t, s.Requests().Delete(ctx, "a", "one-1"))
+		reqs, err = s.Requests().List(ctx, host.ListOptions{OwnerUID: "u1"})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"one-2"}, names(reqs), "a deleted object leaves the index")
+	})
+}
+
+func names[T host.Object](objs []T) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.Meta().Name)
+	}
+	return out
+}
+
+func TestStoreReportsWrites(t *testing.T) {
+	stores(t, func(t *testing.T, s storeUnderTest) {
+		ctx := context.Background()
+		var seen []string
+		s.Watch(func(ch host.Change) {
+			what := string(ch.Kind) + " " + ch.Namespace + "/" + ch.Name
+			if ch.Deleted {
+				what += " deleted"
+			}
+			seen = append(seen, what)
+		})
+		sec, err := s.Secrets().Create(ctx, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: "a", Name: "tls", OwnerUID: "u1"}})
+		require.NoError(t, err)
+		sec.Data = map[string][]byte{"tls.crt": []byte("x")}
+		_, err = s.Secrets().Update(ctx, sec)
+		require.NoError(t, err)
+		_, err = s.Secrets().Update(ctx, sec) // a conflict writes nothing
+		require.ErrorIs(t, err, host.ErrConflict)
+		require.NoError(t, s.Secrets().Delete(ctx, "a", "tls"))
+		assert.Equal(t, []string{"Secret a/tls", "Secret a/tls", "Secret a/tls deleted"}, seen)
+	})
+}
+
+func TestFileStoreKeepsEverythingAcrossReopen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := host.OpenFileStore(dir, testingclock.NewFakeClock(t0))
+	require.NoError(t, err)
+	c, err := s.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
+	require.NoError(t, err)
+	sec := &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: "default", Name: "web-tls", OwnerUID: c.UID},
+		Data: map[string][]byte{"tls.key": []byte("-----BEGIN PRIVATE KEY-----\n...")}}
+	_, err = s.Secrets().Create(ctx, sec)
+	require.NoError(t, err)
+	st := &acmeclient.State{Order: order.Order{Name: "web-1-abcd", Namespace: "default"}}
+	require.NoError(t, s.ACME().Put(ctx, "web-1-abcd", st))
+
+	_, err = host.OpenFileStore(dir, nil)
+	assert.ErrorContains(t, err, "in use by another process", "one process at a time")
+	require.NoError(t, s.Close())
+
+	// A crash mid-write leaves a temporary file beside the old one.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "secrets", ".tmp-123"), []byte("{half"), 0o600))
+
+	s2, err := host.OpenFileStore(dir, nil)
+	require.NoError(t, err)
+	defer s2.Close()
+	got, err := s2.Certificates().Get(ctx, "default", "web")
+	require.NoError(t, err)
+	assert.Equal(t, c, got)
+	gotSec, err := s2.Secrets().Get(ctx, "default", "web-tls")
+	require.NoError(t, err)
+	assert.Equal(t, sec.Data, gotSec.Data)
+	owned, err := s2.Secrets().List(ctx, host.ListOptions{OwnerUID: c.UID})
+	require.NoError(t, err)
+	assert.Len(t, owned, 1, "indexes are rebuilt on open")
+	gotState, err := s2.ACME().Get(ctx, "web-1-abcd")
+	require.NoError(t, err)
+	assert.Equal(t, "web-1-abcd", gotState.Order.Name)
+	_, err = os.Stat(filepath.Join(dir, "secrets", ".tmp-123"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "the interrupted write is cleared")
+
+	// The same object updated after the reopen gets a version it never had.
+	c2, err := s2.Certificates().Update(ctx, got)
+	require.NoError(t, err)
+	assert.NotEqual(t, c.ResourceVersion, c2.ResourceVersion)
+
+	// Private keys are readable by their owner only.
+	info, err := os.Stat(filepath.Join(dir, "secrets"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), info.Mode().Perm())
+	ents, err := os.ReadDir(filepath.Join(dir, "secrets"))
+	require.NoError(t, err)
+	for _, e := range ents {
+		fi, err := e.Info()
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), e.Name())
+	}
+}
+
+func TestFileStoreRefusesAFileItCannotRead(t *testing.T) {
+	dir := t.TempDir()
+	s, err := host.OpenFileStore(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "certificates", "default%2Fweb.json"), []byte("{not json"), 0o600))
+	_, err = host.OpenFileStore(dir, nil)
+	assert.ErrorContains(t, err, "default%2Fweb.json")
+}
