@@ -322,7 +322,9 @@ func ChallengeName(order string, i int) string { return fmt.Sprintf("%s-%d", ord
 // never re-creates, re-presents or re-accepts them; on a final failure,
 // say why in words a user can act on and delete the order after
 // FailedOrderTTL. A spec that changed after creation is an error, not
-// something to follow.
+// something to follow (see SpecHash). A fetched certificate is checked
+// against the order (CheckCertificate) before the order is done: a bad one
+// is ordered again once, then fails the order with what was wrong.
 //
 // Retries arrive: after a transient failure the next attempt is at
 // RetryAt, derived from the status alone, so deciding again at the
@@ -333,6 +335,14 @@ func ChallengeName(order string, i int) string { return fmt.Sprintf("%s-%d", ord
 // (valid without a certificate URL, pending after every challenge
 // finished) is recorded like a failure, and the order is read again after
 // the same growing delay — never at the same instant.
+//
+// Nothing waits without end: an order the server asks — itself or
+// through a challenge — to wait longer than MaxRetryAfter fails with that
+// Retry-After, for the certificate's backoff; an order past its expiry
+// (Status.Expires, else 7 days after its creation) before it was
+// finalized fails; while it waits for its challenges it is looked at
+// again at its expiry at the latest. A refusal that says the order may
+// have moved on (Status.ReadFirst) is followed by a read at once.
 func Decide(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) Result {
 	if o == nil {
 		return Result{Reason: ReasonNoOrderState, Message: "no order"}
