@@ -70,6 +70,8 @@ type fault struct {
 	// Forward passes the request to Pebble first (it takes effect there)
 	// and then answers the fault instead of Pebble's answer.
 	Forward bool
+	// ContentType of Body; "" means application/problem+json.
+	ContentType string
 }
 
 func problem(status int, typ, detail string) fault {
@@ -164,7 +166,11 @@ func (f *front) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", ft.RetryAfter)
 	}
 	if ft.Body != "" {
-		w.Header().Set("Content-Type", "application/problem+json")
+		ct := ft.ContentType
+		if ct == "" {
+			ct = "application/problem+json"
+		}
+		w.Header().Set("Content-Type", ct)
 	}
 	w.WriteHeader(ft.Status)
 	_, _ = io.WriteString(w, ft.Body)
@@ -219,7 +225,14 @@ type faultEnv struct {
 
 func newFaultEnv(t *testing.T) *faultEnv {
 	t.Helper()
-	srv, err := acmetest.Start(acmetest.Options{})
+	return newFaultEnvWith(t, acmetest.Options{}, nil)
+}
+
+// newFaultEnvWith is a faultEnv with Pebble's options and the issuer's
+// config tuned.
+func newFaultEnvWith(t *testing.T, opts acmetest.Options, tune func(*acmeclient.IssuerConfig)) *faultEnv {
+	t.Helper()
+	srv, err := acmetest.Start(opts)
 	require.NoError(t, err)
 	t.Cleanup(srv.Close)
 	clock := &fakeClock{t: time.Now()}
@@ -234,13 +247,17 @@ func newFaultEnv(t *testing.T) *faultEnv {
 	_, err = client.EnsureAccount(context.Background(), acmeclient.AccountOptions{AgreeToTerms: true})
 	require.NoError(t, err)
 	e := &env{srv: srv, key: key, client: client, store: acmeclient.NewMemoryStore()}
-	e.issuer, err = acmeclient.NewIssuer(acmeclient.IssuerConfig{Client: client, Store: e.store,
+	cfg := acmeclient.IssuerConfig{Client: client, Store: e.store,
 		Solvers: acmeclient.Solvers{HTTP01: srv.HTTP01Handler(), DNS01: srv.DNS()},
 		Trace: func(ev acmeclient.Event) {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			e.events = append(e.events, ev)
-		}})
+		}}
+	if tune != nil {
+		tune(&cfg)
+	}
+	e.issuer, err = acmeclient.NewIssuer(cfg)
 	require.NoError(t, err)
 	return &faultEnv{env: e, front: fr, clock: clock}
 }

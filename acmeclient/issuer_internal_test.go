@@ -55,7 +55,7 @@ func TestOrderSpecFromTheRequest(t *testing.T) {
 		},
 		"a renewal names the certificate it replaces (RFC 9773 §5)": {
 			dnsNames: []string{"web.example"}, wantDNS: []string{"web.example"},
-			annotations: map[string]string{AnnotationReplaces: "aYhba4dGQEHhs3uEe6CuLN4ByNQ.AIdlQyE"},
+			annotations: map[string]string{certificate.AnnotationReplaces: "aYhba4dGQEHhs3uEe6CuLN4ByNQ.AIdlQyE"},
 			want:        func(o order.Spec) order.Spec { o.Replaces = "aYhba4dGQEHhs3uEe6CuLN4ByNQ.AIdlQyE"; return o },
 		},
 		"the validity asked for is from now, to the second, for the request's duration": {

@@ -819,8 +819,18 @@ func retryAfterTooLong(o *Order, owned []*challenge.Challenge, now time.Time, cf
 	if at.IsZero() {
 		return Result{}, false
 	}
-	res := fail(o, now, ReasonRetryAfterTooLong, fmt.Sprintf("the server asks %s to wait until %s (Retry-After), longer than the %v an order waits; "+
-		"the request fails with that Retry-After and the certificate's backoff tries again", from, stamp(at), cfg.maxRetryAfter()))
+	msg := fmt.Sprintf("the server asks %s to wait until %s (Retry-After), longer than the %v an order waits; "+
+		"the request fails with that Retry-After and the certificate's backoff tries again", from, stamp(at), cfg.maxRetryAfter())
+	if o.Status.LastError != "" {
+		msg += "; the last error: " + o.Status.LastError
+	}
+	for _, c := range owned {
+		if c != nil && c.Status.LastError != "" && c.Status.RetryAfter != nil && c.Status.RetryAfter.Equal(at) {
+			msg += "; the challenge's last error: " + c.Status.LastError
+			break
+		}
+	}
+	res := fail(o, now, ReasonRetryAfterTooLong, msg)
 	u := res.Actions[0].(UpdateStatus)
 	u.Status.RetryAfter = &at
 	res.Actions[0] = u
