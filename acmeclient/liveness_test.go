@@ -57,6 +57,19 @@ func (e *faultEnv) stepUntil(t *testing.T, r *certificate.CertificateRequest, do
 	}
 }
 
+// stuckToken is a presenter that cannot take one token down.
+type stuckToken struct {
+	acmeclient.Presenter
+	token atomic.Value // string
+}
+
+func (s *stuckToken) CleanUp(ctx context.Context, p acmeclient.Presentation) error {
+	if tok, _ := s.token.Load().(string); tok != "" && tok == p.Token {
+		return errors.New("the web server's API is down")
+	}
+	return s.Presenter.CleanUp(ctx, p)
+}
+
 func challengeInFlight(st *acmeclient.State) bool {
 	return len(st.Challenges) == 1 && st.Challenges[0].Status.Processing && st.Challenges[0].Status.Presented
 }
@@ -83,20 +96,33 @@ func (e *faultEnv) reasons() []string {
 func TestAnOrphanedStateNeverWedgesItsName(t *testing.T) {
 	tests := map[string]struct {
 		forget bool
+		// cleanUpFails: taking the old token down fails, so its state is
+		// kept to try again — and still holds no slot
+		cleanUpFails bool
 		// most is the longest the new request's challenge waits to start,
 		// on the fake clock
 		most time.Duration
 	}{
-		"the host deleted the request without Forget":    {most: 15*time.Minute + 10*time.Second},
-		"the host deleted the request and called Forget": {forget: true},
+		"the host deleted the request without Forget":                     {most: 15*time.Minute + 10*time.Second},
+		"the host deleted the request without Forget, and clean-up fails": {cleanUpFails: true, most: 15*time.Minute + 10*time.Second},
+		"the host deleted the request and called Forget":                  {forget: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			e := newFaultEnvWith(t, acmetest.Options{ValidationSleep: 2 * time.Second}, nil)
+			stuck := &stuckToken{Presenter: nil}
+			e := newFaultEnvWith(t, acmetest.Options{ValidationSleep: 2 * time.Second}, func(c *acmeclient.IssuerConfig) {
+				stuck.Presenter = c.Solvers.HTTP01
+				c.Solvers.HTTP01 = stuck
+			})
 			ctx := timeout(t)
 			old, _ := newRequest(t, "a-1", "a.example")
 			e.stepUntil(t, old, challengeInFlight)
 			require.Equal(t, 1, e.srv.HTTP01Handler().Presented())
+			if tc.cleanUpFails {
+				st, err := e.store.Get(ctx, acmeclient.OrderName(old))
+				require.NoError(t, err)
+				stuck.token.Store(st.Challenges[0].Spec.Token)
+			}
 			if tc.forget {
 				require.NoError(t, e.issuer.Forget(ctx, old.Namespace, old.Name))
 				assert.Zero(t, e.srv.HTTP01Handler().Presented(), "the deleted request's token is still served")
@@ -128,6 +154,11 @@ func TestAnOrphanedStateNeverWedgesItsName(t *testing.T) {
 
 			st, err := e.store.Get(ctx, acmeclient.OrderName(old))
 			require.NoError(t, err)
+			if tc.cleanUpFails {
+				assert.NotNil(t, st, "removed although its token could not be taken down")
+				assert.Equal(t, 1, e.srv.HTTP01Handler().Presented(), "the old token")
+				return
+			}
 			assert.Nil(t, st, "the orphaned state outlived its request")
 			assert.Zero(t, e.srv.HTTP01Handler().Presented(), "a token is still served")
 			if !tc.forget {
