@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"encoding/hex"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +30,10 @@ type index struct {
 	busy map[string]chan struct{}
 	// due orders the entries by when they may be swept.
 	due dueHeap
+	// sorted are the entries by key, for the scheduler (its input order
+	// settles ties); stale once keys come or go.
+	sorted      []*entry
+	sortedStale bool
 }
 
 // entry is one state in the index.
@@ -94,6 +99,7 @@ func (x *index) setLocked(key string, s *State, now time.Time, sweepAt func(*ent
 	if e == nil {
 		e = &entry{key: key, lastStep: now, pos: -1}
 		x.entries[key] = e
+		x.sortedStale = true
 	} else if e.request != ref {
 		x.unlinkLocked(e)
 	}
@@ -136,6 +142,20 @@ func (x *index) dropLocked(e *entry) {
 		heap.Remove(&x.due, e.pos)
 	}
 	delete(x.entries, e.key)
+	x.sortedStale = true
+}
+
+// byKeyLocked returns the entries in the order of their keys.
+func (x *index) byKeyLocked() []*entry {
+	if x.sortedStale || len(x.sorted) != len(x.entries) {
+		x.sorted = x.sorted[:0]
+		for _, e := range x.entries {
+			x.sorted = append(x.sorted, e)
+		}
+		slices.SortFunc(x.sorted, func(a, b *entry) int { return strings.Compare(a.key, b.key) })
+		x.sortedStale = false
+	}
+	return x.sorted
 }
 
 // claim waits until no one else works on key, then claims it; release

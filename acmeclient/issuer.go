@@ -515,23 +515,27 @@ func (i *Issuer) schedule(ctx context.Context, key string, st *State, now time.T
 	x := i.idx
 	x.mu.Lock()
 	all := make([]*challenge.Challenge, 0, len(st.Challenges)+len(x.entries))
-	owner := map[*challenge.Challenge]*entry{}
-	for k, e := range x.entries {
-		if k == key || i.gone(e, now) {
+	mineAdded := false
+	for _, e := range x.byKeyLocked() {
+		if e.key == key {
+			for j := range st.Challenges {
+				all = append(all, &st.Challenges[j])
+			}
+			mineAdded = true
+			continue
+		}
+		if i.gone(e, now) {
 			continue
 		}
 		for j := range e.challenges {
-			c := &e.challenges[j]
-			all = append(all, c)
-			if c.Status.Processing {
-				owner[c] = e
-			}
+			all = append(all, &e.challenges[j])
 		}
 	}
-	for j := range st.Challenges {
-		all = append(all, &st.Challenges[j])
+	if !mineAdded {
+		for j := range st.Challenges {
+			all = append(all, &st.Challenges[j])
+		}
 	}
-	slices.SortFunc(all, func(a, b *challenge.Challenge) int { return strings.Compare(a.Name, b.Name) })
 	for _, c := range challenge.Schedule(all, now, i.cfg.Scheduler) {
 		if slices.Contains(mine, c) {
 			c.Status.Processing = true
@@ -542,14 +546,18 @@ func (i *Issuer) schedule(ctx context.Context, key string, st *State, now time.T
 		if c.Status.Processing {
 			continue
 		}
-		for other, e := range owner {
-			if strings.EqualFold(other.Spec.DNSName, c.Spec.DNSName) && other.Spec.Type == c.Spec.Type {
-				waiting = fmt.Sprintf("the %s challenge for %s waits for another request's (%s) to finish: never two at once for one name", c.Spec.Type, c.Spec.DNSName, e.request.id())
-				break
+		waiting = fmt.Sprintf("the %s challenge for %s waits for a scheduler slot (%d in flight at most)", c.Spec.Type, c.Spec.DNSName, maxInFlight(i.cfg.Scheduler))
+	blocker:
+		for _, e := range x.entries {
+			if e.key == key || i.gone(e, now) {
+				continue
 			}
-		}
-		if waiting == "" {
-			waiting = fmt.Sprintf("the %s challenge for %s waits for a scheduler slot (%d in flight at most)", c.Spec.Type, c.Spec.DNSName, maxInFlight(i.cfg.Scheduler))
+			for _, other := range e.challenges {
+				if other.Status.Processing && other.Spec.Type == c.Spec.Type && strings.EqualFold(other.Spec.DNSName, c.Spec.DNSName) {
+					waiting = fmt.Sprintf("the %s challenge for %s waits for another request's (%s) to finish: never two at once for one name", c.Spec.Type, c.Spec.DNSName, e.request.id())
+					break blocker
+				}
+			}
 		}
 		break
 	}
