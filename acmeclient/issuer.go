@@ -295,8 +295,8 @@ func (i *Issuer) Step(ctx context.Context, r *certificate.CertificateRequest) (R
 		}
 		return i.storeFailed(r, retry, now, err)
 	}
-	i.sweep(ctx, now, sweepPerStep)
 	if certificate.Answered(r) {
+		i.sweep(ctx, now, sweepPerStep)
 		return Result{Answered: true, Reason: "Answered", Message: "the request is answered"}, nil
 	}
 	key := OrderName(r)
@@ -304,6 +304,8 @@ func (i *Issuer) Step(ctx context.Context, r *certificate.CertificateRequest) (R
 	if err != nil {
 		return retry, err
 	}
+	// Claimed first: a step that comes late never sweeps its own state.
+	i.sweep(ctx, now, sweepPerStep)
 	res, err := i.step(ctx, r, key, retry)
 	if ctx.Err() != nil {
 		res, err = retry, ctx.Err()

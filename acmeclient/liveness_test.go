@@ -578,3 +578,23 @@ func TestAnswerRecordsWhatTheOrderIsDoing(t *testing.T) {
 		assert.True(t, ok && reason != "", "a pending message without the order's reason: %q", m)
 	}
 }
+
+// A request the host steps late — its queue lagged past StaleAfter — keeps
+// its order: its own step never takes its state for abandoned.
+func TestARequestSteppedLateKeepsItsOrder(t *testing.T) {
+	e := newFaultEnvWith(t, acmetest.Options{}, func(c *acmeclient.IssuerConfig) { c.Solvers.HTTP01Check = notYet{} })
+	ctx := timeout(t)
+	r, _ := newRequest(t, "late", "late.example")
+	e.stepUntil(t, r, challengeInFlight)
+	before, err := e.store.Get(ctx, acmeclient.OrderName(r))
+	require.NoError(t, err)
+	require.NoError(t, e.clock.wait(ctx, e.clock.Now().Add(time.Hour)))
+	_, err = e.issuer.Step(ctx, r)
+	require.NoError(t, err)
+	after, err := e.store.Get(ctx, acmeclient.OrderName(r))
+	require.NoError(t, err)
+	require.NotNil(t, after, "the state was removed")
+	assert.Equal(t, before.Order.Status.URL, after.Order.Status.URL, "another order")
+	assert.NotContains(t, e.reasons(), "Removed")
+	assert.Equal(t, 1, e.srv.HTTP01Handler().Presented(), "the token was taken down")
+}
