@@ -598,3 +598,31 @@ func TestARequestSteppedLateKeepsItsOrder(t *testing.T) {
 	assert.NotContains(t, e.reasons(), "Removed")
 	assert.Equal(t, 1, e.srv.HTTP01Handler().Presented(), "the token was taken down")
 }
+
+// A state whose order expired with no step since goes at the expiry, even
+// when StaleAfter is longer: nothing about it can succeed (RFC 8555
+// §7.1.3, an order's expires).
+func TestAStateWhoseOrderExpiredGoes(t *testing.T) {
+	e := newFaultEnvWith(t, acmetest.Options{}, func(c *acmeclient.IssuerConfig) {
+		c.Solvers.HTTP01Check = notYet{}
+		c.StaleAfter = 30 * 24 * time.Hour
+	})
+	ctx := timeout(t)
+	r, _ := newRequest(t, "expiring", "expiring.example")
+	e.stepUntil(t, r, challengeInFlight)
+	st, err := e.store.Get(ctx, acmeclient.OrderName(r))
+	require.NoError(t, err)
+	require.NotNil(t, st.Order.Status.Expires, "Pebble gives the order's expiry")
+	expires := *st.Order.Status.Expires
+
+	next, err := e.issuer.Sweep(ctx)
+	require.NoError(t, err)
+	assert.WithinDuration(t, expires, next, 0, "the next removal is at the order's expiry")
+	require.NoError(t, e.clock.wait(ctx, expires))
+	_, err = e.issuer.Sweep(ctx)
+	require.NoError(t, err)
+	st, err = e.store.Get(ctx, acmeclient.OrderName(r))
+	require.NoError(t, err)
+	assert.Nil(t, st, "a state whose order expired is kept")
+	assert.Zero(t, e.srv.HTTP01Handler().Presented(), "its token is still served")
+}
