@@ -414,12 +414,15 @@ func FuzzOrder(f *testing.F) {
 					require.Equal(t, challenge.TypeDNS01, a.Challenge.Spec.Type, "a wildcard challenge that is not DNS-01")
 				}
 			case UpdateStatus:
-				reordered := a.Status.State == "" && a.Status.URL == "" && a.Status.BadCertificate != ""
+				reordered := res.Reason == ReasonBadCertificate && !a.Status.State.Failed()
 				if !a.Status.State.Failed() && !reordered {
 					require.Equal(t, o.Status.State, a.Status.State, "the machine moved the order to a state the server did not give")
 				}
 				if reordered {
 					require.Empty(t, o.Status.BadCertificate, "ordered again after a second bad certificate")
+					require.Equal(t, Status{BadCertificate: a.Status.BadCertificate, ReplacesRefused: o.Status.ReplacesRefused}, a.Status,
+						"ordered again with more than a fresh status")
+					require.NotEmpty(t, a.Status.BadCertificate)
 				}
 			case CreateOrder:
 				if o.Status.ReplacesRefused != "" {
