@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/certlife/certlife/challenge"
+	"github.com/certlife/certlife/order"
 )
 
 // index is what an Issuer keeps in memory of its store: for each state,
@@ -113,7 +114,10 @@ func (x *index) setLocked(key string, s *State, now time.Time, sweepAt func(*ent
 		keys[key] = struct{}{}
 	}
 	e.answeredAt = copyTime(s.AnsweredAt)
-	e.expires = copyTime(s.Order.Status.Expires)
+	e.expires = nil
+	if exp, ok := order.Expiry(&s.Order); ok {
+		e.expires = &exp
+	}
 	e.challenges = append(e.challenges[:0], s.Challenges...)
 	x.fixLocked(e, sweepAt)
 }

@@ -234,10 +234,19 @@ func TestDecideBounds(t *testing.T) {
 		"an order past its expiry before it was finalized fails, saying so (RFC 8555 §7.1.6)": {
 			order: func() (*Order, []*challenge.Challenge) {
 				o := authorized(newOrder())
+				o.CreationTimestamp = t0.Add(-time.Hour)
 				o.Status.Expires = tp(t0.Add(-time.Second))
 				return o, wanted(o, challenge.StatePending)
 			},
 			want: "UpdateStatus{state=errored}", reason: ReasonExpired, words: []string{"expired at 2026-03-01T11:59:59Z"},
+		},
+		"an expiry before the order was created here is a clock that disagrees, not believed: 7 days from its creation": {
+			order: func() (*Order, []*challenge.Challenge) {
+				o := authorized(newOrder())
+				o.Status.Expires = tp(t0.Add(-24 * time.Hour)) // a CA on real time, a host on a fake clock days ahead
+				return o, wanted(o, challenge.StatePending)
+			},
+			reason: ReasonWaiting, requeue: 7 * 24 * time.Hour,
 		},
 		"an order the server is issuing is followed past its expiry": {
 			order: func() (*Order, []*challenge.Challenge) {

@@ -339,7 +339,7 @@ func ChallengeName(order string, i int) string { return fmt.Sprintf("%s-%d", ord
 // Nothing waits without end: an order the server asks — itself or
 // through a challenge — to wait longer than MaxRetryAfter fails with that
 // Retry-After, for the certificate's backoff; an order past its expiry
-// (Status.Expires, else 7 days after its creation) before it was
+// (see Expiry) before it was
 // finalized fails; while it waits for its challenges it is looked at
 // again at its expiry at the latest. A refusal that says the order may
 // have moved on (Status.ReadFirst) is followed by a read at once.
@@ -364,7 +364,7 @@ func Decide(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) R
 		return res
 	}
 	if st.URL != "" && st.State != StateValid && st.State != StateProcessing {
-		if exp, ok := expiry(o); ok && !now.Before(exp) {
+		if exp, ok := Expiry(o); ok && !now.Before(exp) {
 			msg := "the order expired at " + stamp(exp) + " before it was finalized"
 			if st.LastError != "" {
 				msg += "; the last error: " + st.LastError
@@ -473,7 +473,7 @@ func Decide(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) R
 	}
 	if !allFinal {
 		res := Result{Reason: ReasonWaiting, Message: "waiting for the challenges to finish; the order is looked at again when one does"}
-		if exp, ok := expiry(o); ok {
+		if exp, ok := Expiry(o); ok {
 			res.RequeueAt = exp
 			res.Message += ", or at its expiry at " + stamp(exp)
 		}
@@ -533,9 +533,9 @@ func retryGate(o *Order, now time.Time, cfg Config) (Result, bool) {
 		return Result{Actions: []Action{UpdateStatus{Status: next}}, RequeueAt: at, Reason: ReasonRetrying,
 			Message: "a transient error (" + st.LastError + ") without a recorded time: recording it; retrying at " + stamp(at)}, true
 	}
-	if st.Expires != nil && st.State != StateValid && (!at.Before(*st.Expires) || !now.Before(*st.Expires)) {
+	if exp, ok := Expiry(o); ok && st.State != StateValid && (!at.Before(exp) || !now.Before(exp)) {
 		return fail(o, now, ReasonExpired, fmt.Sprintf("the order expires at %s, before its next attempt at %s; the last error: %s",
-			stamp(*st.Expires), stamp(at), st.LastError)), true
+			stamp(exp), stamp(at), st.LastError)), true
 	}
 	if now.Before(at) {
 		return Result{RequeueAt: at, Reason: ReasonRetrying, Message: fmt.Sprintf("a transient error (%s), attempt %d of %d; retrying at %s",
@@ -692,7 +692,7 @@ func wantedChallenges(o *Order) (map[string]challenge.Challenge, string) {
 			Spec: challenge.Spec{
 				AuthorizationURL: a.URL, URL: offer.URL, Type: typ, DNSName: a.Identifier, Token: offer.Token,
 				Key: o.Status.KeyAuthorizations[offer.Token], Wildcard: a.Wildcard, Solver: solver,
-				Issuer: o.Spec.Issuer, Account: o.Spec.Account, Expires: copyTime(o.Status.Expires),
+				Issuer: o.Spec.Issuer, Account: o.Spec.Account, Expires: expiresOf(o),
 			},
 		}
 		if a.FetchedAt != nil {
@@ -784,17 +784,32 @@ func copyTime(t *time.Time) *time.Time {
 	return &c
 }
 
-// expiry is when the order expires: as the server said (Status.Expires),
-// else assumedLifetime after it was created; ok is false when neither is
-// known.
-func expiry(o *Order) (time.Time, bool) {
+// Expiry is when the order expires, as the machine reckons it: when the
+// server said (Status.Expires) — unless that is before the order was
+// created here, which only a clock that disagrees with the server's can
+// make, and which is then not believed — else 7 days (Let's Encrypt's
+// authorization lifetime) after its creation. ok is false when neither is
+// known. The machine fails an order past its expiry before it was
+// finalized, and gives it to the order's challenges (challenge.Spec.Expires).
+func Expiry(o *Order) (time.Time, bool) {
+	if o == nil {
+		return time.Time{}, false
+	}
+	created := o.CreationTimestamp
 	switch {
-	case o.Status.Expires != nil:
+	case o.Status.Expires != nil && (created.IsZero() || o.Status.Expires.After(created)):
 		return *o.Status.Expires, true
-	case !o.CreationTimestamp.IsZero():
-		return o.CreationTimestamp.Add(assumedLifetime), true
+	case !created.IsZero():
+		return created.Add(assumedLifetime), true
 	}
 	return time.Time{}, false
+}
+
+func expiresOf(o *Order) *time.Time {
+	if t, ok := Expiry(o); ok {
+		return &t
+	}
+	return nil
 }
 
 // retryAfterTooLong fails an order that the server asks — itself, or
