@@ -190,6 +190,21 @@ func (x *index) claim(ctx context.Context, key string) (release func(), err erro
 	}, nil
 }
 
+// tryClaimLocked claims key when no one holds it; the caller holds x.mu.
+func (x *index) tryClaimLocked(key string) (release func(), ok bool) {
+	if _, held := x.busy[key]; held {
+		return nil, false
+	}
+	ch := make(chan struct{})
+	x.busy[key] = ch
+	return func() {
+		x.mu.Lock()
+		delete(x.busy, key)
+		x.mu.Unlock()
+		close(ch)
+	}, true
+}
+
 // keysOf are the keys of a request's states.
 func (x *index) keysOf(ref RequestRef) []string {
 	x.mu.Lock()

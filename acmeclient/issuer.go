@@ -304,6 +304,7 @@ func (i *Issuer) Step(ctx context.Context, r *certificate.CertificateRequest) (R
 	if err != nil {
 		return retry, err
 	}
+	defer release()
 	// Claimed first: a step that comes late never sweeps its own state.
 	i.sweep(ctx, now, sweepPerStep)
 	res, err := i.step(ctx, r, key, retry)
@@ -311,7 +312,6 @@ func (i *Issuer) Step(ctx context.Context, r *certificate.CertificateRequest) (R
 		res, err = retry, ctx.Err()
 	}
 	i.stepped(key, res.RequeueAt)
-	release()
 	return res, err
 }
 
@@ -701,23 +701,21 @@ func (i *Issuer) sweep(ctx context.Context, now time.Time, limit int) (time.Time
 			x.mu.Unlock()
 			return e.sweepAt, first
 		}
-		if _, held := x.busy[e.key]; held {
-			// Being stepped: its step moves its deadline on.
+		release, ok := x.tryClaimLocked(e.key)
+		if !ok {
+			// Being stepped, or forgotten: never waited for here; a
+			// step moves its deadline on.
 			e.retryAt = now.Add(schedulerWait)
 			x.fixLocked(e, i.sweepAt)
 			x.mu.Unlock()
 			continue
 		}
-		why := i.whyGone(e, now)
+		key, why := e.key, i.whyGone(e, now)
 		x.mu.Unlock()
-		release, err := x.claim(ctx, e.key)
-		if err != nil {
-			return now, firstErr(first, err)
-		}
-		if err := i.remove(ctx, e.key, why); err != nil {
+		if err := i.remove(ctx, key, why); err != nil {
 			first = firstErr(first, err)
 			x.mu.Lock()
-			if e := x.entries[e.key]; e != nil {
+			if e := x.entries[key]; e != nil {
 				e.retryAt = now.Add(sweepRetry)
 				x.fixLocked(e, i.sweepAt)
 			}
