@@ -697,9 +697,9 @@ func (i *Issuer) sweep(ctx context.Context, now time.Time, limit int) (time.Time
 			return time.Time{}, first
 		}
 		e := x.due[0]
-		if now.Before(e.sweepAt) {
+		if at := e.sweepAt; now.Before(at) {
 			x.mu.Unlock()
-			return e.sweepAt, first
+			return at, first
 		}
 		release, ok := x.tryClaimLocked(e.key)
 		if !ok {
