@@ -20,8 +20,9 @@ import (
 // Store.List once, when the issuer is first used, and kept by the
 // issuer's own writes (the issuer owns its store).
 //
-// A key is claimed while a Step, Forget or sweep works on it: the others
-// wait, so no two of them write one state at once.
+// A key is claimed while a Step, Forget or sweep works on it, so no two
+// of them write one state at once: a Step or Forget waits for the claim,
+// a sweep passes a claimed key by and comes back to it later.
 type index struct {
 	mu      sync.Mutex
 	entries map[string]*entry
