@@ -278,7 +278,7 @@ func (i *Issuer) Answer(ctx context.Context, r *certificate.CertificateRequest, 
 // other requests that are due to go (see Issuer).
 //
 // An error means the step could not run: the store failed (recorded on r
-// with certificate.SetPending too, so Result.Changed), or ctx ended —
+// with certificate.SetPending too, and Result.Changed), or ctx ended —
 // then Step returns ctx.Err(), and nothing it was doing counts as a
 // failed attempt of the order or a challenge. Result.RequeueAt says when
 // to try again. A failed ACME request is not an error of Step: see
@@ -308,8 +308,12 @@ func (i *Issuer) Step(ctx context.Context, r *certificate.CertificateRequest) (R
 	// Claimed first: a step that comes late never sweeps its own state.
 	i.sweep(ctx, now, sweepPerStep)
 	res, err := i.step(ctx, r, key, retry)
-	if ctx.Err() != nil {
+	var se storeError
+	switch {
+	case ctx.Err() != nil:
 		res, err = retry, ctx.Err()
+	case errors.As(err, &se) && !res.Changed:
+		res, err = i.storeFailed(r, res, i.now(), err)
 	}
 	i.stepped(key, res.RequeueAt)
 	return res, err
@@ -319,7 +323,7 @@ func (i *Issuer) Step(ctx context.Context, r *certificate.CertificateRequest) (R
 // and returns the error.
 func (i *Issuer) storeFailed(r *certificate.CertificateRequest, retry Result, now time.Time, err error) (Result, error) {
 	if !certificate.Answered(r) {
-		certificate.SetPending(r, "the ACME issuer cannot read its state; trying again at "+retry.RequeueAt.UTC().Format(time.RFC3339)+": "+err.Error(), now)
+		certificate.SetPending(r, "the ACME issuer cannot use its state store; trying again at "+retry.RequeueAt.UTC().Format(time.RFC3339)+": "+err.Error(), now)
 		retry.Changed = true
 	}
 	retry.Reason, retry.Message = ReasonStore, err.Error()
@@ -330,11 +334,16 @@ func (i *Issuer) storeFailed(r *certificate.CertificateRequest, retry Result, no
 // write the issuer's Store.
 const ReasonStore = "StoreFailed"
 
+// storeError is an error of the issuer's Store.
+type storeError struct{ error }
+
+func (e storeError) Unwrap() error { return e.error }
+
 func (i *Issuer) step(ctx context.Context, r *certificate.CertificateRequest, key string, retry Result) (Result, error) {
 	now := i.now()
 	st, err := i.cfg.Store.Get(ctx, key)
 	if err != nil {
-		return i.storeFailed(r, retry, now, fmt.Errorf("acmeclient: reading the state of %s: %w", key, err))
+		return i.storeFailed(r, retry, now, storeError{fmt.Errorf("acmeclient: reading the state of %s: %w", key, err)})
 	}
 	i.index(key, st)
 	res := Result{}
@@ -412,7 +421,7 @@ func (i *Issuer) put(ctx context.Context, key string, st *State) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("acmeclient: writing the state of %s: %w", key, err)
+		return storeError{fmt.Errorf("acmeclient: writing the state of %s: %w", key, err)}
 	}
 	i.index(key, st)
 	return nil

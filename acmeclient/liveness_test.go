@@ -242,8 +242,15 @@ func TestStepsDoNotListTheStore(t *testing.T) {
 type countingStore struct {
 	*acmeclient.MemoryStore
 	lists, gets atomic.Int32
-	// failGets and failLists fail that many calls first.
-	failGets, failLists atomic.Int32
+	// failGets, failLists and failPuts fail that many calls first.
+	failGets, failLists, failPuts atomic.Int32
+}
+
+func (s *countingStore) Put(ctx context.Context, key string, st *acmeclient.State) error {
+	if s.failPuts.Add(-1) >= 0 {
+		return errors.New("etcd: leader changed")
+	}
+	return s.MemoryStore.Put(ctx, key, st)
 }
 
 func (s *countingStore) Get(ctx context.Context, key string) (*acmeclient.State, error) {
@@ -262,9 +269,9 @@ func (s *countingStore) List(ctx context.Context) (map[string]*acmeclient.State,
 	return s.MemoryStore.List(ctx)
 }
 
-// A transient error reading the issuer's own store is recorded on the
-// request (Pending, with the error), as well as returned; the request is
-// then issued.
+// A transient error of the issuer's own store — reading or writing — is
+// recorded on the request (Pending, with the error), as well as returned;
+// the request is then issued.
 func TestAStoreErrorIsRecordedOnTheRequest(t *testing.T) {
 	tests := map[string]func(*countingStore){
 		"reading the request's state fails": func(s *countingStore) { s.failGets.Store(1) },
@@ -272,11 +279,16 @@ func TestAStoreErrorIsRecordedOnTheRequest(t *testing.T) {
 			s.failLists.Store(1)
 			s.failGets.Store(-1 << 30)
 		},
+		"writing the request's state fails": func(s *countingStore) {
+			s.failPuts.Store(1)
+			s.failGets.Store(-1 << 30)
+		},
 	}
 	for name, fail := range tests {
 		t.Run(name, func(t *testing.T) {
 			store := &countingStore{MemoryStore: acmeclient.NewMemoryStore()}
 			store.failGets.Store(-1 << 30)
+			store.failPuts.Store(-1 << 30)
 			fail(store)
 			e := newEnv(t, acmetest.Options{}, func(c *acmeclient.IssuerConfig) { c.Store = store })
 			ctx := timeout(t)
