@@ -14,7 +14,8 @@ import (
 // and the action and return the status to write back, with
 // Status.NoteSuccess or Status.NoteFailure (the challenge moved on when
 // its state changed or it was accepted); an error that a retry cannot fix
-// moves the challenge to "errored".
+// moves the challenge to "errored". A call cut short by its own context
+// returns the status it was given, unchanged: no attempt counted.
 
 // SyncChallenge carries out challenge.Sync with one request: it reads the
 // authorization (RFC 8555 §7.5), which lists its challenges with their
@@ -30,6 +31,9 @@ func (c *Client) SyncChallenge(ctx context.Context, st challenge.Status, a chall
 	z, err := c.acme.GetAuthorization(cctx, a.AuthorizationURL)
 	if err != nil {
 		err = classify("sync challenge", err, header(rec), now)
+		if ctx.Err() != nil {
+			return st, err
+		}
 		return failChallenge(st, err, now), err
 	}
 	var ch *acme.Challenge
@@ -91,6 +95,9 @@ func (c *Client) Accept(ctx context.Context, st challenge.Status, a challenge.Ac
 	ch, err := c.acme.Accept(cctx, &acme.Challenge{URI: a.URL})
 	if err != nil {
 		err = classify("accept challenge", err, header(rec), now)
+		if ctx.Err() != nil {
+			return st, err
+		}
 		return failChallenge(st, err, now), err
 	}
 	st.Accepted = true

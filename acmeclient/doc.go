@@ -10,33 +10,50 @@
 // and of the challenge machine for each challenge, starts the challenges
 // the scheduler allows (challenge.Schedule, across every request), cleans
 // a challenge up before it is deleted, and answers the request through the
-// issuer contract of package certificate: SetIssued with the chain,
-// SetFailed with the server's words and Retry-After, SetInvalid for a CSR
-// that cannot be ordered. The order and challenges live in a Store the
-// host implements (MemoryStore for tests), so a restarted host resumes
-// each request's order instead of creating another, and presents again
-// what the lost process served. A renewal names the certificate it
-// replaces (RFC 9773 §5) through the request's AnnotationReplaces, which
-// SetReplaces sets.
+// issuer contract of package certificate (certificate.Issuer): SetIssued
+// with the chain, once it checks out against the CSR (a certificate that
+// does not decode, or is for another key or other names, is ordered again
+// once, then fails the request saying what was wrong); SetFailed with the
+// server's words and Retry-After; SetInvalid for a CSR that cannot be
+// ordered. The order and challenges live in a Store the host implements
+// (MemoryStore for tests) and the Issuer owns, so a restarted host
+// resumes each request's order instead of creating another, and presents
+// again what the lost process served. A renewal names the certificate it
+// replaces (RFC 9773 §5) when the request carries
+// certificate.AnnotationReplaces — the certificate stages set it on a
+// renewal from the same issuer that shares a name with the certificate it
+// replaces; should the server refuse replaces for any reason, the order
+// is made again without it in the same step.
 //
 // The loop stays the host's. For each request whose issuer is this one
 // and that is not answered:
 //
-//	res, err := issuer.Step(ctx, req)
-//	switch {
-//	case err != nil:
-//		// the store failed: requeue at res.RequeueAt
-//	case res.Changed:
-//		// write req.Status back (the status subresource); when
-//		// res.Answered, stop stepping it
+//	next, err := issuer.Answer(ctx, req, now) // or Step, for its Result
+//	// write req.Status back when it changed (the status subresource);
+//	// an error is recorded on req too when the store failed
+//	if !next.IsZero() {
+//		queue.AddAfter(key, next.Sub(now))
 //	}
-//	queue.AddAfter(key, time.Until(res.RequeueAt))
 //
-// Result.Err carries the error of a failed ACME request of the step
-// (typed: errors.Is(err, ErrRateLimited)), and Result.Message says what
-// the order waits for; the machines retry on their own, so neither needs
-// handling, but a host that gives up waiting can say why. When a request
-// is deleted before it is answered, Forget cleans its order up.
+// and for each request it deletes (certificate.DeleteRequest names the
+// issuer): issuer.Forget(ctx, namespace, name), which takes down what its
+// challenges present and removes its state at once.
+//
+// Nothing waits without end, whatever the host forgets: a state the host
+// stops stepping without Forget (it crashed in between) is removed
+// StaleAfter (15 minutes) past the time it asked to be stepped again, one
+// whose order expired with no step since at once, an answered one after
+// KeepAnswered (10 minutes) — by any later Step, Forget or Sweep — and
+// none of them holds a scheduler slot meanwhile. The server's Retry-After
+// is followed up to an hour (order.Config.MaxRetryAfter); a longer one
+// fails the request with it, for the certificate's backoff. A context
+// that ends (shutdown, lost leadership) ends the step with ctx.Err() and
+// counts as no failed attempt.
+//
+// Step's Result.Err carries the error of a failed ACME request of the
+// step (typed: errors.Is(err, ErrRateLimited)), and Result.Message says
+// what the order waits for; the machines retry on their own, so neither
+// needs handling, but a host that gives up waiting can say why.
 //
 // At the defaults an issuance costs what RFC 8555 needs when the CA
 // answers at once — seven requests: newOrder, the authorization, the
@@ -74,7 +91,8 @@
 // Retry-After — from which the machines derive the next attempt; it never
 // moves an order's state backwards (a finalize refused as not ready or
 // already finalized, or with a bare 403, is recorded as transient, and the
-// order is read before anything else). An error a retry cannot fix also
+// order is read at once, before anything else). A call cut short by its
+// own context returns the status unchanged. An error a retry cannot fix also
 // marks the order or challenge "errored" with the server's words, so the
 // machines record the failure instead of asking for the same call again.
 //
@@ -93,7 +111,9 @@
 // ARI (RFC 9773): RenewalInfo fetches a certificate's suggested renewal
 // window, to pass to the renewal package; CreateOrder sends replaces when
 // the order names the certificate it renews, and orders again without it
-// when the server answers alreadyReplaced.
+// when the server refuses it (already replaced, no name in common, or any
+// other refusal but a rate limit or an unavailable server), recording
+// that in the order's status so that no retry sends it again.
 //
 // Time comes from Config.Clock, a k8s.io/utils/clock clock: a host on a
 // fake clock passes its own. Nothing here prints key material: Config,

@@ -124,8 +124,8 @@ func RetryAfter(err error) (time.Time, bool) {
 }
 
 // ParseRetryAfter reads a Retry-After header value (RFC 9110 §10.2.3):
-// delay-seconds or an HTTP date. ok is false for an empty or unreadable
-// value, or a negative delay.
+// delay-seconds or an HTTP date, either clamped to ten years from now.
+// ok is false for an empty or unreadable value, or a negative delay.
 func ParseRetryAfter(v string, now time.Time) (time.Time, bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
@@ -135,17 +135,24 @@ func ParseRetryAfter(v string, now time.Time) (time.Time, bool) {
 		if secs < 0 {
 			return time.Time{}, false
 		}
-		const maxSecs = 10 * 365 * 24 * 3600 // no server means longer; avoid overflow
-		if secs > maxSecs {
-			secs = maxSecs
+		if secs > int64(maxRetryAfter/time.Second) {
+			secs = int64(maxRetryAfter / time.Second)
 		}
 		return now.Add(time.Duration(secs) * time.Second), true
 	}
 	if t, err := http.ParseTime(v); err == nil {
+		if limit := now.Add(maxRetryAfter); t.After(limit) {
+			t = limit
+		}
 		return t, true
 	}
 	return time.Time{}, false
 }
+
+// maxRetryAfter clamps a Retry-After: no server means longer, and a date
+// beyond it would overflow the arithmetic of durations. The machines fail
+// an order asked to wait much less than this (order.Config.MaxRetryAfter).
+const maxRetryAfter = 10 * 365 * 24 * time.Hour
 
 // classify turns an error from x/crypto/acme, our own requests or the
 // network into an *Error.

@@ -70,6 +70,8 @@ type fault struct {
 	// Forward passes the request to Pebble first (it takes effect there)
 	// and then answers the fault instead of Pebble's answer.
 	Forward bool
+	// ContentType of Body; "" means application/problem+json.
+	ContentType string
 }
 
 func problem(status int, typ, detail string) fault {
@@ -164,7 +166,11 @@ func (f *front) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", ft.RetryAfter)
 	}
 	if ft.Body != "" {
-		w.Header().Set("Content-Type", "application/problem+json")
+		ct := ft.ContentType
+		if ct == "" {
+			ct = "application/problem+json"
+		}
+		w.Header().Set("Content-Type", ct)
 	}
 	w.WriteHeader(ft.Status)
 	_, _ = io.WriteString(w, ft.Body)
@@ -219,7 +225,14 @@ type faultEnv struct {
 
 func newFaultEnv(t *testing.T) *faultEnv {
 	t.Helper()
-	srv, err := acmetest.Start(acmetest.Options{})
+	return newFaultEnvWith(t, acmetest.Options{}, nil)
+}
+
+// newFaultEnvWith is a faultEnv with Pebble's options and the issuer's
+// config tuned.
+func newFaultEnvWith(t *testing.T, opts acmetest.Options, tune func(*acmeclient.IssuerConfig)) *faultEnv {
+	t.Helper()
+	srv, err := acmetest.Start(opts)
 	require.NoError(t, err)
 	t.Cleanup(srv.Close)
 	clock := &fakeClock{t: time.Now()}
@@ -234,13 +247,17 @@ func newFaultEnv(t *testing.T) *faultEnv {
 	_, err = client.EnsureAccount(context.Background(), acmeclient.AccountOptions{AgreeToTerms: true})
 	require.NoError(t, err)
 	e := &env{srv: srv, key: key, client: client, store: acmeclient.NewMemoryStore()}
-	e.issuer, err = acmeclient.NewIssuer(acmeclient.IssuerConfig{Client: client, Store: e.store,
+	cfg := acmeclient.IssuerConfig{Client: client, Store: e.store,
 		Solvers: acmeclient.Solvers{HTTP01: srv.HTTP01Handler(), DNS01: srv.DNS()},
 		Trace: func(ev acmeclient.Event) {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			e.events = append(e.events, ev)
-		}})
+		}}
+	if tune != nil {
+		tune(&cfg)
+	}
+	e.issuer, err = acmeclient.NewIssuer(cfg)
 	require.NoError(t, err)
 	return &faultEnv{env: e, front: fr, clock: clock}
 }
@@ -329,6 +346,11 @@ func TestScriptedErrors(t *testing.T) {
 		// calls: request kinds in order (nonce and directory left out),
 		// when the order matters
 		calls []string
+		// readAtOnce: the order is read at once after the scripted
+		// answer, not after a retry delay
+		readAtOnce bool
+		// check looks at the requests further
+		check func(t *testing.T, log []seen)
 	}{
 		"a 503 without Retry-After on newOrder is retried 5 s later (RFC 8555 §7.4)": {
 			script: once("newOrder", serverInternal), kind: "newOrder", least: 5 * time.Second, most: 6 * time.Second,
@@ -365,11 +387,40 @@ func TestScriptedErrors(t *testing.T) {
 				f.Forward = true
 				return f
 			}()),
-			calls: []string{"newOrder", "authorization", "challenge", "finalize!", "order", "certificate"},
+			calls:      []string{"newOrder", "authorization", "challenge", "finalize!", "order", "certificate"},
+			readAtOnce: true,
 		},
-		"a finalize the server carried out but answered with a bare 403: the order is read first, the challenges never redone": {
-			script: once("finalize", fault{Status: 403, Forward: true}),
-			calls:  []string{"newOrder", "authorization", "challenge", "finalize!", "order", "certificate"},
+		"a finalize the server carried out but answered with a bare 403: the order is read at once, the challenges never redone": {
+			script:     once("finalize", fault{Status: 403, Forward: true}),
+			calls:      []string{"newOrder", "authorization", "challenge", "finalize!", "order", "certificate"},
+			readAtOnce: true,
+		},
+		"a finalize refused as orderNotReady: the order is read at once and, ready, finalized (RFC 8555 §7.4)": {
+			script:     once("finalize", problem(403, "orderNotReady", "the order is not ready")),
+			calls:      []string{"newOrder", "authorization", "challenge", "finalize!", "order", "finalize", "order", "certificate"},
+			readAtOnce: true,
+		},
+		"orderNotReady twice, the second time from an order the server says is ready: read at once, finalized again only after the retry delay": {
+			script: func(k string, n, _ int, _ time.Time) *fault {
+				if k == "finalize" && n <= 2 {
+					f := problem(403, "orderNotReady", "the order is not ready")
+					return &f
+				}
+				return nil
+			},
+			calls:      []string{"newOrder", "authorization", "challenge", "finalize!", "order", "finalize!", "order", "finalize", "order", "certificate"},
+			readAtOnce: true,
+			check: func(t *testing.T, log []seen) {
+				var finalizes []time.Time
+				for _, s := range log {
+					if s.Kind == "finalize" {
+						finalizes = append(finalizes, s.At)
+					}
+				}
+				require.Len(t, finalizes, 3)
+				assert.GreaterOrEqual(t, finalizes[2].Sub(finalizes[1]), 5*time.Second, "finalized again before the retry delay")
+				assert.LessOrEqual(t, finalizes[2].Sub(finalizes[1]), 6*time.Second, "finalized again long after the retry delay")
+			},
 		},
 		"a finalize that timed out after the server carried it out: the order is read, never finalized twice": {
 			script: func(k string, n, _ int, _ time.Time) *fault {
@@ -403,6 +454,22 @@ func TestScriptedErrors(t *testing.T) {
 			}
 			if tc.calls != nil {
 				assert.Equal(t, tc.calls, kinds(log))
+			}
+			if tc.readAtOnce {
+				for i, s := range log {
+					if s.Fault == nil {
+						continue
+					}
+					for _, next := range log[i+1:] {
+						if next.Kind == "order" {
+							assert.Less(t, next.At.Sub(s.At), 200*time.Millisecond, "the order was read %v after the refusal", next.At.Sub(s.At))
+							break
+						}
+					}
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, log)
 			}
 		})
 	}

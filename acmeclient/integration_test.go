@@ -80,7 +80,7 @@ func TestRenewalInfoAndAlreadyReplaced(t *testing.T) {
 
 	for n := 2; n <= 3; n++ {
 		rn, keyn := newRequest(t, "ari-"+strconv.Itoa(n), "ari.example")
-		require.NoError(t, acmeclient.SetReplaces(rn, leaf))
+		markRenewal(t, rn, leaf)
 		drive(t, ctx, e.issuer, rn)
 		leafOf(t, e.srv, rn, keyn, "ari.example")
 		// Pebble marks the replaced certificate just after it issues
@@ -243,14 +243,4 @@ func TestOrderAsksForTheRequestsValidity(t *testing.T) {
 	leaf := leafOf(t, e.srv, r, key, "validity.example")
 	assert.False(t, leaf.NotBefore.Before(before), "notBefore %v, asked from %v", leaf.NotBefore, before)
 	assert.Equal(t, 10*24*time.Hour, leaf.NotAfter.Sub(leaf.NotBefore))
-}
-
-// The ARI identifier of a certificate without an authority key identifier
-// cannot be made: SetReplaces says so instead of setting a bad value.
-func TestSetReplacesNeedsAnAuthorityKeyIdentifier(t *testing.T) {
-	r := &certificate.CertificateRequest{ObjectMeta: certificate.ObjectMeta{Name: "web-2"}}
-	err := acmeclient.SetReplaces(r, &x509.Certificate{})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "web-2")
-	assert.Empty(t, r.Annotations[acmeclient.AnnotationReplaces])
 }

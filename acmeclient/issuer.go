@@ -3,45 +3,21 @@ package acmeclient
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/challenge"
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/order"
-	"github.com/certlife/certlife/renewal"
 )
-
-// AnnotationReplaces on a CertificateRequest: the ARI identifier (RFC
-// 9773 §4.1) of the certificate the request renews. The Issuer's order
-// names it in "replaces" (RFC 9773 §5), which exempts a renewal from
-// Let's Encrypt's rate limits. SetReplaces sets it.
-const AnnotationReplaces = "acme.certlife.dev/replaces"
-
-// SetReplaces marks r as the renewal of leaf, the certificate it
-// replaces: a host calls it when it creates a request for a certificate
-// whose secret already holds one (certificate.CreateRequest). The leaf
-// must carry an authority key identifier, as every publicly trusted
-// certificate does.
-func SetReplaces(r *certificate.CertificateRequest, leaf *x509.Certificate) error {
-	id, err := renewal.CertID(leaf)
-	if err != nil {
-		return fmt.Errorf("acmeclient: the certificate request %s replaces a certificate without an ARI identifier: %w", r.Name, err)
-	}
-	if r.Annotations == nil {
-		r.Annotations = map[string]string{}
-	}
-	r.Annotations[AnnotationReplaces] = id
-	return nil
-}
 
 // IssuerConfig configures an Issuer. Client, Store and at least one
 // presenter in Solvers are required; every other field has a documented
@@ -54,7 +30,10 @@ type IssuerConfig struct {
 	// Account is what the account is registered with, when the issuer
 	// registers it.
 	Account AccountOptions
-	// Store keeps each request's order and challenges for the host.
+	// Store keeps each request's order and challenges for the host. The
+	// issuer owns it: it reads it whole once (List), when it is first
+	// used, and keeps in memory what scheduling needs, updated by its own
+	// writes; nothing else may write it while the issuer runs.
 	Store Store
 	// Solvers present and self-check the challenges: one Presenter per
 	// challenge type the orders may use.
@@ -86,17 +65,31 @@ type IssuerConfig struct {
 	Scheduler challenge.SchedulerConfig
 	// KeepAnswered is how long a state is kept after its request was
 	// answered, so that a host that crashed before it wrote the answer
-	// gets it again from the same order; zero means 10 minutes.
+	// gets it again from the same order; zero means 10 minutes. Then it
+	// is removed.
 	KeepAnswered time.Duration
+	// StaleAfter bounds how long a state the host stopped stepping is
+	// kept: one not stepped for StaleAfter past the time its last Step
+	// asked to be called again (or, after a restart, past the issuer's
+	// first use) is taken for the state of a request that is gone — the
+	// host deleted it without Forget, or crashed in between — and removed,
+	// what its challenges present cleaned up. So is a state whose order
+	// expired without a Step since. The scheduler never counts such a
+	// state's challenges, so no other request waits for a slot it holds.
+	// Zero means 15 minutes. A host that deletes a request calls Forget,
+	// which removes its state at once.
+	StaleAfter time.Duration
 	// Trace, when set, sees every decision that had effects.
 	Trace func(Event)
 }
 
 // Event is one decision of the order or a challenge machine that had
-// effects, for a timeline or a log.
+// effects, a challenge presented again after a restart, or a state
+// removed, for a timeline or a log.
 type Event struct {
 	Time time.Time
-	// Resource is "order/<name>" or "challenge/<name>".
+	// Resource is "order/<name>" or "challenge/<name>" (a state is
+	// "order/<key>").
 	Resource string
 	Reason   string
 	Message  string
@@ -119,17 +112,28 @@ func (e Event) String() string {
 // in a Store. It carries out every action of both machines, schedules the
 // challenges, cleans a challenge up before it is deleted, presents again
 // after a restart what the states say is presented, and answers the
-// request through the issuer contract of package certificate.
+// request through the issuer contract of package certificate
+// (certificate.Issuer: Answer, Forget).
+//
+// No state outlives its request for long, whatever the host forgets:
+// Forget removes a deleted request's state at once; a state not stepped
+// for IssuerConfig.StaleAfter past its last requeue time, one whose order
+// expired, and one answered more than KeepAnswered ago are removed (what
+// they present cleaned up) by any later Step, Forget or Sweep, and never
+// hold a scheduler slot meanwhile.
 //
 // The loop stays the host's: Step does what is due now and says when to
-// call it again. Safe for concurrent use by several requests at once; one
-// request is stepped by one caller at a time.
+// call it again. Safe for concurrent use by several requests at once; two
+// calls for the same request wait for each other.
 type Issuer struct {
 	cfg       IssuerConfig
 	selectors []order.SolverConfig
 
-	// mu makes scheduling atomic: list, choose, mark processing.
-	mu sync.Mutex
+	// idx is the store's index in memory; loadMu and loaded guard its
+	// first reading.
+	idx    *index
+	loadMu sync.Mutex
+	loaded atomic.Bool
 
 	accountMu  sync.Mutex
 	accountURL string
@@ -157,6 +161,9 @@ func NewIssuer(cfg IssuerConfig) (*Issuer, error) {
 	if cfg.KeepAnswered < 0 {
 		problems = append(problems, fmt.Sprintf("KeepAnswered %v is negative", cfg.KeepAnswered))
 	}
+	if cfg.StaleAfter < 0 {
+		problems = append(problems, fmt.Sprintf("StaleAfter %v is negative", cfg.StaleAfter))
+	}
 	selectors := cfg.SolverConfigs
 	if len(selectors) == 0 {
 		if cfg.Solvers.HTTP01 != nil {
@@ -181,8 +188,10 @@ func NewIssuer(cfg IssuerConfig) (*Issuer, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("%w: IssuerConfig: %s", ErrConfig, strings.Join(problems, "; "))
 	}
-	return &Issuer{cfg: cfg, selectors: selectors, shown: map[string]bool{}}, nil
+	return &Issuer{cfg: cfg, selectors: selectors, shown: map[string]bool{}, idx: newIndex()}, nil
 }
+
+var _ certificate.Issuer = (*Issuer)(nil)
 
 // Result is what one Step did and when to call again.
 type Result struct {
@@ -191,8 +200,8 @@ type Result struct {
 	// stepping it.
 	Answered bool
 	// Changed: Step changed the request's status (answered it, or
-	// recorded its order with certificate.SetPending); the host writes it
-	// back.
+	// recorded its order, or an error reading the store, with
+	// certificate.SetPending); the host writes it back.
 	Changed bool
 	// RequeueAt is when to call Step again; zero once Answered. It is
 	// set after an error too.
@@ -231,36 +240,118 @@ const maxRounds = 16
 // name and type in flight) is looked at again.
 const schedulerWait = time.Second
 
+// sweepPerStep bounds the states one Step removes for others, so that a
+// step is not held up long by clean-ups; Sweep removes every one due.
+const sweepPerStep = 8
+
+// sweepRetry is how soon a removal whose clean-up or delete failed is
+// tried again.
+const sweepRetry = time.Minute
+
+// Answer implements certificate.Issuer: it does one Step of r, records
+// what the order is doing on r's Ready condition (Pending, with the
+// order's reason and message) whenever that reason changes, and returns
+// when to call again — zero once r is answered. now is not read: the
+// issuer keeps time by its Client's clock (Config.Clock), which the host
+// shares.
+func (i *Issuer) Answer(ctx context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
+	res, err := i.Step(ctx, r)
+	if err == nil && !res.Answered && res.Reason != "" && r != nil {
+		prefix := res.Reason + ": "
+		if c := r.Condition(certificate.RequestConditionReady); c == nil || c.Reason != certificate.RequestReasonPending || !strings.HasPrefix(c.Message, prefix) {
+			certificate.SetPending(r, prefix+res.Message, now)
+		}
+	}
+	return res.RequeueAt, err
+}
+
 // Step does what is due for r now: it creates the request's order (the
 // first time), carries out the actions of the order machine and of the
 // challenge machine for each of its challenges until they wait, starting
 // the challenges the scheduler allows, and writes the state to the Store
-// after each decision. When the order has its certificate, Step answers r
-// with certificate.SetIssued; when the order failed, with
-// certificate.SetFailed and the server's Retry-After; a CSR that cannot
-// be ordered, with certificate.SetInvalid. Then it cleans up the
-// challenges.
+// after each decision. When the order has its certificate, and it checks
+// out against the CSR (order.CheckCertificate: a bad one is ordered again
+// once), Step answers r with certificate.SetIssued; when the order
+// failed, with certificate.SetFailed and the server's Retry-After; a CSR
+// that cannot be ordered, with certificate.SetInvalid. Then it cleans up
+// the challenges. Each Step also removes, a few at a time, the states of
+// other requests that are due to go (see Issuer).
 //
-// An error means the step could not run (the store failed, or ctx ended);
-// Result.RequeueAt says when to try again. A failed ACME request is not
-// an error of Step: see Result.Err.
+// An error means the step could not run: the store failed (recorded on r
+// with certificate.SetPending too, and Result.Changed), or ctx ended —
+// then Step returns ctx.Err(), and nothing it was doing counts as a
+// failed attempt of the order or a challenge. Result.RequeueAt says when
+// to try again. A failed ACME request is not an error of Step: see
+// Result.Err.
 func (i *Issuer) Step(ctx context.Context, r *certificate.CertificateRequest) (Result, error) {
-	now := i.now()
-	retry := Result{RequeueAt: now.Add(i.cfg.Order.RetryDelay(1))}
 	if r == nil {
 		return Result{}, errors.New("acmeclient: Step of a nil request")
 	}
+	now := i.now()
+	retry := Result{RequeueAt: now.Add(i.cfg.Order.RetryDelay(1))}
+	if err := i.load(ctx); err != nil {
+		if ctx.Err() != nil {
+			return retry, ctx.Err()
+		}
+		return i.storeFailed(r, retry, now, err)
+	}
 	if certificate.Answered(r) {
+		i.sweep(ctx, now, sweepPerStep)
 		return Result{Answered: true, Reason: "Answered", Message: "the request is answered"}, nil
 	}
 	key := OrderName(r)
+	release, err := i.idx.claim(ctx, key)
+	if err != nil {
+		return retry, err
+	}
+	defer release()
+	// Claimed first: a step that comes late never sweeps its own state.
+	i.sweep(ctx, now, sweepPerStep)
+	res, err := i.step(ctx, r, key, retry)
+	var se storeError
+	switch {
+	case ctx.Err() != nil:
+		res, err = retry, ctx.Err()
+	case errors.As(err, &se) && !res.Changed:
+		res, err = i.storeFailed(r, res, i.now(), err)
+	}
+	i.stepped(key, res.RequeueAt)
+	return res, err
+}
+
+// storeFailed records on r that the issuer could not read its own store,
+// and returns the error.
+func (i *Issuer) storeFailed(r *certificate.CertificateRequest, retry Result, now time.Time, err error) (Result, error) {
+	if !certificate.Answered(r) {
+		certificate.SetPending(r, "the ACME issuer cannot use its state store; trying again at "+retry.RequeueAt.UTC().Format(time.RFC3339)+": "+err.Error(), now)
+		retry.Changed = true
+	}
+	retry.Reason, retry.Message = ReasonStore, err.Error()
+	return retry, err
+}
+
+// ReasonStore is the Result.Reason of a step that could not read or
+// write the issuer's Store.
+const ReasonStore = "StoreFailed"
+
+// storeError is an error of the issuer's Store.
+type storeError struct{ error }
+
+func (e storeError) Unwrap() error { return e.error }
+
+func (i *Issuer) step(ctx context.Context, r *certificate.CertificateRequest, key string, retry Result) (Result, error) {
+	now := i.now()
 	st, err := i.cfg.Store.Get(ctx, key)
 	if err != nil {
-		return retry, fmt.Errorf("acmeclient: reading the state of %s: %w", key, err)
+		return i.storeFailed(r, retry, now, storeError{fmt.Errorf("acmeclient: reading the state of %s: %w", key, err)})
 	}
+	i.index(key, st)
 	res := Result{}
 	account, err := i.account(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return retry, ctx.Err()
+		}
 		if Retryable(err) {
 			at, ok := RetryAfter(err)
 			if !ok {
@@ -278,12 +369,16 @@ func (i *Issuer) Step(ctx context.Context, r *certificate.CertificateRequest) (R
 			certificate.SetInvalid(r, problem, now)
 			return Result{Answered: true, Changed: true, Reason: order.ReasonInvalidSpec, Message: problem}, nil
 		}
-		st = &State{Order: order.Order{Name: key, Namespace: r.Namespace, CreationTimestamp: now, Labels: r.Labels, Spec: spec}}
-		if err := i.cfg.Store.Put(ctx, key, st); err != nil {
-			return retry, fmt.Errorf("acmeclient: writing the state of %s: %w", key, err)
+		st = &State{Request: RequestRef{Namespace: r.Namespace, Name: r.Name},
+			Order: order.Order{Name: key, Namespace: r.Namespace, CreationTimestamp: now, Labels: r.Labels, Spec: spec}}
+		if err := i.put(ctx, key, st); err != nil {
+			return retry, err
 		}
 		certificate.SetPending(r, "waiting for the ACME order "+key, now)
 		res.Changed = true
+	}
+	if st.Request.Name == "" {
+		st.Request = RequestRef{Namespace: r.Namespace, Name: r.Name} // written with the next change
 	}
 	if st.AnsweredAt == nil {
 		i.presentAgain(ctx, st)
@@ -295,8 +390,8 @@ func (i *Issuer) Step(ctx context.Context, r *certificate.CertificateRequest) (R
 		now = i.now()
 		if answered := i.answer(ctx, r, st, now); answered != nil {
 			answered.Changed = true
-			if err := i.cfg.Store.Put(ctx, key, st); err != nil {
-				return retry, fmt.Errorf("acmeclient: writing the state of %s: %w", key, err)
+			if err := i.put(ctx, key, st); err != nil {
+				return retry, err
 			}
 			return *answered, nil
 		}
@@ -318,6 +413,18 @@ func (i *Issuer) Step(ctx context.Context, r *certificate.CertificateRequest) (R
 			return res, nil
 		}
 	}
+}
+
+// put writes a state and keeps the index in step.
+func (i *Issuer) put(ctx context.Context, key string, st *State) error {
+	if err := i.cfg.Store.Put(ctx, key, st); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return storeError{fmt.Errorf("acmeclient: writing the state of %s: %w", key, err)}
+	}
+	i.index(key, st)
+	return nil
 }
 
 func firstErr(a, b error) error {
@@ -347,15 +454,19 @@ func (i *Issuer) round(ctx context.Context, key string, st *State, now time.Time
 	if len(ores.Actions) > 0 {
 		acted = true
 		w.err = i.carryOutOrder(ctx, st, ores, now)
-		if err := i.cfg.Store.Put(ctx, key, st); err != nil {
-			return false, time.Time{}, w, fmt.Errorf("acmeclient: writing the state of %s: %w", key, err)
+		if err := i.put(ctx, key, st); err != nil {
+			return false, time.Time{}, w, err
 		}
-		return acted, ores.RequeueAt, w, nil
+		return acted, ores.RequeueAt, w, ctx.Err()
 	}
 	next = ores.RequeueAt
-	started, err := i.schedule(ctx, key, st, now)
+	started, waiting, err := i.schedule(ctx, key, st, now)
 	if err != nil {
 		return false, time.Time{}, w, err
+	}
+	if waiting != "" {
+		w.message += "; " + waiting
+		next = earliest(next, now.Add(schedulerWait))
 	}
 	acted = started
 	wrote := started
@@ -376,14 +487,14 @@ func (i *Issuer) round(ctx context.Context, key string, st *State, now time.Time
 		w.err = firstErr(w.err, i.carryOutChallenge(ctx, c, cres, now))
 	}
 	if wrote {
-		if err := i.cfg.Store.Put(ctx, key, st); err != nil {
-			return false, time.Time{}, w, fmt.Errorf("acmeclient: writing the state of %s: %w", key, err)
+		if err := i.put(ctx, key, st); err != nil {
+			return false, time.Time{}, w, err
 		}
 	}
 	if st.Order.Status.LastError != "" {
 		w.message += "; the last call failed: " + st.Order.Status.LastError
 	}
-	return acted, next, w, nil
+	return acted, next, w, ctx.Err()
 }
 
 func earliest(a, b time.Time) time.Time {
@@ -396,69 +507,291 @@ func earliest(a, b time.Time) time.Time {
 	return b
 }
 
-// schedule starts the request's challenges the scheduler allows, looking
-// at every request's challenges in the store, and writes the state when
-// it started one. It also removes answered states older than
-// KeepAnswered.
-func (i *Issuer) schedule(ctx context.Context, key string, st *State, now time.Time) (bool, error) {
-	waiting := false
-	for _, c := range st.Challenges {
-		if !c.Status.Processing && !c.Status.State.Final() && (c.Status.NextAttemptAt == nil || !now.Before(*c.Status.NextAttemptAt)) {
-			waiting = true
-		}
-	}
-	if !waiting {
-		return false, nil
-	}
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	states, err := i.cfg.Store.List(ctx)
-	if err != nil {
-		return false, fmt.Errorf("acmeclient: listing the states: %w", err)
-	}
-	i.removeOld(ctx, states, now)
-	var all []*challenge.Challenge
-	mine := map[*challenge.Challenge]bool{}
-	for k, s := range states {
-		if k == key || s.AnsweredAt != nil {
-			continue
-		}
-		for j := range s.Challenges {
-			all = append(all, &s.Challenges[j])
-		}
-	}
+// schedule starts the request's challenges the scheduler allows, against
+// the challenges of every other state the issuer keeps (in memory: no
+// store read), leaving out those of states that are answered, stale or
+// expired; it writes the state when it started one. waiting says why a
+// challenge of the request that could start did not, "" when none waits.
+func (i *Issuer) schedule(ctx context.Context, key string, st *State, now time.Time) (started bool, waiting string, err error) {
+	var mine []*challenge.Challenge
 	for j := range st.Challenges {
 		c := &st.Challenges[j]
-		all = append(all, c)
-		mine[c] = true
+		if !c.Status.Processing && !c.Status.State.Final() && (c.Status.NextAttemptAt == nil || !now.Before(*c.Status.NextAttemptAt)) {
+			mine = append(mine, c)
+		}
 	}
-	sort.Slice(all, func(a, b int) bool { return all[a].Name < all[b].Name })
-	started := false
+	if len(mine) == 0 {
+		return false, "", nil
+	}
+	x := i.idx
+	x.mu.Lock()
+	all := make([]*challenge.Challenge, 0, len(st.Challenges)+len(x.entries))
+	mineAdded := false
+	for _, e := range x.byKeyLocked() {
+		if e.key == key {
+			for j := range st.Challenges {
+				all = append(all, &st.Challenges[j])
+			}
+			mineAdded = true
+			continue
+		}
+		if i.gone(e, now) {
+			continue
+		}
+		for j := range e.challenges {
+			all = append(all, &e.challenges[j])
+		}
+	}
+	if !mineAdded {
+		for j := range st.Challenges {
+			all = append(all, &st.Challenges[j])
+		}
+	}
 	for _, c := range challenge.Schedule(all, now, i.cfg.Scheduler) {
-		if mine[c] {
+		if slices.Contains(mine, c) {
 			c.Status.Processing = true
 			started = true
 		}
 	}
+	for _, c := range mine {
+		if c.Status.Processing {
+			continue
+		}
+		waiting = fmt.Sprintf("the %s challenge for %s waits for a scheduler slot (%d in flight at most)", c.Spec.Type, c.Spec.DNSName, maxInFlight(i.cfg.Scheduler))
+	blocker:
+		for _, e := range x.entries {
+			if e.key == key || i.gone(e, now) {
+				continue
+			}
+			for _, other := range e.challenges {
+				if other.Status.Processing && other.Spec.Type == c.Spec.Type && strings.EqualFold(other.Spec.DNSName, c.Spec.DNSName) {
+					waiting = fmt.Sprintf("the %s challenge for %s waits for another request's (%s) to finish: never two at once for one name", c.Spec.Type, c.Spec.DNSName, e.request.id())
+					break blocker
+				}
+			}
+		}
+		break
+	}
 	if started {
-		if err := i.cfg.Store.Put(ctx, key, st); err != nil {
-			return false, fmt.Errorf("acmeclient: writing the state of %s: %w", key, err)
+		// Taken at once, before the write: a concurrent step of another
+		// request sees the slot as taken.
+		x.setLocked(key, st, now, i.sweepAt)
+	}
+	x.mu.Unlock()
+	if started {
+		if err := i.put(ctx, key, st); err != nil {
+			return false, "", err
 		}
 	}
-	return started, nil
+	return started, waiting, nil
 }
 
-// removeOld removes answered states older than KeepAnswered.
-func (i *Issuer) removeOld(ctx context.Context, states map[string]*State, now time.Time) {
-	keep := i.cfg.KeepAnswered
-	if keep == 0 {
-		keep = 10 * time.Minute
+func maxInFlight(c challenge.SchedulerConfig) int {
+	if c.MaxInFlight > 0 {
+		return c.MaxInFlight
 	}
-	for k, s := range states {
-		if s.AnsweredAt != nil && now.Sub(*s.AnsweredAt) > keep {
-			_ = i.cfg.Store.Delete(ctx, k) // another step removes it if this fails
+	return challenge.DefaultMaxInFlight
+}
+
+func (i *Issuer) keepAnswered() time.Duration {
+	if i.cfg.KeepAnswered > 0 {
+		return i.cfg.KeepAnswered
+	}
+	return 10 * time.Minute
+}
+
+func (i *Issuer) staleAfter() time.Duration {
+	if i.cfg.StaleAfter > 0 {
+		return i.cfg.StaleAfter
+	}
+	return 15 * time.Minute
+}
+
+// sweepAt is when a state may be removed: KeepAnswered after its answer;
+// else StaleAfter past the later of its last step and the time that step
+// asked to be called again, or its order's expiry when no step came
+// since; never before a failed removal may be tried again.
+func (i *Issuer) sweepAt(e *entry) time.Time {
+	var at time.Time
+	if e.answeredAt != nil {
+		at = e.answeredAt.Add(i.keepAnswered())
+	} else {
+		at = maxTime(e.lastStep, e.nextStep).Add(i.staleAfter())
+		if exp := e.expires; exp != nil && e.lastStep.Before(*exp) && exp.Before(at) {
+			at = *exp
 		}
 	}
+	return maxTime(at, e.retryAt)
+}
+
+// gone reports a state whose challenges the scheduler leaves out: one
+// answered, one due to be removed, and one whose order expired.
+func (i *Issuer) gone(e *entry, now time.Time) bool {
+	if e.answeredAt != nil || (e.expires != nil && !now.Before(*e.expires)) {
+		return true
+	}
+	return !now.Before(maxTime(e.lastStep, e.nextStep).Add(i.staleAfter()))
+}
+
+// index records a state (nil: none) in the index.
+func (i *Issuer) index(key string, st *State) {
+	i.idx.mu.Lock()
+	defer i.idx.mu.Unlock()
+	i.idx.setLocked(key, st, i.now(), i.sweepAt)
+}
+
+// stepped records the end of a step of key and when it asked to be called
+// again.
+func (i *Issuer) stepped(key string, next time.Time) {
+	x := i.idx
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if e := x.entries[key]; e != nil {
+		e.lastStep, e.nextStep = i.now(), next
+		x.fixLocked(e, i.sweepAt)
+	}
+}
+
+// load reads the store into the index, once.
+func (i *Issuer) load(ctx context.Context) error {
+	if i.loaded.Load() {
+		return nil
+	}
+	i.loadMu.Lock()
+	defer i.loadMu.Unlock()
+	if i.loaded.Load() {
+		return nil
+	}
+	states, err := i.cfg.Store.List(ctx)
+	if err != nil {
+		return fmt.Errorf("acmeclient: listing the states: %w", err)
+	}
+	now := i.now()
+	i.idx.mu.Lock()
+	for k, st := range states {
+		if st != nil {
+			i.idx.setLocked(k, st, now, i.sweepAt)
+		}
+	}
+	i.idx.mu.Unlock()
+	i.loaded.Store(true)
+	return nil
+}
+
+// Sweep removes the states that are due to go — answered more than
+// KeepAnswered ago, not stepped for StaleAfter past their requeue time,
+// or with their order expired and no step since — cleaning up what their
+// challenges present, and returns when the next one is due (zero when the
+// issuer keeps none). Step and Forget sweep too, a few states at a time;
+// a host that may stop stepping (every request answered) calls Sweep at
+// the time it returns, so that nothing is kept longer than it must be.
+// An error is the first removal that failed; it is tried again a minute
+// later.
+func (i *Issuer) Sweep(ctx context.Context) (time.Time, error) {
+	if err := i.load(ctx); err != nil {
+		return i.now().Add(sweepRetry), err
+	}
+	return i.sweep(ctx, i.now(), -1)
+}
+
+// sweep removes up to limit states that are due (no limit when
+// negative), and returns when the next is due and the first error.
+func (i *Issuer) sweep(ctx context.Context, now time.Time, limit int) (time.Time, error) {
+	var first error
+	for n := 0; limit < 0 || n < limit; n++ {
+		x := i.idx
+		x.mu.Lock()
+		if len(x.due) == 0 {
+			x.mu.Unlock()
+			return time.Time{}, first
+		}
+		e := x.due[0]
+		if at := e.sweepAt; now.Before(at) {
+			x.mu.Unlock()
+			return at, first
+		}
+		release, ok := x.tryClaimLocked(e.key)
+		if !ok {
+			// Being stepped, or forgotten: never waited for here; a
+			// step moves its deadline on.
+			e.retryAt = now.Add(schedulerWait)
+			x.fixLocked(e, i.sweepAt)
+			x.mu.Unlock()
+			continue
+		}
+		key, why := e.key, i.whyGone(e, now)
+		x.mu.Unlock()
+		if err := i.remove(ctx, key, why); err != nil {
+			first = firstErr(first, err)
+			x.mu.Lock()
+			if e := x.entries[key]; e != nil {
+				e.retryAt = now.Add(sweepRetry)
+				x.fixLocked(e, i.sweepAt)
+			}
+			x.mu.Unlock()
+		}
+		release()
+	}
+	x := i.idx
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(x.due) == 0 {
+		return time.Time{}, first
+	}
+	return x.due[0].sweepAt, first
+}
+
+// whyGone says why a state is removed, for the trace.
+func (i *Issuer) whyGone(e *entry, now time.Time) string {
+	switch {
+	case e.answeredAt != nil:
+		return "its request was answered at " + stampOf(*e.answeredAt) + ", more than " + i.keepAnswered().String() + " ago"
+	case e.expires != nil && !now.Before(*e.expires) && e.lastStep.Before(*e.expires):
+		return "its order expired at " + stampOf(*e.expires) + " and its request " + e.request.id() + " was not stepped since"
+	}
+	return "its request " + e.request.id() + " was not stepped for " + i.staleAfter().String() + " past its requeue time: taken for deleted"
+}
+
+func stampOf(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// remove cleans up what a state's challenges present, deletes the state
+// and drops it from the index. The caller holds the claim on key.
+func (i *Issuer) remove(ctx context.Context, key, why string) error {
+	i.idx.mu.Lock()
+	e := i.idx.entries[key]
+	var cs []challenge.Challenge
+	if e != nil {
+		cs = append(cs, e.challenges...)
+	}
+	i.idx.mu.Unlock()
+	if e == nil {
+		return nil
+	}
+	ev := Event{Time: i.now(), Resource: "order/" + key, Reason: "Removed", Message: why}
+	for _, c := range cs {
+		if c.Status.Presented {
+			ev.Actions = append(ev.Actions, "CleanUp{"+c.Name+"}")
+			if err := i.cfg.Solvers.CleanUp(ctx, cleanUpOf(c.Spec)); err != nil {
+				ev.Err = fmt.Errorf("acmeclient: cleaning up the challenge %s of a removed state: %w", c.Name, err)
+				i.trace(ev)
+				return ev.Err
+			}
+		}
+		i.forgetShown(c)
+	}
+	ev.Actions = append(ev.Actions, "Delete{"+key+"}")
+	if err := i.cfg.Store.Delete(ctx, key); err != nil {
+		ev.Err = fmt.Errorf("acmeclient: deleting the state of %s: %w", key, err)
+		i.trace(ev)
+		return ev.Err
+	}
+	i.trace(ev)
+	i.idx.mu.Lock()
+	if e := i.idx.entries[key]; e != nil {
+		i.idx.dropLocked(e)
+	}
+	i.idx.mu.Unlock()
+	return nil
 }
 
 func (i *Issuer) carryOutOrder(ctx context.Context, st *State, res order.Result, now time.Time) error {
@@ -588,8 +921,9 @@ func (i *Issuer) forgetShown(c challenge.Challenge) {
 // presentAgain presents once more, in this process, each challenge the
 // state says is presented but this process did not present: a restart
 // loses what an in-memory presenter (HTTP01Handler) served, and the CA
-// would find nothing. Presenting is idempotent; a failure is left to the
-// challenge machine, whose self-check or validation then fails.
+// would find nothing. Presenting is idempotent; each is traced (reason
+// PresentedAgain); a failure is left to the challenge machine, whose
+// self-check or validation then fails.
 func (i *Issuer) presentAgain(ctx context.Context, st *State) {
 	for _, c := range st.Challenges {
 		if !c.Status.Presented {
@@ -602,12 +936,20 @@ func (i *Issuer) presentAgain(ctx context.Context, st *State) {
 			continue
 		}
 		sp := c.Spec
-		if _, err := i.cfg.Solvers.Present(ctx, c.Status, challenge.Present{Type: sp.Type, DNSName: sp.DNSName, Token: sp.Token,
-			Key: sp.Key, Solver: sp.Solver, Wildcard: sp.Wildcard}, i.now()); err == nil {
+		a := challenge.Present{Type: sp.Type, DNSName: sp.DNSName, Token: sp.Token, Key: sp.Key, Solver: sp.Solver, Wildcard: sp.Wildcard}
+		now := i.now()
+		_, err := i.cfg.Solvers.Present(ctx, c.Status, a, now)
+		if err == nil {
 			i.markShown(c)
 		}
+		i.trace(Event{Time: now, Resource: "challenge/" + c.Name, Reason: ReasonPresentedAgain, Actions: []string{a.String()}, Err: err,
+			Message: "the state says " + sp.DNSName + " is presented, but this process has not presented it (it started since): presenting it again"})
 	}
 }
+
+// ReasonPresentedAgain is the Event.Reason of a challenge presented again
+// because the process that presented it is gone.
+const ReasonPresentedAgain = "PresentedAgain"
 
 // answer answers r when the order has its certificate or has failed,
 // cleaning up its challenges; nil when it has neither.
@@ -615,7 +957,7 @@ func (i *Issuer) answer(ctx context.Context, r *certificate.CertificateRequest, 
 	o := &st.Order
 	var res Result
 	switch {
-	case o.Status.State == order.StateValid && len(o.Status.Certificate) > 0:
+	case o.Status.State == order.StateValid && len(o.Status.Certificate) > 0 && order.CheckCertificate(&o.Spec, o.Status.Certificate) == "":
 		certificate.SetIssued(r, o.Status.Certificate, topOfChain(o.Status.Certificate), now)
 		res = Result{Answered: true, Reason: order.ReasonDone, Message: "the certificate is issued"}
 	case o.Status.State.Failed():
@@ -651,25 +993,27 @@ func (i *Issuer) answer(ctx context.Context, r *certificate.CertificateRequest, 
 	return &res
 }
 
-// Forget removes a request's state, cleaning up what its challenges
-// present: for a request deleted before it was answered (the host carries
-// out certificate.DeleteRequest). An answered request's state is removed
-// on its own after KeepAnswered.
-func (i *Issuer) Forget(ctx context.Context, r *certificate.CertificateRequest) error {
-	key := OrderName(r)
-	st, err := i.cfg.Store.Get(ctx, key)
-	if err != nil || st == nil {
+// Forget implements certificate.Issuer: the request namespace/name was
+// deleted. It cleans up what the challenges of its states present and
+// removes the states, whatever they were doing; a request it keeps
+// nothing for is no error. It waits for a Step of the request in flight.
+// It sweeps other states due to go too, a few at a time.
+func (i *Issuer) Forget(ctx context.Context, namespace, name string) error {
+	if err := i.load(ctx); err != nil {
 		return err
 	}
-	for _, c := range st.Challenges {
-		if c.Status.Presented {
-			if err := i.cfg.Solvers.CleanUp(ctx, cleanUpOf(c.Spec)); err != nil {
-				return fmt.Errorf("acmeclient: cleaning up the challenge %s: %w", c.Name, err)
-			}
+	i.sweep(ctx, i.now(), sweepPerStep)
+	ref := RequestRef{Namespace: namespace, Name: name}
+	var errs []error
+	for _, key := range i.idx.keysOf(ref) {
+		release, err := i.idx.claim(ctx, key)
+		if err != nil {
+			return err
 		}
-		i.forgetShown(c)
+		errs = append(errs, i.remove(ctx, key, "its request "+ref.id()+" was deleted"))
+		release()
 	}
-	return i.cfg.Store.Delete(ctx, key)
+	return errors.Join(errs...)
 }
 
 func (i *Issuer) now() time.Time { return i.cfg.Client.now() }
@@ -704,7 +1048,8 @@ func (i *Issuer) account(ctx context.Context) (string, error) {
 // name as itself — order.Identifiers makes an IP address an IP
 // identifier, never a DNS name), the issuer's solvers, profile and chain,
 // the validity when asked for, and replaces from the request's
-// AnnotationReplaces. problem says why the request cannot be ordered.
+// certificate.AnnotationReplaces. problem says why the request cannot be
+// ordered.
 func (i *Issuer) orderSpec(r *certificate.CertificateRequest, account string, now time.Time) (order.Spec, string) {
 	csr, err := keys.ParseCSR(r.Spec.Request)
 	if err != nil {
@@ -719,9 +1064,9 @@ func (i *Issuer) orderSpec(r *certificate.CertificateRequest, account string, no
 	if len(csr.EmailAddresses) > 0 || len(csr.URIs) > 0 {
 		return order.Spec{}, "ACME certificates name DNS names and IP addresses only; the CSR also asks for email addresses or URIs"
 	}
-	if id, ok := r.Annotations[AnnotationReplaces]; ok {
+	if id, ok := r.Annotations[certificate.AnnotationReplaces]; ok {
 		if !validCertID(id) {
-			return order.Spec{}, fmt.Sprintf("annotation %s: %q is not an ARI certificate identifier (base64url of the authority key identifier, \".\", base64url of the serial)", AnnotationReplaces, id)
+			return order.Spec{}, fmt.Sprintf("annotation %s: %q is not an ARI certificate identifier (base64url of the authority key identifier, \".\", base64url of the serial)", certificate.AnnotationReplaces, id)
 		}
 		spec.Replaces = id
 	}

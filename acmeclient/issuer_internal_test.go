@@ -1,17 +1,20 @@
 package acmeclient
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/clock"
 
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/challenge"
@@ -55,7 +58,7 @@ func TestOrderSpecFromTheRequest(t *testing.T) {
 		},
 		"a renewal names the certificate it replaces (RFC 9773 §5)": {
 			dnsNames: []string{"web.example"}, wantDNS: []string{"web.example"},
-			annotations: map[string]string{AnnotationReplaces: "aYhba4dGQEHhs3uEe6CuLN4ByNQ.AIdlQyE"},
+			annotations: map[string]string{certificate.AnnotationReplaces: "aYhba4dGQEHhs3uEe6CuLN4ByNQ.AIdlQyE"},
 			want:        func(o order.Spec) order.Spec { o.Replaces = "aYhba4dGQEHhs3uEe6CuLN4ByNQ.AIdlQyE"; return o },
 		},
 		"the validity asked for is from now, to the second, for the request's duration": {
@@ -98,6 +101,76 @@ func TestOrderSpecFromTheRequest(t *testing.T) {
 			require.Empty(t, problem)
 			require.Equal(t, tc.wantDNS, dns)
 			require.Equal(t, tc.wantIPs, ips)
+		})
+	}
+}
+
+// benchIssuer is an issuer whose index holds n states, each with one
+// challenge in flight for its own name, and whose store holds them too.
+func benchIssuer(b *testing.B, n int) (*Issuer, *MemoryStore) {
+	b.Helper()
+	store := NewMemoryStore()
+	iss, err := NewIssuer(IssuerConfig{Client: &Client{clock: clock.RealClock{}}, Store: store, Solvers: Solvers{HTTP01: &HTTP01Handler{}},
+		Scheduler: challenge.SchedulerConfig{MaxInFlight: n}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	now := time.Now()
+	for k := range n {
+		name := fmt.Sprintf("web-%d", k)
+		st := &State{Request: RequestRef{Namespace: "default", Name: name},
+			Order: order.Order{Name: name + "-00000000", Namespace: "default", CreationTimestamp: now},
+			Challenges: []challenge.Challenge{{Name: name + "-0", CreationTimestamp: now,
+				Spec:   challenge.Spec{Type: challenge.TypeHTTP01, DNSName: name + ".example", Token: "t" + name, Account: "acct"},
+				Status: challenge.Status{Processing: true, Presented: true}}}}
+		if err := store.Put(ctx, st.Order.Name, st); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := iss.load(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return iss, store
+}
+
+// BenchmarkSchedule is what a step whose challenge waits for a slot costs
+// with n states in flight: the scheduler's pass over the index in memory.
+// BenchmarkListTheStore is what every such step cost before the index: a
+// listing (and decoding) of the whole store.
+func BenchmarkSchedule(b *testing.B) {
+	for _, n := range []int{100, 10_000} {
+		b.Run(fmt.Sprintf("%d states", n), func(b *testing.B) {
+			iss, _ := benchIssuer(b, n)
+			ctx := context.Background()
+			now := time.Now()
+			// Every slot is taken: the step's challenge waits.
+			st := &State{Order: order.Order{Name: "waiting-00000000"}, Challenges: []challenge.Challenge{{Name: "waiting-0",
+				Spec: challenge.Spec{Type: challenge.TypeHTTP01, DNSName: "web-0.example", Account: "acct"}}}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				started, waiting, err := iss.schedule(ctx, "waiting-00000000", st, now)
+				if err != nil || started || waiting == "" {
+					b.Fatalf("started %v, waiting %q, error %v", started, waiting, err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkListTheStore(b *testing.B) {
+	for _, n := range []int{100, 10_000} {
+		b.Run(fmt.Sprintf("%d states", n), func(b *testing.B) {
+			_, store := benchIssuer(b, n)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := store.List(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }

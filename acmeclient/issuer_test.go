@@ -25,6 +25,7 @@ import (
 	"github.com/certlife/certlife/challenge"
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/order"
+	"github.com/certlife/certlife/renewal"
 )
 
 // env is Pebble, an account's client, a store and an issuer at
@@ -212,31 +213,31 @@ func TestIssuerRenewsWithReplaces(t *testing.T) {
 	first := leafOf(t, e.srv, r, key, "renew.example")
 
 	r2, key2 := newRequest(t, "web-2", "renew.example")
-	require.NoError(t, acmeclient.SetReplaces(r2, first))
+	markRenewal(t, r2, first)
 	drive(t, ctx, e.issuer, r2)
 	leafOf(t, e.srv, r2, key2, "renew.example")
 	st, err := e.store.Get(ctx, acmeclient.OrderName(r2))
 	require.NoError(t, err)
-	assert.Equal(t, r2.Annotations[acmeclient.AnnotationReplaces], st.Order.Spec.Replaces, "the order names the replaced certificate")
+	assert.Equal(t, r2.Annotations[certificate.AnnotationReplaces], st.Order.Spec.Replaces, "the order names the replaced certificate")
 	require.Eventually(t, func() bool {
 		replaced, err := e.srv.Replaced(first)
 		return err == nil && replaced
 	}, 5*time.Second, 5*time.Millisecond, "the server did not record the replacement")
 
 	r3, _ := newRequest(t, "web-3", "renew.example")
-	r3.Annotations = map[string]string{acmeclient.AnnotationReplaces: "not an identifier"}
+	r3.Annotations = map[string]string{certificate.AnnotationReplaces: "not an identifier"}
 	res := drive(t, ctx, e.issuer, r3)
 	assert.True(t, res.Answered)
 	invalid := r3.Condition(certificate.RequestConditionInvalidRequest)
 	require.NotNil(t, invalid)
-	assert.Contains(t, invalid.Message, acmeclient.AnnotationReplaces)
+	assert.Contains(t, invalid.Message, certificate.AnnotationReplaces)
 	assert.Contains(t, invalid.Message, `"not an identifier"`)
 }
 
 // A restart resumes the same order: a new client and issuer on the same
 // store carry the order on, with no second newOrder, and present again
 // what the lost process served (an in-memory HTTP-01 handler forgets its
-// tokens).
+// tokens), saying so in the trace.
 func TestIssuerRestartResumesTheSameOrder(t *testing.T) {
 	// The first process never sees its self-check pass, so it never
 	// accepts: the crash comes between the presentation and the accept.
@@ -264,10 +265,20 @@ func TestIssuerRestartResumesTheSameOrder(t *testing.T) {
 	solvers.HTTP01 = fresh
 	client, err := acmeclient.New(e.srv.ClientConfig(e.key))
 	require.NoError(t, err)
+	var presented []acmeclient.Event
 	issuer, err := acmeclient.NewIssuer(acmeclient.IssuerConfig{Client: client, Store: e.store, Solvers: solvers,
-		Account: acmeclient.AccountOptions{AgreeToTerms: true}})
+		Account: acmeclient.AccountOptions{AgreeToTerms: true},
+		Trace: func(ev acmeclient.Event) {
+			if ev.Reason == acmeclient.ReasonPresentedAgain {
+				presented = append(presented, ev)
+			}
+		}})
 	require.NoError(t, err)
 	drive(t, ctx, issuer, r)
+	require.Len(t, presented, 1, "presenting again after the restart leaves a trace")
+	assert.Equal(t, "challenge/"+before.Challenges[0].Name, presented[0].Resource)
+	assert.Contains(t, presented[0].Message, "restart.example")
+	assert.NoError(t, presented[0].Err)
 	leafOf(t, e.srv, r, key, "restart.example")
 	after, err := e.store.Get(ctx, acmeclient.OrderName(r))
 	require.NoError(t, err)
@@ -288,41 +299,54 @@ func TestIssuerRestartResumesTheSameOrder(t *testing.T) {
 	assert.Zero(t, client.Transport().Counts().Total, "answered from the stored order")
 }
 
-// A request deleted before it was answered is forgotten: what its
-// challenges present is taken down and its state removed. An answered
-// request's state goes on its own once it is older than KeepAnswered.
-func TestIssuerForgetsAndRemovesOldStates(t *testing.T) {
+// A request deleted before it was answered is forgotten by name, as the
+// host has it when it carries out certificate.DeleteRequest: what its
+// challenges present is taken down at once and its state removed. A
+// request the issuer keeps nothing for is no error, nor is forgetting
+// twice.
+func TestIssuerForgetsByName(t *testing.T) {
 	e := newEnv(t, acmetest.Options{}, func(c *acmeclient.IssuerConfig) {
 		c.Solvers.HTTP01Check = notYet{} // never accepted: presented until forgotten
-		c.KeepAnswered = time.Millisecond
 	})
 	ctx := timeout(t)
 	r, _ := newRequest(t, "deleted", "deleted.example")
-	for e.srv.HTTP01Handler().Presented() == 0 {
-		_, err := e.issuer.Step(ctx, r)
-		require.NoError(t, err)
+	other, _ := newRequest(t, "kept", "kept.example")
+	for e.srv.HTTP01Handler().Presented() < 2 {
+		for _, x := range []*certificate.CertificateRequest{r, other} {
+			_, err := e.issuer.Step(ctx, x)
+			require.NoError(t, err)
+		}
 	}
-	require.NoError(t, e.issuer.Forget(ctx, r))
-	assert.Zero(t, e.srv.HTTP01Handler().Presented(), "the token is still served")
+	require.NoError(t, e.issuer.Forget(ctx, r.Namespace, r.Name))
+	assert.Equal(t, 1, e.srv.HTTP01Handler().Presented(), "the deleted request's token is still served, or the other's is not")
 	st, err := e.store.Get(ctx, acmeclient.OrderName(r))
 	require.NoError(t, err)
 	assert.Nil(t, st, "the state is still there")
-
-	// A state answered an hour ago is removed by a later step that
-	// schedules a challenge (and so looks at every state).
-	require.NoError(t, e.store.Put(ctx, "answered", &acmeclient.State{AnsweredAt: ptr(time.Now().Add(-time.Hour))}))
-	r2, _ := newRequest(t, "later", "later.example")
-	for e.srv.HTTP01Handler().Presented() == 0 {
-		_, err := e.issuer.Step(ctx, r2)
-		require.NoError(t, err)
-	}
-	all, err := e.store.List(ctx)
+	kept, err := e.store.Get(ctx, acmeclient.OrderName(other))
 	require.NoError(t, err)
-	assert.NotContains(t, all, "answered", "an answered state an hour old is kept")
-	assert.Contains(t, all, acmeclient.OrderName(r2))
+	assert.NotNil(t, kept, "another request's state went too")
+
+	require.NoError(t, e.issuer.Forget(ctx, r.Namespace, r.Name), "forgetting twice")
+	require.NoError(t, e.issuer.Forget(ctx, "elsewhere", "never-seen"), "forgetting a request never seen")
+	require.NoError(t, e.issuer.Forget(ctx, "elsewhere", other.Name), "the same name in another namespace")
+	kept, err = e.store.Get(ctx, acmeclient.OrderName(other))
+	require.NoError(t, err)
+	assert.NotNil(t, kept, "forgetting a name in another namespace removed this one's state")
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// markRenewal marks r as the renewal of leaf, as the certificate stages
+// do for a renewal from the same issuer (certificate.CreateRequest.Replaces).
+func markRenewal(t testing.TB, r *certificate.CertificateRequest, leaf *x509.Certificate) {
+	t.Helper()
+	id, err := renewal.CertID(leaf)
+	require.NoError(t, err)
+	if r.Annotations == nil {
+		r.Annotations = map[string]string{}
+	}
+	r.Annotations[certificate.AnnotationReplaces] = id
+}
 
 // notYet is a self-check that never passes.
 type notYet struct{}

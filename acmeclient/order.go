@@ -28,17 +28,33 @@ import (
 // false) also moves the order to "errored" with the server's words as its
 // reason, so the order machine records the failure instead of asking for
 // the same call forever.
+//
+// A call cut short by its own context (the host shutting down, or losing
+// its leadership) is no failure of the order: it returns the status it
+// was given, unchanged, with the error — no attempt counted.
 
 // CreateOrder carries out order.CreateOrder (RFC 8555 §7.4): it writes
 // URL, FinalizeURL, State, Reason, one Authorization per authorization URL
 // and SpecHash. A profile the server does not list is an error that names
 // the profiles it does. With Replaces set and an ARI endpoint in the
-// directory, the order names the certificate it renews (RFC 9773 §5); when
-// the server answers alreadyReplaced, the order is created again without it.
+// directory, the order names the certificate it renews (RFC 9773 §5). When
+// the server refuses the order with replaces — for whatever reason: the
+// certificate was replaced already, the order shares no identifier with
+// it, the server finds no such certificate — the order is created again
+// without it at once, and ReplacesRefused records the server's words, so
+// that no later attempt sends it again. Only a rate limit (429), an
+// unavailable server (502, 503, 504) and a request that never reached the
+// server are not taken for a refusal.
 func (c *Client) CreateOrder(ctx context.Context, st order.Status, a order.CreateOrder) (order.Status, error) {
 	now := c.now()
-	o, err := c.newOrder(ctx, a)
+	o, refused, err := c.newOrder(ctx, a)
+	if refused != "" {
+		st.ReplacesRefused = refused
+	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return st, err
+		}
 		return failOrder(st, err, now), err
 	}
 	st.URL = o.URL
@@ -133,11 +149,13 @@ func problemWords(typ, detail string, subproblems []string) string {
 	return s
 }
 
-func (c *Client) newOrder(ctx context.Context, a order.CreateOrder) (*wireOrder, error) {
+// newOrder creates the order; refused is the server's words when it
+// refused replaces and the order was asked for again without it.
+func (c *Client) newOrder(ctx context.Context, a order.CreateOrder) (o *wireOrder, refused string, err error) {
 	const op = "create order"
 	dir, err := c.Directory(ctx)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if a.Profile != "" {
 		if _, ok := dir.Profiles[a.Profile]; !ok {
@@ -147,20 +165,50 @@ func (c *Client) newOrder(ctx context.Context, a order.CreateOrder) (*wireOrder,
 			}
 			sort.Strings(names)
 			if len(names) == 0 {
-				return nil, errorf(op, ErrUnsupported, "profile %q was asked for, but the server offers no profiles", a.Profile)
+				return nil, "", errorf(op, ErrUnsupported, "profile %q was asked for, but the server offers no profiles", a.Profile)
 			}
-			return nil, errorf(op, ErrMalformed, "profile %q is not one the server offers (%s)", a.Profile, strings.Join(names, ", "))
+			return nil, "", errorf(op, ErrMalformed, "profile %q is not one the server offers (%s)", a.Profile, strings.Join(names, ", "))
 		}
 	}
 	if a.Replaces != "" && dir.RenewalInfo != "" {
 		o, err := c.newOrderSigned(ctx, dir.NewOrder, a, a.Replaces)
-		if !errors.Is(err, ErrAlreadyReplaced) {
-			return o, err
+		if err == nil || !refusesReplaces(err) || ctx.Err() != nil {
+			return o, "", err
 		}
-		// RFC 9773 §5: the certificate already has a replacement; this
-		// order is a new issuance, not a renewal of it.
+		// RFC 9773 §5: the server may refuse a replacement that shares no
+		// identifier with the certificate, or of one already replaced;
+		// this order is then a new issuance, not a renewal.
+		refused = problemText(err)
+		var e *Error
+		if errors.As(err, &e) && e.Detail != "" {
+			refused = e.Detail
+			if e.Type != "" {
+				refused += " (" + shortType(e.Type) + ")"
+			}
+		}
 	}
-	return c.newOrderPlain(ctx, a)
+	o, err = c.newOrderPlain(ctx, a)
+	return o, refused, err
+}
+
+// refusesReplaces reports whether the server answered a newOrder with
+// replaces by refusing it: any error answer but a rate limit or an
+// unavailable server (which a retry with replaces may get past, and which
+// would refuse the order without it just the same).
+func refusesReplaces(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) || e.Status == 0 {
+		return false // never reached the server
+	}
+	switch {
+	case errors.Is(err, ErrRateLimited), errors.Is(err, ErrNetwork):
+		return false
+	case e.Status == http.StatusBadGateway, e.Status == http.StatusServiceUnavailable, e.Status == http.StatusGatewayTimeout:
+		return false
+	case strings.EqualFold(shortType(e.Type), "badNonce"):
+		return false
+	}
+	return true
 }
 
 // newOrderPlain creates an order through x/crypto/acme (profile and
@@ -279,6 +327,12 @@ func applyOrder(st order.Status, o *wireOrder, now time.Time) order.Status {
 	if movedOn {
 		st.ChangedAt = &now
 	}
+	if st.ReadFirst && !movedOn && !st.State.Failed() {
+		// The read that a refused finalize asked for found the order
+		// as it was: the refusal keeps its retry delay.
+		st.ReadFirst = false
+		return st
+	}
 	st.NoteSuccess(movedOn)
 	if !o.RetryAfter.IsZero() && !st.State.Failed() && st.State != order.StateValid {
 		t := o.RetryAfter
@@ -321,6 +375,9 @@ func (c *Client) GetAuthorization(ctx context.Context, st order.Status, a order.
 	z, err := c.acme.GetAuthorization(cctx, a.URL)
 	if err != nil {
 		err = classify("get authorization", err, header(rec), now)
+		if ctx.Err() != nil {
+			return st, err
+		}
 		return failOrder(st, err, now), err
 	}
 	auths := append([]order.Authorization(nil), st.Authorizations...)
@@ -372,6 +429,9 @@ func (c *Client) SyncOrder(ctx context.Context, st order.Status, a order.Sync) (
 	o, err := c.acme.GetOrder(cctx, a.URL)
 	if err != nil {
 		err = classify("get order", err, header(rec), now)
+		if ctx.Err() != nil {
+			return st, err
+		}
 		return failOrder(st, err, now), err
 	}
 	w := &wireOrder{Status: o.Status, Authorizations: o.AuthzURLs, Finalize: o.FinalizeURL, Certificate: o.CertURL, Expires: o.Expires}
@@ -403,9 +463,13 @@ func (c *Client) Finalize(ctx context.Context, st order.Status, a order.Finalize
 	rec, body, err := c.signedPost(ctx, KindFinalize, a.URL, req)
 	if err != nil {
 		err = classify("finalize", err, header(rec), now)
+		if ctx.Err() != nil {
+			return st, err
+		}
 		if finalizeRefused(err) {
 			msg, _, retryAfter := errorFields(err)
 			st.NoteFailure(msg+"; reading the order first", true, retryAfter, now)
+			st.ReadFirst = true
 			return st, err
 		}
 		return failOrder(st, err, now), err
@@ -448,12 +512,18 @@ func (c *Client) FetchCertificate(ctx context.Context, st order.Status, a order.
 	}
 	chain, alternates, err := c.fetchChain(ctx, a.URL)
 	if err != nil {
+		if ctx.Err() != nil {
+			return st, err
+		}
 		return failOrder(st, err, now), err
 	}
 	if a.PreferredChain != "" && topIssuer(chain) != a.PreferredChain {
 		for _, u := range alternates {
 			alt, _, err := c.fetchChain(ctx, u)
 			if err != nil {
+				if ctx.Err() != nil {
+					return st, err
+				}
 				return failOrder(st, err, now), err
 			}
 			if topIssuer(alt) == a.PreferredChain {

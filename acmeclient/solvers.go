@@ -386,7 +386,8 @@ func (s Solvers) checker(t challenge.Type) Checker {
 
 // Present carries out challenge.Present and returns the status to write
 // back (Presented, PresentedAt). A type without a presenter is an error
-// a retry cannot fix: the challenge ends errored.
+// a retry cannot fix: the challenge ends errored. A presentation cut short
+// by ctx leaves the status as it was.
 func (s Solvers) Present(ctx context.Context, st challenge.Status, a challenge.Present, now time.Time) (challenge.Status, error) {
 	var err error
 	if p := s.Presenter(a.Type); p == nil {
@@ -396,6 +397,9 @@ func (s Solvers) Present(ctx context.Context, st challenge.Status, a challenge.P
 			KeyAuthorization: a.Key, Solver: a.Solver})
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return st, err // cut short by the caller: not a failed attempt
+		}
 		transient := !errors.Is(err, ErrNoSolver)
 		st.NoteFailure(err.Error(), transient, nil, now)
 		if !transient {
@@ -410,11 +414,15 @@ func (s Solvers) Present(ctx context.Context, st challenge.Status, a challenge.P
 
 // SelfCheck carries out challenge.SelfCheck and returns the status to
 // write back (SelfCheckAt, SelfCheckPassed). A failed check is not an
-// error of the call: the machine checks again later.
+// error of the call: the machine checks again later. A check cut short by
+// ctx leaves the status as it was.
 func (s Solvers) SelfCheck(ctx context.Context, st challenge.Status, a challenge.SelfCheck, now time.Time) (challenge.Status, error) {
 	var err error
 	if c := s.checker(a.Type); c != nil {
 		err = c.Check(ctx, Presentation{Type: a.Type, Identifier: a.DNSName, Token: a.Token, KeyAuthorization: a.Key})
+	}
+	if err != nil && ctx.Err() != nil {
+		return st, err // cut short by the caller: no check was made
 	}
 	st.SelfCheckAt, st.SelfCheckPassed = &now, err == nil
 	if err != nil {

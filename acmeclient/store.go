@@ -16,7 +16,13 @@ import (
 // plain data with JSON tags: a host stores it as it is (a row, a file, a
 // Kubernetes resource's status) and hands it back unchanged.
 type State struct {
-	// Order is the request's one ACME order.
+	// Request names the certificate request the state is for, so that
+	// Forget finds it by name. A state written before it was recorded is
+	// taken to be for the request its key names, in its order's
+	// namespace.
+	Request RequestRef `json:"request,omitzero"`
+	// Order is the request's one ACME order (made again, once, when the
+	// server issued a certificate that does not check out).
 	Order order.Order `json:"order"`
 	// Challenges are the order's challenges, in flight or finished.
 	Challenges []challenge.Challenge `json:"challenges,omitempty"`
@@ -27,16 +33,28 @@ type State struct {
 	AnsweredAt *time.Time `json:"answeredAt,omitempty"`
 }
 
+// RequestRef names a certificate request.
+type RequestRef struct {
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
 // Store keeps an Issuer's states for the host, so that the issuer itself
 // holds nothing a restart would lose: a process that starts again with
 // the same store resumes each request's order instead of creating
 // another. Keys are the issuer's (OrderName); the host treats them, and
 // the states, as opaque.
 //
-// An Issuer steps one request at a time per key (the host's queue sees
-// to it; a workqueue does) and writes only that key's state, so a store
+// An Issuer works on one key at a time (it waits for itself), so a store
 // needs no transactions; it must be safe for concurrent use when the host
-// steps several requests at once. One Issuer works on a store at a time.
+// steps several requests at once.
+//
+// One Issuer owns a store: it reads it whole (List) once, when it is
+// first used, and then keeps in memory what scheduling and clean-up need,
+// updated by its own Put and Delete — no step lists the store. Nothing
+// else may write the store while the issuer runs; a second Issuer on the
+// same store would not see the first's challenges. A host that restarts
+// makes a new Issuer, which reads the store again.
 type Store interface {
 	// Get returns the state of key, or nil when there is none.
 	Get(ctx context.Context, key string) (*State, error)
@@ -45,9 +63,10 @@ type Store interface {
 	// Delete removes the state of key; a key that is not there is no
 	// error.
 	Delete(ctx context.Context, key string) error
-	// List returns every state by key: the issuer's view of the
-	// challenges in flight for every request, which its scheduler needs,
-	// and of the answered states it removes once they are old.
+	// List returns every state by key. The issuer calls it once, when it
+	// is first used: what the states hold is the challenges in flight for
+	// every request, which its scheduler needs, and the states it removes
+	// once their requests are answered or gone.
 	List(ctx context.Context) (map[string]*State, error)
 }
 

@@ -24,7 +24,12 @@ type Action interface {
 // exactly these identifiers (the spec's, with its common name: see
 // Identifiers) and write back URL, FinalizeURL, State, Expires, one
 // Authorization{URL} per authorization URL, SpecHash, and SyncedAt and
-// ChangedAt (the time of the call).
+// ChangedAt (the time of the call). Replaces, when set, names the
+// certificate the order renews (RFC 9773 §5); when the server refuses the
+// order with it, for whatever reason, the host creates it again without
+// in the same call and records the server's words in
+// Status.ReplacesRefused, after which the machine never asks for replaces
+// again.
 type CreateOrder struct {
 	DNSNames    []string
 	IPAddresses []string
@@ -49,15 +54,19 @@ type DeleteChallenge struct{ Name, Reason string }
 
 // Sync asks the host to fetch the order and write State, Reason,
 // CertificateURL, Expires, SyncedAt, ChangedAt (when the state or the
-// certificate URL changed) and the server's Retry-After.
+// certificate URL changed) and the server's Retry-After. A read made for
+// Status.ReadFirst that finds the order unchanged clears ReadFirst only,
+// keeping the failure (and so its retry delay); any other successful read
+// calls NoteSuccess.
 type Sync struct{ URL string }
 
 // Finalize asks the host to finalize the order with the CSR (RFC 8555
 // §7.4) and write the returned State and CertificateURL, SyncedAt, and
 // ChangedAt when the state changed. A refusal that
 // says the order is not ready or already finalized (orderNotReady, or a
-// bare 403 without a problem type) is recorded as a transient failure and
-// leaves State alone: the machine reads the order before anything else.
+// bare 403 without a problem type) is recorded as a transient failure
+// with Status.ReadFirst and leaves State alone: the machine reads the
+// order at once, before anything else.
 type Finalize struct {
 	URL string
 	CSR []byte

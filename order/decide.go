@@ -2,10 +2,15 @@ package order
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"hash"
+	"maps"
 	"net/netip"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,7 +48,27 @@ type Config struct {
 	// certificate's own backoff takes over. Zero means 10: with the
 	// default delays, about 20 minutes of a server that keeps failing.
 	MaxAttempts int
+	// MaxRetryAfter bounds how long an order waits on the server's
+	// Retry-After, its own or one of its challenges': an order the server
+	// asks to wait longer (seconds or an HTTP date, however far) fails at
+	// once with that Retry-After in its status, so that the request is
+	// answered failed with it and the certificate's backoff, which clamps
+	// its retries to the certificate's lifetime, takes over. Zero means 1
+	// hour.
+	MaxRetryAfter time.Duration
 }
+
+func (c Config) maxRetryAfter() time.Duration {
+	if c.MaxRetryAfter > 0 {
+		return c.MaxRetryAfter
+	}
+	return time.Hour
+}
+
+// assumedLifetime is how long an order whose server gave no expiry is
+// taken to live, from its creation: Let's Encrypt's authorization
+// lifetime.
+const assumedLifetime = 7 * 24 * time.Hour
 
 func (c Config) poll() time.Duration {
 	if c.PollInterval > 0 {
@@ -156,6 +181,14 @@ const (
 	// ReasonChallengeFailed: one of the order's challenges failed on our
 	// side (errored), so the order cannot be authorized.
 	ReasonChallengeFailed = "ChallengeFailed"
+	// ReasonRetryAfterTooLong: the server asked the order, or one of its
+	// challenges, to wait longer than Config.MaxRetryAfter; the order
+	// failed with that Retry-After, for the certificate's backoff.
+	ReasonRetryAfterTooLong = "RetryAfterTooLong"
+	// ReasonBadCertificate: the server issued a certificate that cannot be
+	// used (see CheckCertificate): the order is made again once, and fails
+	// with this reason when the second is bad too.
+	ReasonBadCertificate = "BadCertificate"
 )
 
 // Result lists the actions in order, when to look again, and why. A zero
@@ -168,21 +201,108 @@ type Result struct {
 	Message   string
 }
 
-// SpecHash hashes the spec, so a later change can be told apart.
+// SpecHashVersion is the version of the encoding SpecHash hashes; it
+// prefixes every hash ("v1:…").
+const SpecHashVersion = "v1"
+
+// SpecHash hashes the spec, so that a later change can be told apart: the
+// SHA-256 of an explicit encoding of the spec — each field by name, length
+// prefixed, in a fixed order — behind the version, "v1:" and 32 hex
+// digits. A field added to Spec or to a type it holds later is hashed only
+// when it is set, after the fields before it, so a spec that does not set
+// it keeps the hash it had; a change to the encoding of the fields hashed
+// now takes a new version. Decide compares a stored hash only with one of
+// the same version: an order created by an older version is never failed
+// for a spec that did not change.
 func SpecHash(s *Spec) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "%x|%s|%s|%s|%s|%q|%q|%s|%s|%s|", s.CSR, s.Issuer.Name, s.Issuer.Kind, s.Issuer.Group, s.CommonName,
-		s.DNSNames, s.IPAddresses, s.Profile, s.Replaces, s.PreferredChain)
-	if s.NotAfter != nil {
-		fmt.Fprint(h, s.NotAfter.UTC().Format(time.RFC3339Nano))
-	}
-	if s.NotBefore != nil {
-		fmt.Fprint(h, "|nb|", s.NotBefore.UTC().Format(time.RFC3339Nano))
-	}
+	var e specEncoder
+	e.h = sha256.New()
+	e.bytes("csr", s.CSR)
+	e.str("issuer.name", s.Issuer.Name)
+	e.str("issuer.kind", s.Issuer.Kind)
+	e.str("issuer.group", s.Issuer.Group)
+	e.str("account", s.Account)
+	e.str("commonName", s.CommonName)
+	e.strs("dnsNames", s.DNSNames)
+	e.strs("ipAddresses", s.IPAddresses)
+	e.str("profile", s.Profile)
+	e.time("notBefore", s.NotBefore)
+	e.time("notAfter", s.NotAfter)
+	e.str("replaces", s.Replaces)
+	e.str("preferredChain", s.PreferredChain)
+	e.count("solvers", len(s.Solvers))
 	for _, sv := range s.Solvers {
-		fmt.Fprintf(h, "|%+v|%+v|%+v", sv.Selector, sv.Solver.HTTP01, sv.Solver.DNS01)
+		e.flag("selector", sv.Selector != nil)
+		if sel := sv.Selector; sel != nil {
+			e.strs("selector.dnsNames", sel.DNSNames)
+			e.strs("selector.dnsZones", sel.DNSZones)
+			e.labels("selector.matchLabels", sel.MatchLabels)
+		}
+		e.flag("http01", sv.Solver.HTTP01 != nil)
+		if h := sv.Solver.HTTP01; h != nil {
+			e.labels("http01.options", h.Options)
+		}
+		e.flag("dns01", sv.Solver.DNS01 != nil)
+		if d := sv.Solver.DNS01; d != nil {
+			e.str("dns01.provider", d.Provider)
+			e.labels("dns01.config", d.Config)
+		}
 	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
+	return SpecHashVersion + ":" + hex.EncodeToString(e.h.Sum(nil)[:16])
+}
+
+// specHashVersion is the version of a stored hash: its prefix before ":",
+// or "v0" for the unversioned hashes of certlife before versions.
+func specHashVersion(h string) string {
+	if v, _, ok := strings.Cut(h, ":"); ok {
+		return v
+	}
+	return "v0"
+}
+
+// specEncoder writes fields as name, then value, each prefixed by its
+// length, so no two specs write the same bytes.
+type specEncoder struct {
+	h   hash.Hash
+	buf [8]byte
+}
+
+func (e *specEncoder) raw(b []byte) {
+	binary.BigEndian.PutUint64(e.buf[:], uint64(len(b)))
+	e.h.Write(e.buf[:])
+	e.h.Write(b)
+}
+
+func (e *specEncoder) bytes(name string, v []byte) { e.raw([]byte(name)); e.raw(v) }
+func (e *specEncoder) str(name, v string)          { e.bytes(name, []byte(v)) }
+func (e *specEncoder) count(name string, n int)    { e.str(name, strconv.Itoa(n)) }
+
+func (e *specEncoder) flag(name string, v bool) {
+	e.str(name, strconv.FormatBool(v))
+}
+
+func (e *specEncoder) strs(name string, v []string) {
+	e.count(name, len(v))
+	for _, s := range v {
+		e.raw([]byte(s))
+	}
+}
+
+func (e *specEncoder) time(name string, t *time.Time) {
+	if t == nil {
+		e.str(name, "")
+		return
+	}
+	e.str(name, t.UTC().Format(time.RFC3339Nano))
+}
+
+// labels writes a map in the order of its keys.
+func (e *specEncoder) labels(name string, m map[string]string) {
+	e.count(name, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		e.raw([]byte(k))
+		e.raw([]byte(m[k]))
+	}
 }
 
 // ChallengeName is the deterministic name of the Challenge for the i-th
@@ -202,7 +322,9 @@ func ChallengeName(order string, i int) string { return fmt.Sprintf("%s-%d", ord
 // never re-creates, re-presents or re-accepts them; on a final failure,
 // say why in words a user can act on and delete the order after
 // FailedOrderTTL. A spec that changed after creation is an error, not
-// something to follow.
+// something to follow (see SpecHash). A fetched certificate is checked
+// against the order (CheckCertificate) before the order is done: a bad one
+// is ordered again once, then fails the order with what was wrong.
 //
 // Retries arrive: after a transient failure the next attempt is at
 // RetryAt, derived from the status alone, so deciding again at the
@@ -213,6 +335,14 @@ func ChallengeName(order string, i int) string { return fmt.Sprintf("%s-%d", ord
 // (valid without a certificate URL, pending after every challenge
 // finished) is recorded like a failure, and the order is read again after
 // the same growing delay — never at the same instant.
+//
+// Nothing waits without end: an order the server asks — itself or
+// through a challenge — to wait longer than MaxRetryAfter fails with that
+// Retry-After, for the certificate's backoff; an order past its expiry
+// (see Expiry) before it was
+// finalized fails; while it waits for its challenges it is looked at
+// again at its expiry at the latest. A refusal that says the order may
+// have moved on (Status.ReadFirst) is followed by a read at once.
 func Decide(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) Result {
 	if o == nil {
 		return Result{Reason: ReasonNoOrderState, Message: "no order"}
@@ -221,11 +351,26 @@ func Decide(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) R
 	if st.State.Failed() {
 		return failed(o, owned, now, cfg)
 	}
-	if st.SpecHash != "" && st.SpecHash != SpecHash(&o.Spec) {
+	if st.SpecHash != "" && specHashVersion(st.SpecHash) == SpecHashVersion && st.SpecHash != SpecHash(&o.Spec) {
 		return fail(o, now, ReasonSpecChanged, "the order's spec changed after it was created; an order is immutable, so a new one must be made")
 	}
 	if st.State == StateValid && len(st.Certificate) > 0 {
+		if bad := CheckCertificate(&o.Spec, st.Certificate); bad != "" {
+			return badCertificate(o, owned, now, bad)
+		}
 		return Result{Actions: deleteAll(owned, "the order has its certificate"), Reason: ReasonDone, Message: "the certificate is issued"}
+	}
+	if res, stop := retryAfterTooLong(o, owned, now, cfg); stop {
+		return res
+	}
+	if st.URL != "" && st.State != StateValid && st.State != StateProcessing {
+		if exp, ok := Expiry(o); ok && !now.Before(exp) {
+			msg := "the order expired at " + stamp(exp) + " before it was finalized"
+			if st.LastError != "" {
+				msg += "; the last error: " + st.LastError
+			}
+			return fail(o, now, ReasonExpired, msg)
+		}
 	}
 	if res, stop := retryGate(o, now, cfg); stop {
 		return res
@@ -238,9 +383,14 @@ func Decide(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) R
 		if problem != "" {
 			return fail(o, now, ReasonInvalidSpec, problem)
 		}
+		replaces, msg := o.Spec.Replaces, "creating the ACME order (RFC 8555 §7.4)"
+		if replaces != "" && st.ReplacesRefused != "" {
+			replaces = ""
+			msg = "creating the ACME order without replaces, which the server refused (" + st.ReplacesRefused + ") (RFC 8555 §7.4, RFC 9773 §5)"
+		}
 		return Result{Actions: []Action{CreateOrder{DNSNames: dnsNames, IPAddresses: ips, Profile: o.Spec.Profile,
-			NotBefore: o.Spec.NotBefore, NotAfter: o.Spec.NotAfter, Replaces: o.Spec.Replaces, SpecHash: SpecHash(&o.Spec)}},
-			Reason: ReasonCreating, Message: "creating the ACME order (RFC 8555 §7.4)"}
+			NotBefore: o.Spec.NotBefore, NotAfter: o.Spec.NotAfter, Replaces: replaces, SpecHash: SpecHash(&o.Spec)}},
+			Reason: ReasonCreating, Message: msg}
 	}
 	readFirst := "the last call failed (" + st.LastError + "); reading the order before anything else (RFC 8555 §7.1.3)"
 	switch st.State {
@@ -322,7 +472,12 @@ func Decide(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) R
 		return Result{Actions: acts, Reason: ReasonChallenges, Message: "creating and deleting challenges for the authorizations"}
 	}
 	if !allFinal {
-		return Result{Reason: ReasonWaiting, Message: "waiting for the challenges to finish; the order is looked at again when one does"}
+		res := Result{Reason: ReasonWaiting, Message: "waiting for the challenges to finish; the order is looked at again when one does"}
+		if exp, ok := Expiry(o); ok {
+			res.RequeueAt = exp
+			res.Message += ", or at its expiry at " + stamp(exp)
+		}
+		return res
 	}
 	switch {
 	case st.LastError != "":
@@ -361,6 +516,11 @@ func retryGate(o *Order, now time.Time, cfg Config) (Result, bool) {
 	if st.FailedAttempts >= cfg.maxAttempts() {
 		return fail(o, now, ReasonRetriesExhausted, fmt.Sprintf("gave up after %d failed attempts without progress; the last: %s", st.FailedAttempts, st.LastError)), true
 	}
+	if st.ReadFirst && st.URL != "" {
+		// The refusal says the order may have moved on: reading it
+		// waits for nothing.
+		return sync(o, ReasonSyncing, "the server refused the last call ("+st.LastError+"), which says the order may have moved on: reading it at once (RFC 8555 §7.1.3)"), true
+	}
 	at, ok := RetryAt(&st, cfg)
 	if !ok {
 		// A host that recorded the error without its time: record it
@@ -373,9 +533,9 @@ func retryGate(o *Order, now time.Time, cfg Config) (Result, bool) {
 		return Result{Actions: []Action{UpdateStatus{Status: next}}, RequeueAt: at, Reason: ReasonRetrying,
 			Message: "a transient error (" + st.LastError + ") without a recorded time: recording it; retrying at " + stamp(at)}, true
 	}
-	if st.Expires != nil && st.State != StateValid && (!at.Before(*st.Expires) || !now.Before(*st.Expires)) {
+	if exp, ok := Expiry(o); ok && st.State != StateValid && (!at.Before(exp) || !now.Before(exp)) {
 		return fail(o, now, ReasonExpired, fmt.Sprintf("the order expires at %s, before its next attempt at %s; the last error: %s",
-			stamp(*st.Expires), stamp(at), st.LastError)), true
+			stamp(exp), stamp(at), st.LastError)), true
 	}
 	if now.Before(at) {
 		return Result{RequeueAt: at, Reason: ReasonRetrying, Message: fmt.Sprintf("a transient error (%s), attempt %d of %d; retrying at %s",
@@ -532,7 +692,7 @@ func wantedChallenges(o *Order) (map[string]challenge.Challenge, string) {
 			Spec: challenge.Spec{
 				AuthorizationURL: a.URL, URL: offer.URL, Type: typ, DNSName: a.Identifier, Token: offer.Token,
 				Key: o.Status.KeyAuthorizations[offer.Token], Wildcard: a.Wildcard, Solver: solver,
-				Issuer: o.Spec.Issuer, Account: o.Spec.Account,
+				Issuer: o.Spec.Issuer, Account: o.Spec.Account, Expires: expiresOf(o),
 			},
 		}
 		if a.FetchedAt != nil {
@@ -614,4 +774,94 @@ func failed(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) R
 		return Result{Actions: acts, RequeueAt: removeAt, Reason: ReasonFailed, Message: msg + "; the order is removed at " + stamp(removeAt)}
 	}
 	return Result{Actions: append(acts, DeleteOrder{Reason: "failed more than " + cfg.ttl().String() + " ago"}), Reason: ReasonFailed, Message: msg}
+}
+
+func copyTime(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	c := *t
+	return &c
+}
+
+// Expiry is when the order expires, as the machine reckons it: when the
+// server said (Status.Expires) — unless that is before the order was
+// created here, which only a clock that disagrees with the server's can
+// make, and which is then not believed — else 7 days (Let's Encrypt's
+// authorization lifetime) after its creation. ok is false when neither is
+// known. The machine fails an order past its expiry before it was
+// finalized, and gives it to the order's challenges (challenge.Spec.Expires).
+func Expiry(o *Order) (time.Time, bool) {
+	if o == nil {
+		return time.Time{}, false
+	}
+	created := o.CreationTimestamp
+	switch {
+	case o.Status.Expires != nil && (created.IsZero() || o.Status.Expires.After(created)):
+		return *o.Status.Expires, true
+	case !created.IsZero():
+		return created.Add(assumedLifetime), true
+	}
+	return time.Time{}, false
+}
+
+func expiresOf(o *Order) *time.Time {
+	if t, ok := Expiry(o); ok {
+		return &t
+	}
+	return nil
+}
+
+// retryAfterTooLong fails an order that the server asks — itself, or
+// through one of its challenges that is not final — to wait longer than
+// Config.MaxRetryAfter. The latest such Retry-After stays in the status,
+// for the certificate's backoff.
+func retryAfterTooLong(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) (Result, bool) {
+	limit := now.Add(cfg.maxRetryAfter())
+	var at time.Time
+	from := ""
+	if ra := o.Status.RetryAfter; ra != nil && ra.After(limit) {
+		at, from = *ra, "the order"
+	}
+	for _, c := range owned {
+		if c == nil || c.Status.State.Final() || c.Status.RetryAfter == nil {
+			continue
+		}
+		if ra := *c.Status.RetryAfter; ra.After(limit) && ra.After(at) {
+			at, from = ra, "the challenge for "+c.Spec.DNSName
+		}
+	}
+	if at.IsZero() {
+		return Result{}, false
+	}
+	msg := fmt.Sprintf("the server asks %s to wait until %s (Retry-After), longer than the %v an order waits; "+
+		"the request fails with that Retry-After and the certificate's backoff tries again", from, stamp(at), cfg.maxRetryAfter())
+	if o.Status.LastError != "" {
+		msg += "; the last error: " + o.Status.LastError
+	}
+	for _, c := range owned {
+		if c != nil && c.Status.LastError != "" && c.Status.RetryAfter != nil && c.Status.RetryAfter.Equal(at) {
+			msg += "; the challenge's last error: " + c.Status.LastError
+			break
+		}
+	}
+	res := fail(o, now, ReasonRetryAfterTooLong, msg)
+	u := res.Actions[0].(UpdateStatus)
+	u.Status.RetryAfter = &at
+	res.Actions[0] = u
+	return res, true
+}
+
+// badCertificate handles a certificate that cannot be used: the first
+// time, the order is made again (its challenges deleted, its status
+// started afresh with why); the second time, it fails.
+func badCertificate(o *Order, owned []*challenge.Challenge, now time.Time, bad string) Result {
+	st := o.Status
+	if st.BadCertificate != "" {
+		return fail(o, now, ReasonBadCertificate, "the server issued a certificate that cannot be used, for the second order in a row: "+bad+
+			" (the first: "+st.BadCertificate+")")
+	}
+	next := Status{BadCertificate: bad, ReplacesRefused: st.ReplacesRefused}
+	return Result{Actions: append(deleteAll(owned, "the order's certificate cannot be used"), UpdateStatus{Status: next}),
+		Reason: ReasonBadCertificate, Message: "the server issued a certificate that cannot be used: " + bad + "; ordering it again, once"}
 }

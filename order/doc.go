@@ -7,13 +7,19 @@
 // does the ACME calls, one request each) and writes the answer into
 // [Status] as the action's doc says, recording failures with
 // [Status.NoteFailure]. [ChooseSolver] picks the solver for an identifier;
-// [Identifiers] lists what an order asks for.
+// [Identifiers] lists what an order asks for; [CheckCertificate] checks
+// the certificate the server issued against the order before it is
+// handed over.
 //
 // Deadlines arrive: every RequeueAt is derived from times the status
 // records (a read, a failure and its attempt count, the server's
 // Retry-After, a failure time), so deciding again at RequeueAt with nothing
 // changed acts, or waits for a later time for another reason — never for
 // the same deadline moved forward with the clock ([RetryAt], [PollAt]).
+// And every wait ends: a decision without actions that is not final says
+// why and until when, never longer than the order's expiry, nor longer
+// than [Config.MaxRetryAfter] (1 h) on the server's Retry-After — past
+// that the order fails with it, and the certificate's backoff takes over.
 //
 // Polls are fast and polite: an order the server is working on is read
 // [Config.FirstPoll] (200 ms) after the call that changed it, then after

@@ -91,10 +91,19 @@ func TestDecide(t *testing.T) {
 			want:   "DeleteChallenge{web-1-9: not needed by the order's authorizations} CreateChallenge{web-1-0 dns-01 web.example} CreateChallenge{web-1-1 dns-01 web.example}",
 			reason: ReasonChallenges,
 		},
-		"while challenges run, the order waits for one to change, not for a time": {
+		"while challenges run, the order waits for one to change, or at the latest for its expiry (7 days when the server gave none)": {
 			order:  func() *Order { return authorized(newOrder()) },
 			owned:  func(o *Order) []*challenge.Challenge { return wanted(o, challenge.StatePending) },
-			reason: ReasonWaiting,
+			reason: ReasonWaiting, requeue: 7 * 24 * time.Hour,
+		},
+		"while challenges run, the order waits for one to change, or at the latest for the expiry the server gave (RFC 8555 §7.1.3)": {
+			order: func() *Order {
+				o := authorized(newOrder())
+				o.Status.Expires = tp(t0.Add(50 * time.Minute))
+				return o
+			},
+			owned:  func(o *Order) []*challenge.Challenge { return wanted(o, challenge.StatePending) },
+			reason: ReasonWaiting, requeue: 50 * time.Minute,
 		},
 		"all challenges valid: finalize without reading the order first, keeping the challenges (§7.4)": {
 			order: func() *Order { return authorized(newOrder()) },
@@ -292,17 +301,31 @@ func allAuthorized(o *Order, owned []*challenge.Challenge) bool {
 }
 
 func FuzzOrder(f *testing.F) {
-	f.Add("pending", uint8(3), "web.example", true, uint8(2), int64(0), uint8(0), uint8(0), int64(0), int64(0), int64(0), int64(0), int64(0))
-	f.Add("ready", uint8(0), "", false, uint8(0), int64(-3600), uint8(0), uint8(0), int64(0), int64(0), int64(0), int64(0), int64(0))
-	f.Add("ready", uint8(2), "web.example", false, uint8(1), int64(0), uint8(0b0011), uint8(2), int64(-3), int64(0), int64(-1), int64(600), int64(0))
-	f.Add("valid", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b1000), uint8(1), int64(0), int64(0), int64(-2), int64(0), int64(0))
-	f.Add("pending", uint8(2), "web.example", false, uint8(2), int64(0), uint8(0b10000), uint8(0), int64(0), int64(0), int64(5), int64(0), int64(0))
-	f.Add("processing", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b0111), uint8(4), int64(-30), int64(90), int64(-1), int64(100), int64(0))
-	f.Add("processing", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b10000), uint8(0), int64(0), int64(0), int64(0), int64(0), int64(-1500))
-	f.Add("processing", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b11000), uint8(0), int64(0), int64(3), int64(0), int64(0), int64(-250))
+	f.Add("pending", uint8(3), "web.example", true, uint8(2), int64(0), uint8(0), uint8(0), int64(0), int64(0), int64(0), int64(0), int64(0), uint8(0))
+	f.Add("ready", uint8(0), "", false, uint8(0), int64(-3600), uint8(0), uint8(0), int64(0), int64(0), int64(0), int64(0), int64(0), uint8(0))
+	f.Add("ready", uint8(2), "web.example", false, uint8(1), int64(0), uint8(0b0011), uint8(2), int64(-3), int64(0), int64(-1), int64(600), int64(0), uint8(0))
+	f.Add("valid", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b1000), uint8(1), int64(0), int64(0), int64(-2), int64(0), int64(0), uint8(0))
+	f.Add("pending", uint8(2), "web.example", false, uint8(2), int64(0), uint8(0b10000), uint8(0), int64(0), int64(0), int64(5), int64(0), int64(0), uint8(0))
+	f.Add("processing", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b0111), uint8(4), int64(-30), int64(90), int64(-1), int64(100), int64(0), uint8(0))
+	f.Add("processing", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b10000), uint8(0), int64(0), int64(0), int64(0), int64(0), int64(-1500), uint8(0))
+	f.Add("processing", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b11000), uint8(0), int64(0), int64(3), int64(0), int64(0), int64(-250), uint8(0))
+	signed, key := withCSR(newOrder())
+	good := selfSigned(key, signed.Spec.DNSNames)
+	f.Add("valid", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b11000000), uint8(1), int64(0), int64(0), int64(-2), int64(0), int64(0), uint8(0b1100))
+	f.Add("ready", uint8(1), "web.example", false, uint8(1), int64(0), uint8(0b00000111), uint8(1), int64(-1), int64(0), int64(0), int64(0), int64(0), uint8(0b0001))
+	f.Add("pending", uint8(2), "web.example", false, uint8(5), int64(0), uint8(0), uint8(0), int64(0), int64(7200), int64(0), int64(0), int64(0), uint8(0b10000))
+	f.Add("", uint8(0), "", false, uint8(0), int64(0), uint8(0), uint8(0), int64(0), int64(0), int64(0), int64(0), int64(0), uint8(0b100010))
 	f.Fuzz(func(t *testing.T, state string, nAuthz uint8, ident string, wildcard bool, nOwned uint8, failOff int64,
-		flags, attempts uint8, errOff, retryOff, syncOff, expOff, changedOff int64) {
+		flags, attempts uint8, errOff, retryOff, syncOff, expOff, changedOff int64, more uint8) {
 		o := authorized(newOrder())
+		if more&8 != 0 {
+			// A CSR that parses, so a certificate can be good.
+			o.Spec.CSR = signed.Spec.CSR
+			o.Status.SpecHash = SpecHash(&o.Spec)
+		}
+		if more&32 != 0 {
+			o.Status.URL = "" // not created yet
+		}
 		o.Status.State = State(state)
 		o.Status.Authorizations = nil
 		for i := 0; i < int(nAuthz%6); i++ {
@@ -342,6 +365,18 @@ func FuzzOrder(f *testing.F) {
 		}
 		if flags&128 != 0 {
 			o.Status.Certificate = []byte("PEM")
+			if more&4 != 0 {
+				o.Status.Certificate = good
+			}
+		}
+		o.Status.ReadFirst = more&1 != 0
+		if more&2 != 0 {
+			o.Spec.Replaces = "aki.serial"
+			o.Status.SpecHash = SpecHash(&o.Spec)
+			o.Status.ReplacesRefused = "at least one identifier must match"
+		}
+		if more&64 != 0 {
+			o.Status.BadCertificate = "the first was bad"
 		}
 		var owned []*challenge.Challenge
 		for i := 0; i < int(nOwned%4); i++ {
@@ -349,6 +384,9 @@ func FuzzOrder(f *testing.F) {
 				Status: challenge.Status{State: challenge.State([]string{"valid", "pending", "invalid", "errored"}[(i+int(nOwned/4))%4])}}
 			if (nOwned>>4)&1 != 0 {
 				c.Status.SyncedAt = tp(t0.Add(sec(syncOff) - time.Duration(i+1)*time.Second))
+			}
+			if more&16 != 0 {
+				c.Status.RetryAfter = tp(t0.Add(sec(retryOff)))
 			}
 			owned = append(owned, c)
 		}
@@ -376,22 +414,38 @@ func FuzzOrder(f *testing.F) {
 					require.Equal(t, challenge.TypeDNS01, a.Challenge.Spec.Type, "a wildcard challenge that is not DNS-01")
 				}
 			case UpdateStatus:
-				if !a.Status.State.Failed() {
+				reordered := res.Reason == ReasonBadCertificate && !a.Status.State.Failed()
+				if !a.Status.State.Failed() && !reordered {
 					require.Equal(t, o.Status.State, a.Status.State, "the machine moved the order to a state the server did not give")
 				}
+				if reordered {
+					require.Empty(t, o.Status.BadCertificate, "ordered again after a second bad certificate")
+					require.Equal(t, Status{BadCertificate: a.Status.BadCertificate, ReplacesRefused: o.Status.ReplacesRefused}, a.Status,
+						"ordered again with more than a fresh status")
+					require.NotEmpty(t, a.Status.BadCertificate)
+				}
+			case CreateOrder:
+				if o.Status.ReplacesRefused != "" {
+					require.Empty(t, a.Replaces, "asked for replaces again after the server refused it")
+				}
 			}
+		}
+		if res.Reason == ReasonDone {
+			require.Empty(t, CheckCertificate(&o.Spec, o.Status.Certificate), "handed over a certificate that does not check")
 		}
 		checkLiveness(t, res, t0, func(now time.Time) Result { return Decide(o, owned, now, cfg) })
 	})
 }
 
-// eventDriven are the reasons with which a decision may wait for no time:
-// only a change of the snapshot can move it on.
-var eventDriven = map[string]bool{ReasonWaiting: true, ReasonDone: true, ReasonNoOrderState: true}
+// final are the reasons of a decision that is done with the order: it may
+// wait for no time. Every other decision without actions waits for a
+// deadline.
+var final = map[string]bool{ReasonDone: true, ReasonNoOrderState: true}
 
 // checkLiveness holds a decision made at now to the liveness invariant:
-// deadlines arrive. A result without actions waits for a time after now
-// (or, for an event-driven reason, for none); deciding again at any
+// deadlines arrive. A result without actions says why (a reason and a
+// message) and waits for a time after now (or, final, for none); deciding
+// again at any
 // moment before that time, with nothing changed, waits for the same time;
 // and deciding at that time acts, or waits for a later time (or an event)
 // for another reason — never for the same deadline moved forward.
@@ -400,8 +454,10 @@ func checkLiveness(t *testing.T, res Result, now time.Time, decide func(time.Tim
 	if len(res.Actions) > 0 {
 		return
 	}
+	require.NotEmpty(t, res.Reason, "no action and no reason: %s", res.Message)
+	require.NotEmpty(t, res.Message, "no action and no message for %s", res.Reason)
 	if res.RequeueAt.IsZero() {
-		require.True(t, eventDriven[res.Reason], "no action and no deadline for %s: %s", res.Reason, res.Message)
+		require.True(t, final[res.Reason], "no action and no deadline for %s: %s", res.Reason, res.Message)
 		return
 	}
 	require.True(t, res.RequeueAt.After(now), "no action and a deadline %v not after now %v: %s", res.RequeueAt, now, res.Message)
@@ -416,7 +472,7 @@ func checkLiveness(t *testing.T, res Result, now time.Time, decide func(time.Tim
 	case again.Reason == res.Reason:
 		t.Fatalf("at its deadline %v the decision waits again for %s (until %v): %s", res.RequeueAt, again.Reason, again.RequeueAt, again.Message)
 	case again.RequeueAt.IsZero():
-		require.True(t, eventDriven[again.Reason], "at its deadline %v: no action and no deadline for %s: %s", res.RequeueAt, again.Reason, again.Message)
+		require.True(t, final[again.Reason], "at its deadline %v: no action and no deadline for %s: %s", res.RequeueAt, again.Reason, again.Message)
 	default:
 		require.True(t, again.RequeueAt.After(res.RequeueAt), "at its deadline %v the decision waits until %v: %s", res.RequeueAt, again.RequeueAt, again.Message)
 	}

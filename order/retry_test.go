@@ -284,8 +284,9 @@ func TestRecoveryReadsFirst(t *testing.T) {
 		},
 		"once the certificate is fetched, the challenges are deleted": {
 			order: func() *Order {
-				o := authorized(newOrder())
-				o.Status.State, o.Status.CertificateURL, o.Status.Certificate = StateValid, "https://ca/cert/1", []byte("PEM")
+				o, key := withCSR(newOrder())
+				authorized(o)
+				o.Status.State, o.Status.CertificateURL, o.Status.Certificate = StateValid, "https://ca/cert/1", selfSigned(key, o.Spec.DNSNames)
 				return o
 			},
 			owned: allValid,

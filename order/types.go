@@ -132,6 +132,28 @@ type Status struct {
 	// KeyAuthorizations maps a challenge token to its key authorization;
 	// the host computes them from the account key (RFC 8555 §8.1).
 	KeyAuthorizations map[string]string `json:"keyAuthorizations,omitempty"`
+	// ReplacesRefused is the server's words when it refused to create the
+	// order with Spec.Replaces (RFC 9773 §5): for an order whose names
+	// share none with the replaced certificate, one that was replaced
+	// already, or any other reason. The host then creates the order again
+	// without replaces in the same call and records why here; CreateOrder
+	// never asks for replaces again once it is set. Empty when the order
+	// was created as asked.
+	ReplacesRefused string `json:"replacesRefused,omitempty"`
+	// ReadFirst is set with a failure that says the order may have moved
+	// on at the server (a finalize refused as not ready or as already
+	// finalized, or with a bare 403): the order is read at once, without
+	// waiting for the retry delay. A read that finds the order moved on
+	// clears it with the failure (NoteSuccess); a read that finds it
+	// unchanged clears only ReadFirst, and leaves the failure to its
+	// retry delay.
+	ReadFirst bool `json:"readFirst,omitempty"`
+	// BadCertificate says what was wrong with the certificate of an
+	// earlier order for this spec (a chain that does not decode, another
+	// public key than the CSR's, other names): such an order is made
+	// again once, and a second bad certificate fails it. Empty when no
+	// bad certificate was issued.
+	BadCertificate string `json:"badCertificate,omitempty"`
 }
 
 // NoteFailure records a failed call at now: its words, whether a later
@@ -154,6 +176,7 @@ func (s *Status) NoteFailure(err string, transient bool, retryAfter *time.Time, 
 // failed attempts starts again from zero.
 func (s *Status) NoteSuccess(movedOn bool) {
 	s.LastError, s.Transient, s.LastErrorTime, s.RetryAfter = "", false, nil, nil
+	s.ReadFirst = false
 	if movedOn {
 		s.FailedAttempts = 0
 	}

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/keys"
 	"k8s.io/utils/clock"
@@ -276,13 +275,21 @@ func (h *Host) carryOut(ctx context.Context, c *certificate.Certificate, a certi
 			return err
 		}
 		r.CreationTimestamp = now // as the API server sets it
-		if _, acme := h.Issuers[r.Spec.IssuerRef.Name].(ACME); acme {
-			h.markRenewal(c, &r)
-		}
 		return ignore(h.Store.CreateRequest(&r), ErrAlreadyExists)
 
 	case certificate.DeleteRequest:
-		return ignore(h.Store.DeleteRequest(a.Name), ErrNotFound)
+		if err := ignore(h.Store.DeleteRequest(a.Name), ErrNotFound); err != nil {
+			return err
+		}
+		// Tell the request's issuer, so that nothing it keeps for the
+		// request (an ACME order, what its challenges present) outlives
+		// it.
+		if f, ok := h.Issuers[a.IssuerRef.Name].(interface {
+			Forget(ctx context.Context, namespace, name string) error
+		}); ok {
+			return f.Forget(ctx, c.Namespace, a.Name)
+		}
+		return nil
 
 	case certificate.DeleteSecret:
 		return ignore(h.Store.DeleteSecret(a.Name), ErrNotFound)
@@ -338,22 +345,6 @@ func mergeInto(dst, src map[string]string) map[string]string {
 	}
 	maps.Copy(dst, src)
 	return dst
-}
-
-// markRenewal names on an ACME request the certificate it renews — the one
-// the secret holds, when the same issuer issued it — so that its order
-// carries "replaces" (RFC 9773 §5): the CA then knows the renewal, and
-// exempts it from rate limits. A certificate from another issuer is never
-// named; that CA does not know it.
-func (h *Host) markRenewal(c *certificate.Certificate, r *certificate.CertificateRequest) {
-	sec, err := h.Store.Secret(c.Spec.SecretName)
-	if err != nil || sec.Annotations[certificate.AnnotationIssuerName] != r.Spec.IssuerRef.Name {
-		return
-	}
-	p, _ := keys.ParseSecretData(sec.Data)
-	if p != nil && p.Leaf != nil {
-		_ = acmeclient.SetReplaces(r, p.Leaf) // a leaf without an authority key ID names nothing
-	}
 }
 
 // privateKey reads tls.key of a secret.

@@ -58,14 +58,19 @@ func orCryptoRand(r io.Reader) io.Reader {
 
 // ACME answers requests over ACME with an acmeclient.Issuer: one order
 // per request, whose state the issuer keeps in its Store, so a restarted
-// host resumes the same order. The host marks a renewal with the
-// certificate it replaces when it creates the request (RFC 9773 §5).
+// host resumes the same order. A renewal's request names the certificate
+// it replaces (certificate.AnnotationReplaces, set by the decision), and
+// its order says so (RFC 9773 §5).
 type ACME struct {
 	Issuer *acmeclient.Issuer
 }
 
 // Answer does the request's next ACME steps and says when to look again.
-func (a ACME) Answer(ctx context.Context, r *certificate.CertificateRequest, _ time.Time) (time.Time, error) {
-	res, err := a.Issuer.Step(ctx, r)
-	return res.RequeueAt, err
+func (a ACME) Answer(ctx context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
+	return a.Issuer.Answer(ctx, r, now)
+}
+
+// Forget removes what the issuer keeps for a deleted request.
+func (a ACME) Forget(ctx context.Context, namespace, name string) error {
+	return a.Issuer.Forget(ctx, namespace, name)
 }

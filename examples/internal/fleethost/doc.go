@@ -20,8 +20,8 @@
 //
 // Requests are answered by an Issuer: a local CA (for tests and the
 // simulation, able to misbehave on purpose) or ACME (acmeclient.Issuer,
-// which drives the order and challenge machines; the host names the
-// certificate a renewal replaces on the requests it creates).
+// which drives the order and challenge machines; a renewal's request
+// names the certificate it replaces, as the decision made it).
 //
 // What it holds per certificate is kept small, since a host holds a whole
 // fleet: secrets and requests are stored packed (their small maps as

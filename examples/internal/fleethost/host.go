@@ -14,7 +14,6 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/examples/internal/host"
 	"github.com/certlife/certlife/keys"
@@ -448,9 +447,6 @@ func (h *Host) carryOut(c *certificate.Certificate, ver, secretVer uint64, a cer
 		if r.Spec.Request, err = keys.BuildCSR(h.opts.Rand, a.Template, key); err != nil {
 			return "", err
 		}
-		if _, acme := h.issuers[r.Spec.IssuerRef.Name].(*ACME); acme {
-			h.markRenewal(&r, c.Spec.SecretName)
-		}
 		r.CreationTimestamp = h.now()
 		if _, err := h.Requests.Create(r.Name, &r); err != nil {
 			if errors.Is(err, host.ErrAlreadyExists) {
@@ -507,24 +503,6 @@ func (h *Host) carryOut(c *certificate.Certificate, ver, secretVer uint64, a cer
 		return "", fmt.Errorf("unknown action %T", a)
 	}
 	return created, nil
-}
-
-// markRenewal names, on an ACME request, the certificate the secret holds
-// now (the one the request renews), so that its order carries "replaces"
-// (RFC 9773 §5). A secret without a certificate that parses, or one
-// without an authority key identifier, names none.
-func (h *Host) markRenewal(r *certificate.CertificateRequest, secretName string) {
-	sec, _, ok := h.Secrets.Get(secretName)
-	if !ok {
-		return
-	}
-	block, _ := keys.DecodePEM(sec.Data[keys.SecretCertificate])
-	if block == nil || block.Type != "CERTIFICATE" {
-		return
-	}
-	if leaf, err := x509.ParseCertificate(block.Bytes); err == nil {
-		_ = acmeclient.SetReplaces(r, leaf)
-	}
 }
 
 // nextKey reads and decodes a next-private-key secret, through the cache.

@@ -124,9 +124,9 @@ func (l *LocalCA) Process(_ context.Context, req *certificate.CertificateRequest
 }
 
 // ACME answers requests over ACME with the public acmeclient.Issuer: one
-// order per request, its state in the issuer's store. The host sets
-// acmeclient.AnnotationReplaces on the requests it creates for a
-// certificate whose secret holds one (RFC 9773 §5).
+// order per request, its state in the issuer's store. A renewal's request
+// carries certificate.AnnotationReplaces, set by the decision, and its
+// order names the certificate it replaces (RFC 9773 §5).
 type ACME struct {
 	Issuer *acmeclient.Issuer
 }

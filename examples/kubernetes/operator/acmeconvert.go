@@ -143,6 +143,9 @@ func OrderStatusFromCore(s order.Status) v1alpha1.OrderStatus {
 		FailedAttempts:    s.FailedAttempts,
 		RetryAfter:        microFromCore(s.RetryAfter),
 		KeyAuthorizations: s.KeyAuthorizations,
+		ReplacesRefused:   s.ReplacesRefused,
+		ReadFirst:         s.ReadFirst,
+		BadCertificate:    s.BadCertificate,
 	}
 	for _, a := range s.Authorizations {
 		oa := v1alpha1.ACMEAuthorization{URL: a.URL, Identifier: a.Identifier, Wildcard: a.Wildcard, InitialState: string(a.InitialState), FetchedAt: microFromCore(a.FetchedAt)}
@@ -216,6 +219,9 @@ func OrderStatusToCore(s v1alpha1.OrderStatus) order.Status {
 		FailedAttempts:    s.FailedAttempts,
 		RetryAfter:        microToCore(s.RetryAfter),
 		KeyAuthorizations: s.KeyAuthorizations,
+		ReplacesRefused:   s.ReplacesRefused,
+		ReadFirst:         s.ReadFirst,
+		BadCertificate:    s.BadCertificate,
 	}
 	for _, a := range s.Authorizations {
 		ca := order.Authorization{URL: a.URL, Identifier: a.Identifier, Wildcard: a.Wildcard, InitialState: order.State(a.InitialState), FetchedAt: microToCore(a.FetchedAt)}

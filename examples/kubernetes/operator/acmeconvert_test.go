@@ -45,6 +45,7 @@ func fullOrder() *order.Order {
 			Certificate: []byte("pem"), FailureTime: at(2 * time.Second), SyncedAt: at(3 * time.Second), ChangedAt: at(4 * time.Second),
 			Expires: at(5 * time.Second), SpecHash: "h", LastError: "e", Transient: true, LastErrorTime: at(6 * time.Second),
 			FailedAttempts: 2, RetryAfter: at(7 * time.Second), KeyAuthorizations: map[string]string{"tok": "tok.thumb"},
+			ReplacesRefused: "at least one identifier must match", ReadFirst: true, BadCertificate: "another public key",
 		},
 	}
 }

@@ -276,10 +276,29 @@ func (s *orderStore) Delete(ctx context.Context, key string) error {
 	switch {
 	case st != nil:
 		ns = st.order.Namespace
-	case requestOf(ctx) != nil:
-		ns = requestOf(ctx).Namespace
 	default:
-		return nil // never read nor written here: nothing known to delete
+		// Not read nor written lately (the issuer removes an old state
+		// during another request's step): find it among the issuer's
+		// Orders.
+		var ol v1alpha1.OrderList
+		opts := []client.ListOption{client.MatchingLabels{LabelACMEIssuer: s.issuer}}
+		if s.namespace != "" {
+			opts = append(opts, client.InNamespace(s.namespace))
+		}
+		if err := s.cache.List(ctx, &ol, opts...); err != nil {
+			return err
+		}
+		for i := range ol.Items {
+			if ol.Items[i].Name == key {
+				ns = ol.Items[i].Namespace
+			}
+		}
+		if ns == "" && requestOf(ctx) != nil {
+			ns = requestOf(ctx).Namespace
+		}
+		if ns == "" {
+			return nil // nothing known to delete
+		}
 	}
 	var cl v1alpha1.ChallengeList
 	if err := s.api.List(ctx, &cl, client.InNamespace(ns), client.MatchingLabels{LabelACMEIssuer: s.issuer, LabelACMEOrder: labelValue(key)}); err != nil {

@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/keys"
 
@@ -176,7 +175,6 @@ func (r *CertificateReconciler) carryOut(ctx context.Context, crt *v1alpha1.Cert
 		if req.Spec.Request, err = keys.BuildCSR(r.Rand, a.Template, key); err != nil {
 			return err
 		}
-		r.markRenewal(ctx, crt, g, &req)
 		obj := RequestFromCore(&req, crt)
 		obj.CreationTimestamp = metav1.Time{}
 		obj.Namespace = crt.Namespace
@@ -202,39 +200,6 @@ func (r *CertificateReconciler) carryOut(ctx context.Context, crt *v1alpha1.Cert
 		return r.writeStatus(ctx, crt, st)
 	}
 	return fmt.Errorf("unknown action %T", a)
-}
-
-// markRenewal names, on a request to an ACME issuer, the certificate it
-// renews — the one the target Secret holds, when the same issuer issued
-// it — so that its order carries "replaces" (RFC 9773 §5), which tells the
-// CA it is a renewal (Let's Encrypt exempts those from its rate limits).
-// A certificate from another issuer is never named: that CA does not know
-// it.
-func (r *CertificateReconciler) markRenewal(ctx context.Context, crt *v1alpha1.Certificate, g *gathered, req *certificate.CertificateRequest) {
-	s := g.target
-	if s == nil || r.Issuers == nil {
-		return
-	}
-	ref := req.Spec.IssuerRef
-	kind := ref.Kind
-	if kind == "" {
-		kind = certificate.DefaultIssuerKind
-	}
-	skind := s.Annotations[certificate.AnnotationIssuerKind]
-	if skind == "" {
-		skind = certificate.DefaultIssuerKind
-	}
-	if s.Annotations[certificate.AnnotationIssuerName] != ref.Name || skind != kind {
-		return
-	}
-	spec, _, ours, err := r.Issuers.lookup(ctx, crt.Namespace, v1alpha1.IssuerReference{Name: ref.Name, Kind: ref.Kind, Group: ref.Group})
-	if err != nil || !ours || spec.ACME == nil {
-		return
-	}
-	p, _ := keys.ParseSecretData(s.Data)
-	if p != nil && p.Leaf != nil {
-		_ = acmeclient.SetReplaces(req, p.Leaf) // a leaf without an authority key ID names nothing
-	}
 }
 
 // generateKey creates the next-private-key Secret: labelled, owned by the

@@ -160,6 +160,19 @@ type OrderStatus struct {
 	// crash is given again from the same order.
 	// +optional
 	AnsweredAt *metav1.MicroTime `json:"answeredAt,omitempty"`
+	// ReplacesRefused is the server's words when it refused to create the
+	// order with spec.replaces; the order was created without it.
+	// +optional
+	ReplacesRefused string `json:"replacesRefused,omitempty"`
+	// ReadFirst: the last failure says the order may have moved on at
+	// the server (a finalize refused as not ready or already finalized);
+	// it is read at once.
+	// +optional
+	ReadFirst bool `json:"readFirst,omitempty"`
+	// BadCertificate says what was wrong with the certificate of an
+	// earlier order for this spec; the order was made again once.
+	// +optional
+	BadCertificate string `json:"badCertificate,omitempty"`
 }
 
 // ACMEAuthorization is what the server said about one identifier.
