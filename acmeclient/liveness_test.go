@@ -594,7 +594,10 @@ func TestAnswerRecordsWhatTheOrderIsDoing(t *testing.T) {
 // A request the host steps late — its queue lagged past StaleAfter — keeps
 // its order: its own step never takes its state for abandoned.
 func TestARequestSteppedLateKeepsItsOrder(t *testing.T) {
-	e := newFaultEnvWith(t, acmetest.Options{}, func(c *acmeclient.IssuerConfig) { c.Solvers.HTTP01Check = notYet{} })
+	e := newFaultEnvWith(t, acmetest.Options{}, func(c *acmeclient.IssuerConfig) {
+		c.Solvers.HTTP01Check = notYet{}
+		c.Challenge.SelfCheckTimeout = 2 * time.Hour // the hour's wait is the host's lag, not the self-check's
+	})
 	ctx := timeout(t)
 	r, _ := newRequest(t, "late", "late.example")
 	e.stepUntil(t, r, challengeInFlight)
