@@ -38,6 +38,10 @@ type Config struct {
 	// kind or group in a key means the defaults (certificate.IssuerRef.
 	// WithDefaults). A request whose issuer is not here is left to
 	// whoever serves it; the certificate says so when nobody answers.
+	// An issuer that keeps state of its own and has a method
+	// Sweep(ctx) (next time.Time, err error) — acmeclient.Issuer does —
+	// is swept when the loop starts and again at each time Sweep returns,
+	// so that what it keeps goes on time even when no request needs it.
 	Issuers map[certificate.IssuerRef]certificate.Issuer
 	// Certificate is passed to every decision.
 	Certificate certificate.Config
@@ -62,8 +66,9 @@ type Config struct {
 // Event is one pass of the loop, for a log, a timeline or a test.
 type Event struct {
 	Time time.Time
-	// Kind is KindCertificate for a certificate's decision and
-	// KindRequest for an issuer's step on a request.
+	// Kind is KindCertificate for a certificate's decision, KindRequest
+	// for an issuer's step on a request, and KindIssuer for an issuer's
+	// sweep (Name is then the issuer reference).
 	Kind            Kind
 	Namespace, Name string
 	// Result is the decision (certificate passes).
@@ -121,8 +126,13 @@ type Loop struct {
 	nextResync time.Time
 }
 
-// item is something the loop looks at: a certificate to decide on, or a
-// request to hand to its issuer.
+// sweeper is an issuer that removes what it keeps on its own schedule.
+type sweeper interface {
+	Sweep(ctx context.Context) (time.Time, error)
+}
+
+// item is something the loop looks at: a certificate to decide on, a
+// request to hand to its issuer, or an issuer to sweep.
 type item struct {
 	kind            Kind
 	namespace, name string
@@ -210,12 +220,10 @@ func (l *Loop) Step(ctx context.Context) (int, error) {
 	l.mu.Lock()
 	due := l.queue.popDue(now)
 	l.mu.Unlock()
+	rank := map[Kind]int{KindCertificate: 0, KindRequest: 1, KindIssuer: 2}
 	slices.SortFunc(due, func(a, b item) int {
 		if a.kind != b.kind {
-			if a.kind == KindCertificate {
-				return -1
-			}
-			return 1
+			return rank[a.kind] - rank[b.kind]
 		}
 		return strings.Compare(key(a.namespace, a.name), key(b.namespace, b.name))
 	})
@@ -229,6 +237,8 @@ func (l *Loop) Step(ctx context.Context) (int, error) {
 			l.reconcile(ctx, it, now)
 		case KindRequest:
 			l.answer(ctx, it, now)
+		case KindIssuer:
+			l.sweep(ctx, it, now)
 		}
 	}
 	return len(due), ctx.Err()
@@ -338,6 +348,13 @@ func (l *Loop) start(ctx context.Context, now time.Time) error {
 	for it := range l.refs {
 		if !seen[it] {
 			gone = append(gone, it)
+		}
+	}
+	if !l.started {
+		for ref, iss := range l.issuers {
+			if _, ok := iss.(sweeper); ok {
+				l.push(item{kind: KindIssuer, name: describeRef(ref)}, now)
+			}
 		}
 	}
 	l.started = true
@@ -792,6 +809,14 @@ func (l *Loop) answer(ctx context.Context, it item, now time.Time) {
 	l.mu.Unlock()
 	before, _ := json.Marshal(r.Status)
 	next, aerr := iss.Answer(ctx, r, now)
+	if _, ok := iss.(sweeper); ok {
+		// What the issuer keeps changed: its next sweep may be due sooner
+		// than the last one said.
+		sw := item{kind: KindIssuer, name: describeRef(r.Spec.IssuerRef)}
+		if l.queuedAt(sw).IsZero() {
+			l.enqueue(sw, now)
+		}
+	}
 	ev.Request = r
 	if after, _ := json.Marshal(r.Status); !bytes.Equal(before, after) {
 		l.writingSelf(it)
@@ -825,6 +850,30 @@ func (l *Loop) answer(ctx context.Context, it item, now time.Time) {
 	}
 	ev.Next = l.queuedAt(it)
 	l.observe(ev)
+}
+
+// sweep calls an issuer's Sweep and queues the next at the time it
+// returns; a failed sweep is tried again after the usual delays.
+func (l *Loop) sweep(ctx context.Context, it item, now time.Time) {
+	var sw sweeper
+	for ref, iss := range l.issuers {
+		if describeRef(ref) == it.name {
+			sw, _ = iss.(sweeper)
+		}
+	}
+	if sw == nil {
+		return
+	}
+	next, err := sw.Sweep(ctx)
+	if err != nil {
+		l.failed(it, now, err)
+		l.observe(Event{Time: now, Kind: KindIssuer, Name: it.name, Err: fmt.Errorf("sweeping %s: %w", it.name, err), Next: l.queuedAt(it)})
+		return
+	}
+	l.succeeded(it)
+	if !next.IsZero() {
+		l.enqueue(it, next)
+	}
 }
 
 func (l *Loop) writingSelf(it item) {

@@ -36,6 +36,9 @@ const (
 	KindCertificate Kind = "Certificate"
 	KindSecret      Kind = "Secret"
 	KindRequest     Kind = "CertificateRequest"
+	// KindIssuer names an issuer's sweep in an Event; a Store keeps no
+	// issuers.
+	KindIssuer Kind = "Issuer"
 )
 
 // ListOptions select objects. Every field that is set must match; a store

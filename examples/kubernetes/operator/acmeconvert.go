@@ -248,6 +248,7 @@ func ChallengeFromCore(c *challenge.Challenge) *v1alpha1.Challenge {
 			Solver:           solverFromCore(c.Spec.Solver),
 			IssuerRef:        acmeIssuerFromCore(c.Spec.Issuer),
 			Account:          c.Spec.Account,
+			Expires:          microFromCore(c.Spec.Expires),
 		},
 		Status: ChallengeStatusFromCore(c.Status),
 	}
@@ -295,6 +296,7 @@ func ChallengeToCore(c *v1alpha1.Challenge) challenge.Challenge {
 			Solver:           solverToCore(c.Spec.Solver),
 			Issuer:           acmeIssuerToCore(c.Spec.IssuerRef),
 			Account:          c.Spec.Account,
+			Expires:          microToCore(c.Spec.Expires),
 		},
 		Status: ChallengeStatusToCore(c.Status),
 	}

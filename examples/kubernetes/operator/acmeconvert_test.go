@@ -56,7 +56,7 @@ func fullChallenge() *challenge.Challenge {
 		Spec: challenge.Spec{AuthorizationURL: "https://ca/authz/1", URL: "https://ca/chall/1", Type: challenge.TypeDNS01,
 			DNSName: "web.example", Token: "tok", Key: "tok.thumb", Wildcard: true,
 			Solver: challenge.Solver{DNS01: &challenge.DNS01Solver{Provider: "rfc2136", Config: map[string]string{"ns": "1"}}, HTTP01: &challenge.HTTP01Solver{Options: map[string]string{"o": "1"}}},
-			Issuer: challenge.Issuer{Name: "le", Kind: "Issuer", Group: "certlife.dev"}, Account: "https://ca/acct/1"},
+			Issuer: challenge.Issuer{Name: "le", Kind: "Issuer", Group: "certlife.dev"}, Account: "https://ca/acct/1", Expires: at(8 * time.Second)},
 		Status: challenge.Status{Processing: true, Presented: true, PresentedAt: at(time.Second), State: challenge.StateValid,
 			Reason: "r", SyncedAt: at(2 * time.Second), ChangedAt: at(3 * time.Second), SelfCheckAt: at(4 * time.Second),
 			SelfCheckPassed: true, Accepted: true, LastError: "e", Transient: true, RetryAfter: at(5 * time.Second),

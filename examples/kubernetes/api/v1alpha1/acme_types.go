@@ -246,6 +246,10 @@ type ChallengeSpec struct {
 	IssuerRef IssuerReference `json:"issuerRef"`
 	// +optional
 	Account string `json:"account,omitempty"`
+	// Expires is when the challenge's order expires; self-checking ends
+	// before it.
+	// +optional
+	Expires *metav1.MicroTime `json:"expires,omitempty"`
 }
 
 // ChallengeStatus is the host's record of the challenge.
