@@ -39,7 +39,10 @@ type Profile struct {
 // Options are Pebble's knobs. The zero value is a quiet, deterministic
 // server: no rejected nonces, no validation sleep, no authorization reuse,
 // one intermediate, no alternate roots, and the profiles "default" (90
-// days) and "shortlived" (6 days).
+// days) and "shortlived" (6 days). An order that names no profile gets one
+// of the profiles at random, as Pebble chooses: name one
+// (acmeclient.IssuerConfig.Profile), or ask for the validity
+// (IssuerConfig.RequestValidity), for certificates of a known lifetime.
 type Options struct {
 	// NonceRejectPercent of good nonces rejected as bad
 	// (PEBBLE_WFE_NONCEREJECT), 0–99.

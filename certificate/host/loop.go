@@ -207,6 +207,16 @@ func (l *Loop) Next() (t time.Time, ok bool) {
 	return t, ok
 }
 
+// NextFor is when the loop next looks at one object — a certificate
+// (KindCertificate) or a request (KindRequest) — and ok is false when it
+// is not queued: it is then looked at only when a write concerns it.
+func (l *Loop) NextFor(kind Kind, namespace, name string) (t time.Time, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, ok = l.queue.at[item{kind, namespace, name}]
+	return t, ok
+}
+
 // Step looks at everything due at the clock's time — certificates first,
 // then requests, each once, in name order — and returns how many it
 // looked at. What they queue for now is left for the next Step. The first
