@@ -161,7 +161,7 @@ type matrixOptions struct {
 	// order that names none gets one of Pebble's profiles at random.
 	profile string
 	tune    func(*acmeclient.IssuerConfig)
-	wrap            func(*acmeclient.Issuer) certificate.Issuer
+	wrap    func(*acmeclient.Issuer) certificate.Issuer
 }
 
 func newMatrixEnv(t *testing.T, o matrixOptions) *matrixEnv {
@@ -501,7 +501,9 @@ func TestFaultMatrix(t *testing.T) {
 	t.Run("a CA's Retry-After of ten years", func(t *testing.T) {
 		e := newMatrixEnv(t, matrixOptions{requestValidity: true})
 		e.create("a", "a.example")
-		e.update("a", func(c *certificate.Certificate) { c.Spec.Duration = &certificate.Duration{Duration: 30 * 24 * time.Hour} })
+		e.update("a", func(c *certificate.Certificate) {
+			c.Spec.Duration = &certificate.Duration{Duration: 30 * 24 * time.Hour}
+		})
 		e.run("first issuance", 5*time.Minute, e.revision("a", 1))
 		notAfter := e.leafOf("a").NotAfter
 		e.wire.set(func(kind string) *wireFault {
