@@ -163,10 +163,14 @@ func (r *run) stamp(t time.Time) string {
 
 func (r *run) observe(e host.Event) {
 	if e.Err != nil {
-		// A pass that stopped early (a conflict, a failed ACME call): the
-		// loop tries again, and says when.
-		fmt.Fprintf(r.w, "%s  %-14s %-22s %s %s: %v; looking again at %s\n", r.stamp(e.Time), "host", "Retrying",
-			e.Kind, e.Name, e.Err, r.stamp(e.Next))
+		// A pass that stopped early (a conflict, a failed ACME call) or
+		// went wrong beside its work: the loop says when it looks again.
+		again := "when it changes"
+		if !e.Next.IsZero() {
+			again = "at " + r.stamp(e.Next)
+		}
+		fmt.Fprintf(r.w, "%s  %-14s %-22s %s %s: %v; looking again %s\n", r.stamp(e.Time), "host", "Error",
+			e.Kind, e.Name, e.Err, again)
 	}
 	if e.Kind == host.KindRequest {
 		if e.Request == nil {
