@@ -197,7 +197,7 @@ func observe(w io.Writer, e host.Event) {
 	at := fmt.Sprintf("%s  %-13s", e.Time.Format(time.DateTime), e.Name)
 	switch r := e.Request; {
 	case e.Err != nil:
-		fmt.Fprintf(w, "%s  error, tried again at %s: %v\n", at, e.Next.Format(time.DateTime), e.Err)
+		fmt.Fprintf(w, "%s  error: %v\n", at, e.Err)
 	case certificate.Answered(r):
 		fmt.Fprintf(w, "%s  %s\n", at, r.Condition(certificate.RequestConditionReady).Message)
 	case e.Result != nil && e.Result.Reason == certificate.ReasonRequestCreated:
