@@ -1,6 +1,7 @@
 // Command quickstart is certlife's main job: it starts Pebble (Let's
 // Encrypt's test CA) in process, solves HTTP-01 on loopback, issues a
-// certificate through the reference host, writes tls.crt and tls.key, and
+// certificate through the host loop users import (certificate/host),
+// writes tls.crt and tls.key (the key readable by its owner only), and
 // then moves a fake clock forward to show, one line per decision, renewal
 // with key rotation, a failed issuance and its backoff, a renewal deferred
 // by a window and then done inside it, and a manual trigger.

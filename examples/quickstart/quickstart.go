@@ -1,13 +1,15 @@
 package main
 
 // The quickstart's story: Pebble in process, HTTP-01 on loopback, a
-// certificate issued through the reference host and written to disk, then
+// certificate issued through the host loop users import (certificate/host)
+// and written to disk, then
 // a fake clock moved forward to show, one line per decision, renewal with
 // key rotation, a failed issuance and its backoff, a renewal deferred by a
 // window and then done inside it, and a manual trigger.
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -16,7 +18,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	testingclock "k8s.io/utils/clock/testing"
@@ -24,13 +28,11 @@ import (
 	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/acmeclient/acmetest"
 	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/certificate/host"
 	"github.com/certlife/certlife/challenge"
-	"github.com/certlife/certlife/examples/refhost"
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/order"
 	"github.com/certlife/certlife/renewal"
-
-	"crypto/rand"
 )
 
 // Options for a run.
@@ -60,10 +62,10 @@ type run struct {
 	w       io.Writer
 	verbose bool
 	start   time.Time
-	clk     *testingclock.FakePassiveClock
+	clk     *testingclock.FakeClock
 	srv     *acmetest.Server
-	store   *refhost.Store
-	h       *refhost.Host
+	store   *host.MemoryStore
+	loop    *host.Loop
 	http01  *acmeclient.HTTP01Handler // what answers HTTP-01 behind the firewall
 	res     Result
 
@@ -105,7 +107,7 @@ func (r *run) setUp(ctx context.Context) error {
 	// were made, so its chains verify on this clock); the orders ask
 	// Pebble for validity on it.
 	r.start = time.Now().UTC().Truncate(time.Hour).Add(time.Hour)
-	r.clk = testingclock.NewFakePassiveClock(r.start)
+	r.clk = testingclock.NewFakeClock(r.start)
 	accountKey, err := keys.Generate(rand.Reader, keys.KeySpec{Algorithm: keys.AlgorithmECDSA})
 	if err != nil {
 		return err
@@ -121,8 +123,9 @@ func (r *run) setUp(ctx context.Context) error {
 		return err
 	}
 	r.http01 = srv.HTTP01Handler()
+	r.store = host.NewMemoryStore(r.clk)
 	issuerCfg := acmeclient.IssuerConfig{
-		Client: client, Store: acmeclient.NewMemoryStore(), Solvers: srv.Solvers(), RequestValidity: true,
+		Client: client, Store: r.store.ACME(), Solvers: srv.Solvers(), RequestValidity: true,
 		Order:     order.Config{PollInterval: time.Second},
 		Challenge: challenge.Config{PollInterval: time.Second, SelfCheckInterval: time.Second},
 	}
@@ -135,9 +138,15 @@ func (r *run) setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.store = refhost.NewStore()
-	r.h = refhost.New(r.store, r.clk, certificate.Config{}, map[string]refhost.Issuer{"pebble": refhost.ACME{Issuer: issuer}})
-	r.h.Observe = r.observe
+	r.loop, err = host.New(host.Config{
+		Store:   r.store,
+		Clock:   r.clk,
+		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "pebble"}: issuer},
+		Observe: r.observe,
+	})
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(r.w, "Pebble (Let's Encrypt's test CA) is serving ACME at %s\n", srv.DirectoryURL)
 	fmt.Fprintf(r.w, "ACME account %s; HTTP-01 answered on 127.0.0.1:%d\n", acct.URL, srv.HTTP01Port())
 	fmt.Fprintf(r.w, "The clock is a fake one from here on: each line is one decision — time, stage, reason, actions.\n\n")
@@ -152,8 +161,21 @@ func (r *run) stamp(t time.Time) string {
 	return fmt.Sprintf("day %3d %s", days, t.UTC().Format("15:04:05"))
 }
 
-func (r *run) observe(e refhost.Event) {
-	if e.Request != nil {
+func (r *run) observe(e host.Event) {
+	if e.Err != nil {
+		// A pass that stopped early (a conflict, a failed ACME call) or
+		// went wrong beside its work: the loop says when it looks again.
+		again := "when it changes"
+		if !e.Next.IsZero() {
+			again = "at " + r.stamp(e.Next)
+		}
+		fmt.Fprintf(r.w, "%s  %-14s %-22s %s %s: %v; looking again %s\n", r.stamp(e.Time), "host", "Error",
+			e.Kind, e.Name, e.Err, again)
+	}
+	if e.Kind == host.KindRequest {
+		if e.Request == nil {
+			return
+		}
 		cond := e.Request.Condition(certificate.RequestConditionReady)
 		if cond == nil || r.lastRequest[e.Request.Name] == cond.Message {
 			return // the request's state, seen again
@@ -167,7 +189,7 @@ func (r *run) observe(e refhost.Event) {
 		return
 	}
 	res := e.Result
-	if len(e.Done) == 0 && res.Reason != certificate.ReasonBackoff {
+	if res == nil || len(e.Done) == 0 && res.Reason != certificate.ReasonBackoff {
 		return // a pass that changed nothing
 	}
 	if res.Reason == certificate.ReasonBackoff {
@@ -232,67 +254,47 @@ func short(a certificate.Action) string {
 	return a.String()
 }
 
-// runUntil works the host's queue, moving the fake clock to each due time,
-// until end. Pebble validates and issues in real time: while a request is
-// waiting for it, the fake clock moves no faster than the real one (a poll
-// due in 200 ms is made 200 ms later), so the order's polls and retries
-// see Pebble as a host on a real clock would; between issuances it jumps.
+// runUntil works the loop until end on the fake clock (host.Loop.Advance):
+// it jumps to each time something is due, but while a request waits for
+// Pebble, which validates and issues in real time, it moves no faster
+// than the real clock, so the order's polls and retries see Pebble as a
+// host on a real clock would.
 func (r *run) runUntil(ctx context.Context, end time.Time) error {
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return errors.New("quickstart: a phase took more than 60 s of real time")
-		}
-		next, ok := r.h.Next()
-		if !ok || next.After(end) {
-			r.clk.SetTime(end)
-			r.h.Step(ctx)
-			return nil
-		}
-		if next.After(r.clk.Now()) {
-			if wait := next.Sub(r.clk.Now()); r.waitingForPebble() && wait < time.Minute {
-				time.Sleep(wait)
-			}
-			r.clk.SetTime(next)
-		}
-		r.h.Step(ctx)
+	if err := r.loop.Advance(ctx, end, time.Minute); err != nil {
+		return fmt.Errorf("quickstart: %w", err)
 	}
+	return nil
 }
 
-// waitingForPebble reports a request the ACME issuer has not answered yet.
-func (r *run) waitingForPebble() bool {
-	return len(r.store.Requests(func(q *certificate.CertificateRequest) bool { return !certificate.Answered(q) })) > 0
+func (r *run) certificate(ctx context.Context) (*certificate.Certificate, error) {
+	c, err := r.store.Certificates().Get(ctx, "default", "web")
+	if err != nil {
+		return nil, fmt.Errorf("quickstart: %w", err)
+	}
+	return c, nil
 }
 
-func (r *run) certificate() *certificate.Certificate {
-	c, _ := r.store.Certificate("web")
-	return c
-}
-
-func (r *run) revision() int {
-	if c := r.certificate(); c != nil && c.Status.Revision != nil {
+func (r *run) revision(ctx context.Context) int {
+	if c, err := r.certificate(ctx); err == nil && c.Status.Revision != nil {
 		return *c.Status.Revision
 	}
 	return 0
 }
 
 // leaf returns the secret's certificate and key, checked to match.
-func (r *run) leaf() (*keys.ParsedSecret, error) {
-	sec, err := r.store.Secret("web-tls")
+func (r *run) leaf(ctx context.Context) (*keys.ParsedSecret, *certificate.Secret, error) {
+	sec, err := r.store.Secrets().Get(ctx, "default", "web-tls")
 	if err != nil {
-		return nil, fmt.Errorf("quickstart: %w", err)
+		return nil, nil, fmt.Errorf("quickstart: %w", err)
 	}
 	p, err := keys.ParseSecretData(sec.Data)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !p.KeyMatches {
-		return nil, errors.New("quickstart: the secret's key is not its certificate's")
+		return nil, nil, errors.New("quickstart: the secret's key is not its certificate's")
 	}
-	return p, nil
+	return p, sec, nil
 }
 
 func (r *run) heading(s string) { fmt.Fprintf(r.w, "\n── %s\n", s) }
@@ -305,27 +307,30 @@ func (r *run) story(ctx context.Context) error {
 		Spec: certificate.Spec{SecretName: "web-tls", CommonName: Name, DNSNames: []string{Name},
 			IssuerRef: certificate.IssuerRef{Name: "pebble"}, PrivateKey: &keys.KeySpec{Algorithm: keys.AlgorithmECDSA}},
 	}
-	if err := r.store.CreateCertificate(web); err != nil {
+	if _, err := r.store.Certificates().Create(ctx, web); err != nil {
 		return err
 	}
 	if err := r.runUntil(ctx, r.start.Add(time.Minute)); err != nil {
 		return err
 	}
-	first, err := r.expectRevision(1)
+	first, err := r.expectRevision(ctx, 1)
 	if err != nil {
 		return err
 	}
-	if err := r.write(first); err != nil {
+	if err := r.write(ctx, first); err != nil {
 		return err
 	}
 
 	// 2. Renewal with key rotation.
-	c := r.certificate()
+	c, err := r.certificate(ctx)
+	if err != nil {
+		return err
+	}
 	r.heading(fmt.Sprintf("2. Renewal: due when a third of the lifetime remains (%s); the key rotates", r.stamp(*c.Status.RenewalTime)))
 	if err := r.runUntil(ctx, c.Status.RenewalTime.Add(time.Minute)); err != nil {
 		return err
 	}
-	second, err := r.expectRevision(2)
+	second, err := r.expectRevision(ctx, 2)
 	if err != nil {
 		return err
 	}
@@ -336,11 +341,14 @@ func (r *run) story(ctx context.Context) error {
 	}
 
 	// 3. A failed issuance and its backoff.
-	c = r.certificate()
+	if c, err = r.certificate(ctx); err != nil {
+		return err
+	}
 	r.heading("3. The CA cannot reach the solver (a firewall drops its requests; the self-check from inside still passes): renewal fails and backs off")
-	blocked := true
+	var blocked atomic.Bool
+	blocked.Store(true)
 	r.srv.SetHTTP01Handler(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if blocked && strings.Contains(req.UserAgent(), "Pebble") {
+		if blocked.Load() && strings.Contains(req.UserAgent(), "Pebble") {
 			http.Error(w, "blocked by the firewall", http.StatusForbidden)
 			return
 		}
@@ -350,23 +358,26 @@ func (r *run) story(ctx context.Context) error {
 	if err := r.runUntil(ctx, failStart.Add(3*time.Hour+30*time.Minute)); err != nil {
 		return err
 	}
-	c = r.certificate()
+	if c, err = r.certificate(ctx); err != nil {
+		return err
+	}
 	if c.Status.FailedIssuanceAttempts == nil || *c.Status.FailedIssuanceAttempts < 2 {
 		return fmt.Errorf("quickstart: expected failed attempts backing off, status says %v", c.Status.FailedIssuanceAttempts)
 	}
 	r.res.Failures = *c.Status.FailedIssuanceAttempts
 	fmt.Fprintf(r.w, "   %d failed attempts so far; the firewall is fixed\n", r.res.Failures)
-	blocked = false
+	blocked.Store(false)
 	if err := r.runUntil(ctx, r.clk.Now().Add(8*time.Hour)); err != nil {
 		return err
 	}
-	third, err := r.expectRevision(3)
-	if err != nil {
+	if _, err := r.expectRevision(ctx, 3); err != nil {
 		return err
 	}
 
 	// 4. A renewal deferred by a window, then done inside it.
-	c = r.certificate()
+	if c, err = r.certificate(ctx); err != nil {
+		return err
+	}
 	due := *c.Status.RenewalTime
 	// A window that is closed when renewal falls due: two hours, starting
 	// three days later at the same time of day, on that weekday.
@@ -374,28 +385,29 @@ func (r *run) story(ctx context.Context) error {
 	win := renewal.Window{DaysOfWeek: []string{open.Weekday().String()}, Start: open.Format("15:04"), End: open.Add(2 * time.Hour).Format("15:04")}
 	r.heading(fmt.Sprintf("4. Renewal windows: policy Scheduled, %s %s–%s UTC; renewal falls due at %s, outside it",
 		win.DaysOfWeek[0], win.Start, win.End, r.stamp(due)))
-	web = r.certificate()
-	web.Spec.Renewal = &renewal.Spec{Policy: renewal.PolicyScheduled, Windows: []renewal.Window{win}}
-	if err := r.store.UpdateCertificateSpec(web); err != nil {
+	c.Spec.Renewal = &renewal.Spec{Policy: renewal.PolicyScheduled, Windows: []renewal.Window{win}}
+	if c, err = r.store.Certificates().Update(ctx, c); err != nil {
 		return err
 	}
-	fmt.Fprintf(r.w, "%s  %-14s %-22s %s\n", r.stamp(r.clk.Now()), "user", "SpecChanged", "spec.renewal = Scheduled (generation 2)")
+	fmt.Fprintf(r.w, "%s  %-14s %-22s spec.renewal = Scheduled (generation %d)\n", r.stamp(r.clk.Now()), "user", "SpecChanged", c.Generation)
 	if err := r.runUntil(ctx, due.Add(time.Hour)); err != nil {
 		return err
 	}
-	if r.revision() != 3 {
+	if r.revision(ctx) != 3 {
 		return errors.New("quickstart: renewal happened outside the window")
 	}
-	c = r.certificate()
-	if d := c.Status.Condition(renewal.ConditionRenewalDeferred); d == nil {
-		return errors.New("quickstart: no RenewalDeferred condition while outside the window")
-	} else {
-		fmt.Fprintf(r.w, "   %s: %s\n", d.Type, d.Message)
+	if c, err = r.certificate(ctx); err != nil {
+		return err
 	}
+	d := c.Status.Condition(renewal.ConditionRenewalDeferred)
+	if d == nil {
+		return errors.New("quickstart: no RenewalDeferred condition while outside the window")
+	}
+	fmt.Fprintf(r.w, "   %s: %s\n", d.Type, d.Message)
 	if err := r.runUntil(ctx, open.Add(30*time.Minute)); err != nil {
 		return err
 	}
-	fourth, err := r.expectRevision(4)
+	fourth, err := r.expectRevision(ctx, 4)
 	if err != nil {
 		return err
 	}
@@ -405,22 +417,21 @@ func (r *run) story(ctx context.Context) error {
 
 	// 5. A manual trigger.
 	r.heading("5. A manual trigger (someone suspects the key leaked): Issuing=True by hand, renewed at once")
-	if err := r.trigger("web", "key compromise drill"); err != nil {
+	if err := r.trigger(ctx, "key compromise drill"); err != nil {
 		return err
 	}
 	fmt.Fprintf(r.w, "%s  %-14s %-22s %s\n", r.stamp(r.clk.Now()), "user", certificate.ReasonManualTrigger, "UpdateStatus(Issuing=True) — key compromise drill")
 	if err := r.runUntil(ctx, r.clk.Now().Add(10*time.Minute)); err != nil {
 		return err
 	}
-	fifth, err := r.expectRevision(5)
+	fifth, err := r.expectRevision(ctx, 5)
 	if err != nil {
 		return err
 	}
-	_ = third
-	if err := r.write(fifth); err != nil {
+	if err := r.write(ctx, fifth); err != nil {
 		return err
 	}
-	r.res.Revisions = r.revision()
+	r.res.Revisions = r.revision(ctx)
 	r.res.Now = r.clk.Now()
 	fmt.Fprintf(r.w, "\nDone: %d revisions from %d requests, %d failures backed off; %s of virtual time.\n",
 		r.res.Revisions, r.res.Requests, r.res.Failures, r.stamp(r.res.Now))
@@ -429,33 +440,31 @@ func (r *run) story(ctx context.Context) error {
 
 // trigger is a manual trigger, as a user does it: Issuing=True with reason
 // ManualTrigger in the certificate's status.
-func (r *run) trigger(name, why string) error {
-	c, err := r.store.Certificate(name)
+func (r *run) trigger(ctx context.Context, why string) error {
+	c, err := r.certificate(ctx)
 	if err != nil {
 		return err
 	}
-	st := c.Status
-	var conds []certificate.Condition
-	for _, cd := range st.Conditions {
-		if cd.Type != certificate.ConditionIssuing {
-			conds = append(conds, cd)
-		}
-	}
-	st.Conditions = append(conds, certificate.Condition{Type: certificate.ConditionIssuing, Status: certificate.StatusTrue,
+	conds := slices.DeleteFunc(c.Status.Conditions, func(cd certificate.Condition) bool { return cd.Type == certificate.ConditionIssuing })
+	c.Status.Conditions = append(conds, certificate.Condition{Type: certificate.ConditionIssuing, Status: certificate.StatusTrue,
 		Reason: certificate.ReasonManualTrigger, Message: why, LastTransitionTime: r.clk.Now(), ObservedGeneration: c.Generation})
-	return r.store.UpdateCertificateStatus(name, c.ResourceVersion, st)
+	_, err = r.store.Certificates().Update(ctx, c)
+	return err
 }
 
-func (r *run) expectRevision(want int) (*keys.ParsedSecret, error) {
-	if got := r.revision(); got != want {
-		c := r.certificate()
+func (r *run) expectRevision(ctx context.Context, want int) (*keys.ParsedSecret, error) {
+	if got := r.revision(ctx); got != want {
+		c, err := r.certificate(ctx)
+		if err != nil {
+			return nil, err
+		}
 		var conds []string
 		for _, cd := range c.Status.Conditions {
 			conds = append(conds, cd.Type+"="+cd.Status+" ("+cd.Reason+": "+cd.Message+")")
 		}
 		return nil, fmt.Errorf("quickstart: revision %d, want %d; %s", got, want, strings.Join(conds, "; "))
 	}
-	p, err := r.leaf()
+	p, _, err := r.leaf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -482,9 +491,10 @@ func (r *run) verify(p *keys.ParsedSecret) error {
 	return err
 }
 
-// write saves tls.crt, tls.key and Pebble's root.
-func (r *run) write(p *keys.ParsedSecret) error {
-	sec, err := r.store.Secret("web-tls")
+// write saves tls.crt, tls.key and Pebble's root. The key is readable by
+// its owner only, even when the file was there before with another mode.
+func (r *run) write(ctx context.Context, p *keys.ParsedSecret) error {
+	_, sec, err := r.leaf(ctx)
 	if err != nil {
 		return err
 	}
@@ -500,10 +510,31 @@ func (r *run) write(p *keys.ParsedSecret) error {
 		data []byte
 		mode os.FileMode
 	}{{r.res.CertFile, sec.Data[keys.SecretCertificate], 0o644}, {r.res.KeyFile, sec.Data[keys.SecretPrivateKey], 0o600}, {r.res.RootFile, roots, 0o644}} {
-		if err := os.WriteFile(f.path, f.data, f.mode); err != nil {
+		if err := writeFile(f.path, f.data, f.mode); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintf(r.w, "   wrote %s and %s (serial %x)\n", r.res.CertFile, r.res.KeyFile, p.Leaf.SerialNumber)
+	return nil
+}
+
+// writeFile writes data to path with mode: a file already there gets the
+// mode before anything is written to it, so a key never sits in a file
+// others may read.
+func writeFile(path string, data []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	err = f.Chmod(mode)
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("quickstart: writing %s: %w", path, err)
+	}
 	return nil
 }

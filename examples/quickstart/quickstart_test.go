@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/certlife/certlife/keys"
@@ -14,10 +15,15 @@ import (
 )
 
 // The quickstart runs end to end; the key it writes is the certificate's,
+// readable by its owner only even over a tls.key that others could read,
 // and the certificate chains to Pebble's root.
 func TestQuickstart(t *testing.T) {
 	var out bytes.Buffer
-	res, err := Run(context.Background(), Options{Out: t.TempDir(), W: &out})
+	dir := t.TempDir()
+	stale := filepath.Join(dir, "tls.key")
+	require.NoError(t, os.WriteFile(stale, []byte("an older run's key"), 0o644))
+	require.NoError(t, os.Chmod(stale, 0o644)) // whatever the umask
+	res, err := Run(context.Background(), Options{Out: dir, W: &out})
 	require.NoError(t, err, "%s", out.String())
 	crt, err := os.ReadFile(res.CertFile)
 	require.NoError(t, err)
@@ -44,7 +50,9 @@ func TestQuickstart(t *testing.T) {
 	}
 	_, err = p.Leaf.Verify(x509.VerifyOptions{DNSName: Name, Roots: roots, Intermediates: inter, CurrentTime: res.Now})
 	require.NoError(t, err, "tls.crt does not chain to Pebble's root")
-	info, _ := os.Stat(res.KeyFile)
+	require.Equal(t, stale, res.KeyFile)
+	info, err := os.Stat(res.KeyFile)
+	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "tls.key's permissions: readable by others?")
 	text := out.String()
 	for _, want := range []string{"trigger        DoesNotExist", "trigger        Renewing", "key rotated: true", "trigger        Backoff",
