@@ -108,11 +108,20 @@ type Loop struct {
 	authoritative bool
 	resync        time.Duration
 
+	// expecting: the store reports writes (Watcher) but its reads may not
+	// show them yet (not Authoritative); the loop then waits for its own
+	// writes to show before it decides on a certificate again.
+	expecting bool
+
 	mu       sync.Mutex
 	queue    schedule
 	failures map[item]int
 	uids     map[string]item // certificate UID → the certificate
+	certUIDs map[item]string // the certificate → its UID, as last read
 	wake     chan struct{}
+	// pending are the loop's own writes its store's watch has not shown
+	// yet (expecting stores only).
+	pending map[object]*expectation
 	// refs is the issuer of each request the loop has seen that one of
 	// its issuers serves: a deletion it did not make itself is still told
 	// to the issuer.
@@ -131,8 +140,13 @@ type sweeper interface {
 	Sweep(ctx context.Context) (time.Time, error)
 }
 
+// kindOwned queues the removal of what a certificate that is gone owned:
+// its item's name is the certificate's UID.
+const kindOwned Kind = "owned"
+
 // item is something the loop looks at: a certificate to decide on, a
-// request to hand to its issuer, or an issuer to sweep.
+// request to hand to its issuer, an issuer to sweep, or what a gone
+// certificate owned, to remove.
 type item struct {
 	kind            Kind
 	namespace, name string
@@ -153,7 +167,8 @@ func New(cfg Config) (*Loop, error) {
 		return nil, fmt.Errorf("host: Config.Certificate: %w", err)
 	}
 	l := &Loop{cfg: cfg, clock: cfg.Clock, rand: cfg.Rand, issuers: map[certificate.IssuerRef]certificate.Issuer{},
-		failures: map[item]int{}, uids: map[string]item{}, refs: map[item]certificate.IssuerRef{}, wake: make(chan struct{}, 1)}
+		failures: map[item]int{}, uids: map[string]item{}, certUIDs: map[item]string{}, refs: map[item]certificate.IssuerRef{},
+		pending: map[object]*expectation{}, wake: make(chan struct{}, 1)}
 	if l.rand == nil {
 		l.rand = rand.Reader
 	}
@@ -170,6 +185,7 @@ func New(cfg Config) (*Loop, error) {
 		l.watching = true
 		w.Watch(l.changed)
 	}
+	l.expecting = l.watching && !l.authoritative
 	switch {
 	case cfg.Resync > 0:
 		l.resync = cfg.Resync
@@ -213,8 +229,7 @@ func (l *Loop) Next() (t time.Time, ok bool) {
 func (l *Loop) NextFor(kind Kind, namespace, name string) (t time.Time, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	t, ok = l.queue.at[item{kind, namespace, name}]
-	return t, ok
+	return l.queue.when(item{kind, namespace, name})
 }
 
 // Step looks at everything due at the clock's time — certificates first,
@@ -230,7 +245,7 @@ func (l *Loop) Step(ctx context.Context) (int, error) {
 	l.mu.Lock()
 	due := l.queue.popDue(now)
 	l.mu.Unlock()
-	rank := map[Kind]int{KindCertificate: 0, KindRequest: 1, KindIssuer: 2}
+	rank := map[Kind]int{kindOwned: 0, KindCertificate: 1, KindRequest: 2, KindIssuer: 3}
 	slices.SortFunc(due, func(a, b item) int {
 		if a.kind != b.kind {
 			return rank[a.kind] - rank[b.kind]
@@ -249,6 +264,8 @@ func (l *Loop) Step(ctx context.Context) (int, error) {
 			l.answer(ctx, it, now)
 		case KindIssuer:
 			l.sweep(ctx, it, now)
+		case kindOwned:
+			l.removeOwnedBy(ctx, it, now)
 		}
 	}
 	return len(due), ctx.Err()
@@ -340,6 +357,7 @@ func (l *Loop) start(ctx context.Context, now time.Time) error {
 	for _, c := range certs {
 		it := item{KindCertificate, c.Namespace, c.Name}
 		l.uids[c.UID] = it
+		l.certUIDs[it] = c.UID
 		live[c.UID] = true
 		l.push(it, now)
 	}
@@ -378,15 +396,19 @@ func (l *Loop) start(ctx context.Context, now time.Time) error {
 	// What a deleted certificate owned: its requests (their issuers are
 	// told) and its next private keys. Its secret stays, as a deleted
 	// Kubernetes Certificate's does.
+	orphans := map[item]bool{}
 	for _, r := range reqs {
 		if r.OwnerUID != "" && !live[r.OwnerUID] {
-			_ = l.deleteRequest(ctx, r.Namespace, r.Name, r.Spec.IssuerRef)
+			orphans[item{kindOwned, r.Namespace, r.OwnerUID}] = true
 		}
 	}
-	for _, s := range secrets {
-		if s.OwnerUID != "" && !live[s.OwnerUID] && s.Labels[certificate.LabelNextPrivateKey] == "true" {
-			_ = ignore(l.cfg.Store.Secrets().Delete(ctx, s.Namespace, s.Name), ErrNotFound)
+	for _, sec := range secrets {
+		if sec.OwnerUID != "" && !live[sec.OwnerUID] && sec.Labels[certificate.LabelNextPrivateKey] == "true" {
+			orphans[item{kindOwned, sec.Namespace, sec.OwnerUID}] = true
 		}
+	}
+	for it := range orphans {
+		l.removeOwnedBy(ctx, it, now)
 	}
 	return nil
 }
@@ -396,13 +418,16 @@ func (l *Loop) start(ctx context.Context, now time.Time) error {
 // belongs to.
 func (l *Loop) changed(ch Change) {
 	now := l.clock.Now()
+	l.shown(ch)
 	var its []item
 	switch ch.Kind {
 	case KindCertificate:
 		its = append(its, item{KindCertificate, ch.Namespace, ch.Name})
 		if ch.Meta.UID != "" && !ch.Deleted {
 			l.mu.Lock()
-			l.uids[ch.Meta.UID] = item{KindCertificate, ch.Namespace, ch.Name}
+			if _, ok := l.uids[ch.Meta.UID]; !ok && l.certUIDs[item{KindCertificate, ch.Namespace, ch.Name}] == "" {
+				l.uids[ch.Meta.UID] = item{KindCertificate, ch.Namespace, ch.Name}
+			}
 			l.mu.Unlock()
 		}
 	case KindRequest:
@@ -483,10 +508,20 @@ func (l *Loop) push(it item, t time.Time) { l.queue.add(it, t) }
 // actions in order until one fails, requeue.
 func (l *Loop) reconcile(ctx context.Context, it item, now time.Time) {
 	ev := Event{Time: now, Kind: KindCertificate, Namespace: it.namespace, Name: it.name}
+	if until, waiting := l.waitingFor(it, now); waiting {
+		// The store's reads do not show this loop's last writes for the
+		// certificate yet: a decision now would be made on what they
+		// replaced. Their watch events queue it again; until is the
+		// backstop.
+		l.enqueue(it, until)
+		return
+	}
 	c, err := l.cfg.Store.Certificates().Get(ctx, it.namespace, it.name)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		l.forgetCertificate(ctx, it)
+		if uid := l.forgetUID(it, ""); uid != "" {
+			l.removeOwnedBy(ctx, item{kindOwned, it.namespace, uid}, now)
+		}
 		return
 	case err != nil:
 		ev.Err = err
@@ -494,9 +529,18 @@ func (l *Loop) reconcile(ctx context.Context, it item, now time.Time) {
 		l.observe(ev)
 		return
 	}
-	l.mu.Lock()
-	l.uids[c.UID] = it
-	l.mu.Unlock()
+	if old := l.forgetUID(it, c.UID); old != "" {
+		// Deleted and made again under the same name: what the old one
+		// owned goes first, or its requests' names would stand in the new
+		// one's way.
+		if err := l.removeOwned(ctx, it.namespace, old); err != nil {
+			l.enqueue(item{kindOwned, it.namespace, old}, now)
+			ev.Err = err
+			ev.Next = l.failed(it, now, err)
+			l.observe(ev)
+			return
+		}
+	}
 	snap, ariErr, err := l.gather(ctx, c)
 	if err != nil {
 		ev.Err = err
@@ -537,7 +581,8 @@ func (l *Loop) reconcile(ctx context.Context, it item, now time.Time) {
 func (l *Loop) queuedAt(it item) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.queue.at[it]
+	t, _ := l.queue.when(it)
+	return t
 }
 
 // gather reads everything a decision about c reads; nil for what is
@@ -619,12 +664,15 @@ func (l *Loop) carryOut(ctx context.Context, c *certificate.Certificate, a certi
 				return err
 			}
 		}
-		_, err := st.Secrets().Create(ctx, &certificate.Secret{
+		obj := object{KindSecret, c.Namespace, a.SecretName}
+		l.beginWrite(obj)
+		made, err := st.Secrets().Create(ctx, &certificate.Secret{
 			ObjectMeta: certificate.ObjectMeta{Name: a.SecretName, Namespace: c.Namespace, OwnerUID: a.OwnerUID,
 				Labels:      map[string]string{certificate.LabelNextPrivateKey: "true"},
 				Annotations: map[string]string{certificate.AnnotationCertificateName: c.Name}},
 			Data: map[string][]byte{keys.SecretPrivateKey: pemKey},
 		})
+		l.endWrite(obj, certItem(c), made, err)
 		if err == nil {
 			l.wrote(KindSecret, c.Namespace, a.SecretName, a.OwnerUID)
 		}
@@ -639,17 +687,23 @@ func (l *Loop) carryOut(ctx context.Context, c *certificate.Certificate, a certi
 		if r.Spec.Request, err = keys.BuildCSR(l.rand, a.Template, key); err != nil {
 			return err
 		}
-		_, err = st.Requests().Create(ctx, &r)
+		obj := object{KindRequest, r.Namespace, r.Name}
+		l.beginWrite(obj)
+		made, err := st.Requests().Create(ctx, &r)
+		l.endWrite(obj, certItem(c), made, err)
 		if err == nil {
 			l.wrote(KindRequest, r.Namespace, r.Name, r.OwnerUID)
 		}
 		return ignore(err, ErrAlreadyExists) // made by an earlier pass
 
 	case certificate.DeleteRequest:
-		return l.deleteRequest(ctx, c.Namespace, a.Name, a.IssuerRef)
+		return l.deleteRequest(ctx, c.Namespace, a.Name, a.IssuerRef, certItem(c))
 
 	case certificate.DeleteSecret:
+		obj := object{KindSecret, c.Namespace, a.Name}
+		l.beginWrite(obj)
 		err := st.Secrets().Delete(ctx, c.Namespace, a.Name)
+		l.endDelete(obj, certItem(c), err)
 		if err == nil {
 			l.wrote(KindSecret, c.Namespace, a.Name, c.UID)
 		}
@@ -661,7 +715,10 @@ func (l *Loop) carryOut(ctx context.Context, c *certificate.Certificate, a certi
 	case certificate.UpdateStatus:
 		n := *c
 		n.Status = a.Status
-		_, err := st.Certificates().Update(ctx, &n)
+		obj := object{KindCertificate, c.Namespace, c.Name}
+		l.beginWrite(obj)
+		made, err := st.Certificates().Update(ctx, &n)
+		l.endWrite(obj, certItem(c), made, err)
 		if err == nil {
 			// Its watch event brings the next pass, as the decisions
 			// expect.
@@ -672,23 +729,26 @@ func (l *Loop) carryOut(ctx context.Context, c *certificate.Certificate, a certi
 	return fmt.Errorf("host: unknown action %T", a)
 }
 
-// deleteRequest deletes a request and tells its issuer. The issuer is
-// told even when the request was already gone, so that a pass that
-// crashed between the two finishes the job.
-func (l *Loop) deleteRequest(ctx context.Context, namespace, name string, ref certificate.IssuerRef) error {
+// deleteRequest tells a request's issuer that the request goes, then
+// deletes it. Forget comes first: it is idempotent, so a crash between
+// the two leaves a request whose next decision deletes it again, and
+// tells the issuer again; the other way round, a crash would leave the
+// issuer keeping what nobody would ever tell it to drop.
+func (l *Loop) deleteRequest(ctx context.Context, namespace, name string, ref certificate.IssuerRef, owner item) error {
 	it := item{KindRequest, namespace, name}
 	l.mu.Lock()
-	delete(l.refs, it) // told below, not again by the deletion's watch event
+	delete(l.refs, it) // told here, not again by the deletion's watch event
 	l.mu.Unlock()
-	if err := ignore(l.cfg.Store.Requests().Delete(ctx, namespace, name), ErrNotFound); err != nil {
-		return err
-	}
 	if iss := l.issuer(ref); iss != nil {
 		if err := iss.Forget(ctx, namespace, name); err != nil {
-			return fmt.Errorf("telling %s that request %s is deleted: %w", describeRef(ref), key(namespace, name), err)
+			return fmt.Errorf("telling %s that request %s goes: %w", describeRef(ref), key(namespace, name), err)
 		}
 	}
-	return nil
+	obj := object{KindRequest, namespace, name}
+	l.beginWrite(obj)
+	err := l.cfg.Store.Requests().Delete(ctx, namespace, name)
+	l.endDelete(obj, owner, err)
+	return ignore(err, ErrNotFound)
 }
 
 // wrote queues what the loop's own write concerns, when the store does
@@ -727,11 +787,18 @@ func (l *Loop) writeSecret(ctx context.Context, c *certificate.Certificate, a ce
 	sec.Labels = mergeInto(sec.Labels, a.Labels)
 	sec.Annotations = mergeInto(sec.Annotations, a.Annotations)
 	sec.Data = data
+	obj := object{KindSecret, c.Namespace, a.Name}
+	l.beginWrite(obj)
+	var made *certificate.Secret
 	if sec.ResourceVersion == "" {
-		_, err = secrets.Create(ctx, sec)
+		made, err = secrets.Create(ctx, sec)
+		if errors.Is(err, ErrAlreadyExists) {
+			err = fmt.Errorf("secret %s was made since the decision found none: %w", a.Name, ErrConflict)
+		}
 	} else {
-		_, err = secrets.Update(ctx, sec)
+		made, err = secrets.Update(ctx, sec)
 	}
+	l.endWrite(obj, certItem(c), made, err)
 	if err == nil {
 		l.wrote(KindSecret, c.Namespace, a.Name, a.OwnerUID)
 	}
@@ -758,38 +825,53 @@ func (l *Loop) privateKey(ctx context.Context, namespace, name string) (crypto.S
 	return keys.DecodePrivateKey(sec.Data[keys.SecretPrivateKey])
 }
 
-// forgetCertificate removes what a deleted certificate owned, when the
-// loop knew it: its requests (their issuers told) and next private keys.
-func (l *Loop) forgetCertificate(ctx context.Context, it item) {
+// forgetUID records that the certificate it now has the UID uid ("": it
+// is gone) and returns the UID it had before, when that was another.
+func (l *Loop) forgetUID(it item, uid string) (old string) {
 	l.mu.Lock()
-	uid := ""
-	for u, o := range l.uids {
-		if o == it {
-			uid = u
-			delete(l.uids, u)
-			break
-		}
+	defer l.mu.Unlock()
+	old = l.certUIDs[it]
+	if old == uid {
+		return ""
 	}
-	l.mu.Unlock()
+	delete(l.uids, old)
 	if uid == "" {
+		delete(l.certUIDs, it)
+	} else {
+		l.certUIDs[it] = uid
+		l.uids[uid] = it
+	}
+	return old
+}
+
+// removeOwnedBy removes what the certificate whose UID the item names
+// owned, and tries again later when that fails.
+func (l *Loop) removeOwnedBy(ctx context.Context, it item, now time.Time) {
+	if err := l.removeOwned(ctx, it.namespace, it.name); err != nil {
+		next := l.failed(it, now, err)
+		l.observe(Event{Time: now, Kind: KindCertificate, Namespace: it.namespace, Next: next,
+			Err: fmt.Errorf("removing what deleted certificate %s owned (tried again at %s): %w", it.name, next.UTC().Format(time.RFC3339), err)})
 		return
 	}
-	ev := Event{Time: l.clock.Now(), Kind: KindCertificate, Namespace: it.namespace, Name: it.name}
-	reqs, err := l.cfg.Store.Requests().List(ctx, ListOptions{Namespace: it.namespace, OwnerUID: uid})
+	l.succeeded(it)
+}
+
+// removeOwned removes what the certificate with that UID owned: its
+// requests (their issuers told) and its next private keys. Its secret
+// stays, as a deleted Kubernetes Certificate's does.
+func (l *Loop) removeOwned(ctx context.Context, namespace, uid string) error {
+	reqs, err := l.cfg.Store.Requests().List(ctx, ListOptions{Namespace: namespace, OwnerUID: uid})
 	for _, r := range reqs {
-		err = errors.Join(err, l.deleteRequest(ctx, r.Namespace, r.Name, r.Spec.IssuerRef))
+		err = errors.Join(err, l.deleteRequest(ctx, r.Namespace, r.Name, r.Spec.IssuerRef, item{}))
 	}
-	secs, lerr := l.cfg.Store.Secrets().List(ctx, ListOptions{Namespace: it.namespace, OwnerUID: uid})
+	secs, lerr := l.cfg.Store.Secrets().List(ctx, ListOptions{Namespace: namespace, OwnerUID: uid})
 	err = errors.Join(err, lerr)
 	for _, s := range secs {
 		if s.Labels[certificate.LabelNextPrivateKey] == "true" {
 			err = errors.Join(err, ignore(l.cfg.Store.Secrets().Delete(ctx, s.Namespace, s.Name), ErrNotFound))
 		}
 	}
-	if err != nil {
-		ev.Err = fmt.Errorf("removing what deleted certificate %s owned (the resync tries again): %w", key(it.namespace, it.name), err)
-		l.observe(ev)
-	}
+	return err
 }
 
 // answer hands a request to the issuer its issuerRef names and writes the
@@ -944,11 +1026,10 @@ func ignore(err, ok error) error {
 
 // schedule is the loop's queue: each item at the earliest time it was
 // asked for, in a heap by time. An item asked for again later keeps its
-// earlier time; one asked for sooner moves up (the old heap entry is
-// skipped when it surfaces).
+// earlier time; one asked for sooner moves up.
 type schedule struct {
-	at   map[item]time.Time
-	heap entries
+	entries []entry
+	index   map[item]int // where each item is in entries
 	// requests counts the requests queued.
 	requests int
 }
@@ -958,61 +1039,69 @@ type entry struct {
 	it item
 }
 
-type entries []entry
-
-func (h entries) Len() int           { return len(h) }
-func (h entries) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h entries) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *entries) Push(x any)        { *h = append(*h, x.(entry)) }
-func (h *entries) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
+func (s *schedule) Len() int           { return len(s.entries) }
+func (s *schedule) Less(i, j int) bool { return s.entries[i].at.Before(s.entries[j].at) }
+func (s *schedule) Swap(i, j int) {
+	s.entries[i], s.entries[j] = s.entries[j], s.entries[i]
+	s.index[s.entries[i].it], s.index[s.entries[j].it] = i, j
+}
+func (s *schedule) Push(x any) {
+	e := x.(entry)
+	s.index[e.it] = len(s.entries)
+	s.entries = append(s.entries, e)
+}
+func (s *schedule) Pop() any {
+	e := s.entries[len(s.entries)-1]
+	s.entries = s.entries[:len(s.entries)-1]
+	delete(s.index, e.it)
 	return e
 }
 
 func (s *schedule) add(it item, t time.Time) {
-	if s.at == nil {
-		s.at = map[item]time.Time{}
+	if s.index == nil {
+		s.index = map[item]int{}
 	}
-	old, ok := s.at[it]
-	if ok && !t.Before(old) {
+	if i, ok := s.index[it]; ok {
+		if t.Before(s.entries[i].at) {
+			s.entries[i].at = t
+			heap.Fix(s, i)
+		}
 		return
 	}
-	if !ok && it.kind == KindRequest {
+	if it.kind == KindRequest {
 		s.requests++
 	}
-	s.at[it] = t
-	heap.Push(&s.heap, entry{t, it})
+	heap.Push(s, entry{t, it})
+}
+
+// when is the time it is queued for.
+func (s *schedule) when(it item) (time.Time, bool) {
+	i, ok := s.index[it]
+	if !ok {
+		return time.Time{}, false
+	}
+	return s.entries[i].at, true
 }
 
 // peek is the earliest time anything is queued for.
 func (s *schedule) peek() (time.Time, bool) {
-	for s.heap.Len() > 0 {
-		top := s.heap[0]
-		if at, ok := s.at[top.it]; ok && at.Equal(top.at) {
-			return top.at, true
-		}
-		heap.Pop(&s.heap) // superseded
+	if len(s.entries) == 0 {
+		return time.Time{}, false
 	}
-	return time.Time{}, false
+	return s.entries[0].at, true
 }
 
 // popDue removes and returns every item due at now.
 func (s *schedule) popDue(now time.Time) []item {
 	var due []item
-	for {
-		t, ok := s.peek()
-		if !ok || t.After(now) {
-			return due
-		}
-		e := heap.Pop(&s.heap).(entry)
-		delete(s.at, e.it)
+	for len(s.entries) > 0 && !s.entries[0].at.After(now) {
+		e := heap.Pop(s).(entry)
 		if e.it.kind == KindRequest {
 			s.requests--
 		}
 		due = append(due, e.it)
 	}
+	return due
 }
 
 // settableClock is a fake clock the loop can move: k8s.io/utils/clock/
@@ -1078,4 +1167,134 @@ func (l *Loop) answering() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.queue.requests > 0
+}
+
+// object names one object of the store.
+type object struct {
+	kind            Kind
+	namespace, name string
+}
+
+// expectation is one of the loop's own writes that a store whose reads
+// lag (a Watcher that is not Authoritative) has not shown yet: the
+// certificate whose pass made it is not decided on again until the
+// store's watch reports it, or until a minute has passed.
+type expectation struct {
+	cert item
+	// done: the write returned, and rv (or the deletion) is what the
+	// watch must show.
+	done    bool
+	rv      string
+	deleted bool
+	until   time.Time
+	// What the watch showed while the write was under way: a store may
+	// report a write before the write returns.
+	sawRV      string
+	sawDeleted bool
+}
+
+// expectTimeout is how long the loop waits for a store's watch to show
+// one of its own writes before it decides on the certificate anyway.
+const expectTimeout = time.Minute
+
+func certItem(c *certificate.Certificate) item {
+	return item{KindCertificate, c.Namespace, c.Name}
+}
+
+func (l *Loop) beginWrite(obj object) {
+	if !l.expecting {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pending[obj] = &expectation{}
+}
+
+// endWrite records what a create or update left (made, as the store
+// returned it), for the certificate cert to wait for.
+func (l *Loop) endWrite(obj object, cert item, made interface {
+	Meta() *certificate.ObjectMeta
+}, err error) {
+	rv := ""
+	if err == nil && made != nil && !isNilObject(made) {
+		rv = made.Meta().ResourceVersion
+	}
+	l.expect(obj, cert, rv, false, err)
+}
+
+// isNilObject reports a nil *Certificate, *Secret or *CertificateRequest
+// held in an interface.
+func isNilObject(o any) bool {
+	switch v := o.(type) {
+	case *certificate.Certificate:
+		return v == nil
+	case *certificate.Secret:
+		return v == nil
+	case *certificate.CertificateRequest:
+		return v == nil
+	}
+	return false
+}
+
+// endDelete records a deletion, for the certificate cert to wait for.
+func (l *Loop) endDelete(obj object, cert item, err error) { l.expect(obj, cert, "", true, err) }
+
+func (l *Loop) expect(obj object, cert item, rv string, deleted bool, err error) {
+	if !l.expecting {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.pending[obj]
+	if e == nil {
+		return
+	}
+	if err != nil || cert == (item{}) || (!deleted && rv == "") || (deleted && e.sawDeleted) || (!deleted && e.sawRV == rv) {
+		delete(l.pending, obj) // nothing to wait for, or shown already
+		return
+	}
+	e.cert, e.done, e.rv, e.deleted, e.until = cert, true, rv, deleted, l.clock.Now().Add(expectTimeout)
+}
+
+// shown fulfils the expectation a watch event matches.
+func (l *Loop) shown(ch Change) {
+	if !l.expecting {
+		return
+	}
+	obj := object{ch.Kind, ch.Namespace, ch.Name}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.pending[obj]
+	switch {
+	case e == nil:
+	case !e.done && ch.Deleted:
+		e.sawDeleted = true
+	case !e.done:
+		e.sawRV = ch.Meta.ResourceVersion
+	case e.deleted && ch.Deleted, !e.deleted && !ch.Deleted && ch.Meta.ResourceVersion == e.rv:
+		delete(l.pending, obj)
+	}
+}
+
+// waitingFor reports a certificate with writes of its last pass the store
+// does not show yet, and until when the loop waits for them.
+func (l *Loop) waitingFor(it item, now time.Time) (until time.Time, waiting bool) {
+	if !l.expecting {
+		return time.Time{}, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for obj, e := range l.pending {
+		if !e.done || e.cert != it {
+			continue
+		}
+		if !now.Before(e.until) {
+			delete(l.pending, obj)
+			continue
+		}
+		if !waiting || e.until.Before(until) {
+			until, waiting = e.until, true
+		}
+	}
+	return until, waiting
 }
