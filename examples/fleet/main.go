@@ -28,6 +28,8 @@ func main() {
 	flag.BoolVar(&cfg.Jitter, "jitter", cfg.Jitter, "spread renewal times deterministically")
 	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "the run's seed")
 	flag.IntVar(&cfg.Shards, "shards", cfg.Shards, "independent hosts run in parallel (the result depends on this, not on the machine)")
+	expectations := flag.Bool("expectations", true, "with -faults: the store refuses the loop reads that do not show its own last writes yet (a stand-in for expectations the loop lacks)")
+	flag.StringVar(&cfg.TraceName, "trace", "", "print every write, loop pass and CA answer of this certificate (and its secrets and requests)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	memProfile := flag.String("memprofile", "", "write a heap profile, taken at the end with the fleet live, to this file")
 	flag.Parse()
@@ -53,6 +55,10 @@ func main() {
 		defer f.Close()
 		cfg.HeapProfile = f
 		runtime.MemProfileRate = 4096 // a finer sample than the default 512 KB
+	}
+	cfg.NoExpectations = !*expectations
+	if cfg.TraceName != "" {
+		cfg.Trace = os.Stdout
 	}
 	// A batch run: trade memory headroom for less time in the collector.
 	// The memory figure is the live heap after a full collection, which
