@@ -263,4 +263,3 @@ func (c *ca) pendingOrders() []objKey {
 	}
 	return out
 }
-

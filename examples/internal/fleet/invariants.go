@@ -92,13 +92,13 @@ type certState struct {
 	// needRevision: the spec changed; Ready=True counts only with a
 	// revision issued since.
 	needRevision bool
-	notAfter    int64
-	renewalTime int64
-	lastFailure int64
-	retryAfter  int64
-	manualAt    int64
-	lastAttempt int64
-	lastRequest int64
+	notAfter     int64
+	renewalTime  int64
+	lastFailure  int64
+	retryAfter   int64
+	manualAt     int64
+	lastAttempt  int64
+	lastRequest  int64
 	// unreadySince is when the certificate last stopped being Ready (its
 	// creation, a spec change, an expiry, a status that says not Ready);
 	// zero while it is Ready: its status says Ready=True, for the current
