@@ -28,6 +28,7 @@ func main() {
 	flag.BoolVar(&cfg.Jitter, "jitter", cfg.Jitter, "spread renewal times deterministically")
 	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "the run's seed")
 	flag.IntVar(&cfg.Shards, "shards", cfg.Shards, "independent hosts run in parallel (the result depends on this, not on the machine)")
+	all := flag.Bool("all", false, "print every violation (the summary shows the first 20)")
 	expectations := flag.Bool("expectations", true, "with -faults: the store refuses the loop reads that do not show its own last writes yet (a stand-in for expectations the loop lacks)")
 	flag.StringVar(&cfg.TraceName, "trace", "", "print every write, loop pass and CA answer of this certificate (and its secrets and requests)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
@@ -73,6 +74,11 @@ func main() {
 		os.Exit(2)
 	}
 	fmt.Print(sum)
+	if *all {
+		for _, v := range sum.Violations {
+			fmt.Println(v)
+		}
+	}
 	if len(sum.Violations) > 0 {
 		pprof.StopCPUProfile()
 		os.Exit(1)

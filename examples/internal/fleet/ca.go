@@ -127,7 +127,7 @@ func (c *ca) Answer(_ context.Context, r *certificate.CertificateRequest, now ti
 		c.ordersPeak = max(c.ordersPeak, len(c.orders))
 	}
 	c.mu.Unlock()
-	if due := time.Unix(0, o.due); now.Before(due) {
+	if due := time.Unix(0, o.due).UTC(); now.Before(due) {
 		c.mu.Lock()
 		c.pending++
 		c.mu.Unlock()

@@ -28,6 +28,7 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/certlife/certlife/backoff"
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/certificate/host"
 	"github.com/certlife/certlife/keys"
@@ -66,9 +67,12 @@ type Config struct {
 	Trace     io.Writer
 	TraceName string
 
-	// forgetless, for tests of the invariants: the CA is told of no
-	// deleted request.
+	// For tests of the invariants: the CA is told of no deleted request
+	// (forgetless), the loop's backoff is another (backoff), every order
+	// stays pending this long (slowCA).
 	forgetless bool
+	backoff    backoff.Policy
+	slowCA     time.Duration
 }
 
 // Defaults are the command's defaults: 10,000 certificates for a year,
@@ -405,7 +409,7 @@ func (s *shard) start() error {
 	loop, err := host.New(host.Config{
 		Store: s.st, Clock: s.clk, Rand: rand.Reader,
 		Issuers:     map[certificate.IssuerRef]certificate.Issuer{issuerRef: iss},
-		Certificate: certificate.Config{Renewal: renewal.Options{Timing: renewal.Timing{Jitter: s.cfg.Jitter}}},
+		Certificate: certificate.Config{Renewal: renewal.Options{Timing: renewal.Timing{Jitter: s.cfg.Jitter}}, Backoff: s.cfg.backoff},
 		Observe:     s.observe,
 	})
 	if err != nil {
@@ -492,6 +496,11 @@ func (s *shard) plan(r *certificate.CertificateRequest, now time.Time) (fault, t
 	var wait time.Duration
 	if hash64("fleet-pending", key)%100 < PendingPercent {
 		wait = PendingMin + time.Duration(float64(PendingMax-PendingMin)*fraction("fleet-wait", key))
+	}
+	if s.cfg.slowCA > 0 {
+		wait = s.cfg.slowCA
+	}
+	if wait > 0 {
 		s.delayed++
 	}
 	if !s.cfg.Faults {
@@ -621,7 +630,7 @@ func (s *shard) finish(now time.Time) {
 	}
 	s.ca.mu.Unlock()
 	for _, k := range orders {
-		if !s.st.hasRequest(k.namespace, k.name) {
+		if !s.st.hasRequest(k.namespace, k.name) && !s.track.leaked[k] {
 			s.track.violation("issuer state", k.name, "at the end the CA keeps an order for request %s, which does not exist", k)
 		}
 	}

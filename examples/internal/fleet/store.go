@@ -73,6 +73,10 @@ type store struct {
 	epoch        uint64
 	expecting    map[string]int // certificate name → pending writes
 	expectingReq map[objKey]int // request → pending writes
+
+	// crashedDeletes are the requests whose delete landed and then
+	// crashed.
+	crashedDeletes map[objKey]bool
 }
 
 // errNotCaughtUp is the read the expectations refuse.
@@ -577,6 +581,14 @@ func (s *store) remove(t *table, k objKey, user bool) error {
 	}
 	s.tell(watchers, chs)
 	if cp == crashAfter {
+		if t.kind == host.KindRequest {
+			s.mu.Lock()
+			if s.crashedDeletes == nil {
+				s.crashedDeletes = map[objKey]bool{}
+			}
+			s.crashedDeletes[k] = true
+			s.mu.Unlock()
+		}
 		return fmt.Errorf("%s %s was deleted, then %w", t.kind, k, errCrash)
 	}
 	return nil
@@ -794,6 +806,14 @@ func (s *store) hasRequest(namespace, name string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.tables[2].items[objKey{namespace, name}] != nil
+}
+
+// crashedDelete reports whether the request's delete landed and then
+// crashed.
+func (s *store) crashedDelete(k objKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.crashedDeletes[k]
 }
 
 // latestCertificate is the certificate as it is now, whatever reads show;
