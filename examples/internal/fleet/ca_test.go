@@ -95,7 +95,9 @@ func TestCAKeepsOrdersUntilTold(t *testing.T) {
 	ctx := context.Background()
 	c, err := newCA(rand.Reader, "test CA", t0)
 	require.NoError(t, err)
-	c.plan = func(*certificate.CertificateRequest, time.Time) (fault, time.Duration) { return faultNone, 10 * time.Minute }
+	c.plan = func(*certificate.CertificateRequest, time.Time) (fault, time.Duration) {
+		return faultNone, 10 * time.Minute
+	}
 	r, _ := csrRequest(t, "web")
 
 	next, err := c.Answer(ctx, r, t0)

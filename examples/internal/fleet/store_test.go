@@ -105,7 +105,7 @@ func TestStoreCrashPoints(t *testing.T) {
 		point    crashPoint
 		wantKept bool
 	}{
-		"a crash before a write leaves nothing":              {crashBefore, false},
+		"a crash before a write leaves nothing":               {crashBefore, false},
 		"a crash after a write leaves it, and still an error": {crashAfter, true},
 	} {
 		t.Run(name, func(t *testing.T) {
