@@ -460,6 +460,23 @@ func (s *shard) crash(kind host.Kind, name string) crashPoint {
 	return crashBefore
 }
 
+// The parts of the fleet's specs that many certificates share: the
+// store shares specs with what it returns, and nothing changes them in
+// place.
+var (
+	lifetimes  = map[time.Duration]*certificate.Duration{}
+	ed25519Key = &keys.KeySpec{Algorithm: keys.AlgorithmEd25519}
+	noRenewal  = &renewal.Spec{Policy: renewal.PolicyDisabled}
+	weekdays   = &renewal.Spec{Policy: renewal.PolicyScheduled, Windows: []renewal.Window{
+		{DaysOfWeek: []string{"Mon", "Tue", "Wed", "Thu", "Fri"}, Start: "09:00", End: "17:00"}}}
+)
+
+func init() {
+	for _, d := range []time.Duration{6 * 24 * time.Hour, 45 * 24 * time.Hour, 90 * 24 * time.Hour} {
+		lifetimes[d] = &certificate.Duration{Duration: d}
+	}
+}
+
 // fleetCertificate is certificate i: its lifetime, policy and names.
 func fleetCertificate(cfg Config, i int) *certificate.Certificate {
 	name := fmt.Sprintf("c%05d", i)
@@ -474,16 +491,14 @@ func fleetCertificate(cfg Config, i int) *certificate.Certificate {
 	c := &certificate.Certificate{
 		ObjectMeta: certificate.ObjectMeta{Name: name, Namespace: "fleet", UID: "uid-" + name},
 		Spec: certificate.Spec{SecretName: name + "-tls", DNSNames: []string{name + ".fleet.example"},
-			Duration: &certificate.Duration{Duration: d}, IssuerRef: issuerRef,
-			PrivateKey: &keys.KeySpec{Algorithm: keys.AlgorithmEd25519}},
+			Duration: lifetimes[d], IssuerRef: issuerRef, PrivateKey: ed25519Key},
 	}
 	policy := hash64("fleet-policy", strconv.FormatUint(cfg.Seed, 10)+"/"+name) % 100
 	switch {
 	case policy < DisabledPercent:
-		c.Spec.Renewal = &renewal.Spec{Policy: renewal.PolicyDisabled}
+		c.Spec.Renewal = noRenewal
 	case policy < DisabledPercent+ScheduledPercent:
-		c.Spec.Renewal = &renewal.Spec{Policy: renewal.PolicyScheduled, Windows: []renewal.Window{
-			{DaysOfWeek: []string{"Mon", "Tue", "Wed", "Thu", "Fri"}, Start: "09:00", End: "17:00"}}}
+		c.Spec.Renewal = weekdays
 	}
 	return c
 }

@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -482,16 +481,14 @@ func (t *tracker) orphans(s *store, gone map[string]time.Time, now time.Time) {
 	defer s.mu.Unlock()
 	for _, tab := range s.tables[1:] {
 		for k, e := range tab.items {
-			if tab.kind == host.KindSecret && !slices.Contains(e.labels, pair{certificate.LabelNextPrivateKey, "true"}) {
+			if tab.kind == host.KindSecret && e.maps.label(certificate.LabelNextPrivateKey) != "true" {
 				continue
 			}
 			at, ok := gone[e.meta.OwnerUID]
 			if ok && now.Sub(at) > OrphanBound {
 				gap := ""
-				for _, a := range e.annotations {
-					if st := t.state(a.v); a.k == certificate.AnnotationCertificateName && st != nil && !st.deleted && st.uid != e.meta.OwnerUID {
-						gap = gapRecreate
-					}
+				if st := t.state(e.maps.annotation(certificate.AnnotationCertificateName)); st != nil && !st.deleted && st.uid != e.meta.OwnerUID {
+					gap = gapRecreate
 				}
 				t.violation("orphan", k.name, "%s %s of certificate UID %s, deleted at %s, is still there at %s%s", tab.kind, k, e.meta.OwnerUID, stamp(at), stamp(now), gap)
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -73,6 +74,9 @@ type store struct {
 	epoch        uint64
 	expecting    map[string]int // certificate name → pending writes
 	expectingReq map[objKey]int // request → pending writes
+
+	// keyLists are the key lists of labels and annotations objects carry.
+	keyLists map[string]*keyList
 
 	// crashedDeletes are the requests whose delete landed and then
 	// crashed.
@@ -165,8 +169,6 @@ type objKey struct{ namespace, name string }
 
 func (k objKey) String() string { return k.namespace + "/" + k.name }
 
-type pair struct{ k, v string }
-
 type bytesPair struct {
 	k string
 	v []byte
@@ -175,23 +177,41 @@ type bytesPair struct {
 // entry is one object as the store holds it. A status write makes a new
 // entry that shares the spec of the one before.
 type entry struct {
-	meta                certificate.ObjectMeta // Labels and Annotations nil
-	labels, annotations []pair
-	// By kind: a certificate's spec and status, a secret's data, a
-	// request's spec and status.
-	certSpec   *certificate.Spec
-	certStatus *certificate.Status
-	data       []bytesPair
-	reqSpec    *certificate.RequestSpec
-	reqStatus  *certificate.RequestStatus
+	meta certificate.ObjectMeta // Labels and Annotations nil
+	// maps holds Labels and Annotations.
+	maps packedMaps
+	// body is a *certBody, a *reqBody, or a secret's secretData.
+	body any
+}
+
+type certBody struct {
+	spec   *certificate.Spec
+	status certificate.Status
+}
+
+type reqBody struct {
+	spec   *certificate.RequestSpec
+	status certificate.RequestStatus
+}
+
+type secretData []bytesPair
+
+func (e *entry) cert() *certBody {
+	b, _ := e.body.(*certBody)
+	return b
+}
+
+func (e *entry) req() *reqBody {
+	b, _ := e.body.(*reqBody)
+	return b
 }
 
 // secretName is the spec.secretName of a certificate entry.
 func (e *entry) secretName() string {
-	if e == nil || e.certSpec == nil {
+	if e == nil || e.cert() == nil {
 		return ""
 	}
-	return e.certSpec.SecretName
+	return e.cert().spec.SecretName
 }
 
 func (e *entry) owner() string {
@@ -199,6 +219,50 @@ func (e *entry) owner() string {
 		return ""
 	}
 	return e.meta.OwnerUID
+}
+
+// nameSet is a set of names, the first held inline: most owners own one
+// object of a kind, most secrets have one certificate.
+type nameSet struct {
+	one  string
+	more []string
+}
+
+func (n nameSet) has(name string) bool { return n.one == name || slices.Contains(n.more, name) }
+
+func (n nameSet) add(name string) nameSet {
+	switch {
+	case n.has(name):
+	case n.one == "":
+		n.one = name
+	default:
+		n.more = append(n.more, name)
+	}
+	return n
+}
+
+// remove drops name; the set is empty when one is "".
+func (n nameSet) remove(name string) nameSet {
+	if n.one == name {
+		n.one = ""
+		if len(n.more) > 0 {
+			n.one = n.more[len(n.more)-1]
+			n.more = n.more[:len(n.more)-1]
+		}
+	} else if i := slices.Index(n.more, name); i >= 0 {
+		n.more = slices.Delete(n.more, i, i+1)
+	}
+	if len(n.more) == 0 {
+		n.more = nil
+	}
+	return n
+}
+
+func (n nameSet) names() []string {
+	if n.one == "" {
+		return nil
+	}
+	return append([]string{n.one}, n.more...)
 }
 
 // table holds the objects of one kind: the latest state (items) and, for
@@ -210,10 +274,11 @@ type table struct {
 	// pending are the writes that do not show yet, in order.
 	pending []pendingWrite
 	// Indexes over the names either the latest state or reads have with
-	// the value: owner UID → names, namespace/secret name → certificates.
-	// A list filters what they give by what reads see.
-	byOwner  map[string][]objKey
-	bySecret map[objKey][]objKey
+	// the value: namespace and owner UID → names, namespace and secret
+	// name → certificates. A list filters what they give by what reads
+	// see.
+	byOwner  map[objKey]nameSet
+	bySecret map[objKey]nameSet
 }
 
 type lagging struct {
@@ -237,7 +302,7 @@ type pendingWrite struct {
 
 func newTable(k host.Kind) *table {
 	return &table{kind: k, items: map[objKey]*entry{}, behind: map[objKey]*lagging{},
-		byOwner: map[string][]objKey{}, bySecret: map[objKey][]objKey{}}
+		byOwner: map[objKey]nameSet{}, bySecret: map[objKey]nameSet{}}
 }
 
 // seen is what reads see of k.
@@ -248,31 +313,26 @@ func (t *table) seen(k objKey) *entry {
 	return t.items[k]
 }
 
-func addTo[K comparable](ix map[K][]objKey, v K, k objKey) {
-	if !slices.Contains(ix[v], k) {
-		ix[v] = append(ix[v], k)
-	}
-}
+func addTo(ix map[objKey]nameSet, v objKey, name string) { ix[v] = ix[v].add(name) }
 
-func dropFrom[K comparable](ix map[K][]objKey, v K, k objKey) {
-	ks := ix[v]
-	i := slices.Index(ks, k)
-	if i < 0 {
+func dropFrom(ix map[objKey]nameSet, v objKey, name string) {
+	n, ok := ix[v]
+	if !ok {
 		return
 	}
-	if len(ks) == 1 {
+	if n = n.remove(name); n.one == "" {
 		delete(ix, v)
 		return
 	}
-	ix[v] = slices.Delete(ks, i, i+1)
+	ix[v] = n
 }
 
 func (t *table) index(k objKey, e *entry) {
 	if o := e.owner(); o != "" {
-		addTo(t.byOwner, o, k)
+		addTo(t.byOwner, objKey{k.namespace, o}, k.name)
 	}
 	if sn := e.secretName(); sn != "" {
-		addTo(t.bySecret, objKey{k.namespace, sn}, k)
+		addTo(t.bySecret, objKey{k.namespace, sn}, k.name)
 	}
 }
 
@@ -280,23 +340,33 @@ func (t *table) index(k objKey, e *entry) {
 func (t *table) unindex(k objKey, owners, secrets []string, cur *entry) {
 	for _, o := range owners {
 		if o != "" && o != cur.owner() {
-			dropFrom(t.byOwner, o, k)
+			dropFrom(t.byOwner, objKey{k.namespace, o}, k.name)
 		}
 	}
 	for _, sn := range secrets {
 		if sn != "" && sn != cur.secretName() {
-			dropFrom(t.bySecret, objKey{k.namespace, sn}, k)
+			dropFrom(t.bySecret, objKey{k.namespace, sn}, k.name)
 		}
 	}
 }
 
 // keys are the names opts may select, from an index when it can.
 func (t *table) keys(opts host.ListOptions) []objKey {
+	var ix map[objKey]nameSet
+	var v string
 	switch {
-	case opts.OwnerUID != "":
-		return slices.Clone(t.byOwner[opts.OwnerUID])
-	case opts.SecretName != "" && opts.Namespace != "":
-		return slices.Clone(t.bySecret[objKey{opts.Namespace, opts.SecretName}])
+	case opts.Namespace != "" && opts.OwnerUID != "":
+		ix, v = t.byOwner, opts.OwnerUID
+	case opts.Namespace != "" && opts.SecretName != "":
+		ix, v = t.bySecret, opts.SecretName
+	}
+	if ix != nil {
+		set := ix[objKey{opts.Namespace, v}]
+		ks := make([]objKey, 0, 1+len(set.more))
+		for _, n := range set.names() {
+			ks = append(ks, objKey{opts.Namespace, n})
+		}
+		return ks
 	}
 	ks := make([]objKey, 0, len(t.items)+len(t.behind))
 	for k := range t.items {
@@ -533,7 +603,7 @@ func (s *store) write(t *table, obj object, create, user bool) (object, error) {
 		}
 	} else {
 		e.meta.UID, e.meta.CreationTimestamp, e.meta.Generation = prev.meta.UID, prev.meta.CreationTimestamp, prev.meta.Generation
-		if t.kind == host.KindCertificate && e.certSpec != prev.certSpec {
+		if t.kind == host.KindCertificate && e.cert().spec != prev.cert().spec {
 			e.meta.Generation++
 		}
 	}
@@ -610,11 +680,7 @@ func (s *store) put(t *table, k objKey, e *entry, lag time.Duration, now time.Ti
 			}
 			tag.cert = ""
 			if src != nil {
-				for _, a := range src.annotations {
-					if a.k == certificate.AnnotationCertificateName {
-						tag.cert = a.v
-					}
-				}
+				tag.cert = src.maps.annotation(certificate.AnnotationCertificateName)
 			}
 		}
 	}
@@ -664,22 +730,22 @@ func (s *store) restarted() {
 // share replaces the bytes of a secret that other objects already hold:
 // ca.crt by the CA's certificate, tls.crt by the chain of the owner's
 // request it was issued from. s.mu is held.
-func (s *store) share(e *entry) {
-	for i := range e.data {
-		v := e.data[i].v
+func (s *store) share(e *entry, data secretData) {
+	for i := range data {
+		v := data[i].v
 		for _, sh := range s.shared {
 			if bytes.Equal(v, sh) {
-				e.data[i].v = sh
+				data[i].v = sh
 				break
 			}
 		}
-		if e.data[i].k != keys.SecretCertificate || e.meta.OwnerUID == "" {
+		if data[i].k != keys.SecretCertificate || e.meta.OwnerUID == "" {
 			continue
 		}
 		reqs := s.tables[2]
-		for _, k := range reqs.byOwner[e.meta.OwnerUID] {
-			if r := reqs.items[k]; r != nil && bytes.Equal(r.reqStatus.Certificate, v) {
-				e.data[i].v = r.reqStatus.Certificate
+		for _, n := range reqs.byOwner[objKey{e.meta.Namespace, e.meta.OwnerUID}].names() {
+			if r := reqs.items[objKey{e.meta.Namespace, n}]; r != nil && bytes.Equal(r.req().status.Certificate, v) {
+				data[i].v = r.req().status.Certificate
 				break
 			}
 		}
@@ -691,66 +757,129 @@ func (s *store) share(e *entry) {
 // a certificate's spec). A spec equal to prev's is prev's. s.mu is held.
 func (s *store) pack(obj object, prev *entry) *entry {
 	e := &entry{meta: *obj.Meta()}
-	e.labels, e.annotations = packMap(e.meta.Labels), packMap(e.meta.Annotations)
+	e.maps = s.packMaps(e.meta.Labels, e.meta.Annotations)
 	e.meta.Labels, e.meta.Annotations = nil, nil
 	switch o := obj.(type) {
 	case *certificate.Certificate:
-		if prev != nil && reflect.DeepEqual(&o.Spec, prev.certSpec) {
-			e.certSpec = prev.certSpec
+		b := &certBody{status: o.Status}
+		if prev != nil && reflect.DeepEqual(&o.Spec, prev.cert().spec) {
+			b.spec = prev.cert().spec
 		} else {
 			spec := o.Spec
-			e.certSpec = &spec
+			b.spec = &spec
 		}
-		st := o.Status
-		st.Conditions = slices.Clone(st.Conditions)
-		e.certStatus = &st
+		b.status.Conditions = slices.Clone(b.status.Conditions)
+		e.body = b
 	case *certificate.Secret:
-		e.data = make([]bytesPair, 0, len(o.Data))
+		data := make(secretData, 0, len(o.Data))
 		for k, v := range o.Data {
-			e.data = append(e.data, bytesPair{k, v})
+			data = append(data, bytesPair{k, v})
 		}
-		slices.SortFunc(e.data, func(a, b bytesPair) int { return strings.Compare(a.k, b.k) })
-		s.share(e)
+		slices.SortFunc(data, func(a, b bytesPair) int { return strings.Compare(a.k, b.k) })
+		s.share(e, data)
+		e.body = data
 	case *certificate.CertificateRequest:
-		if prev != nil && reflect.DeepEqual(&o.Spec, prev.reqSpec) {
-			e.reqSpec = prev.reqSpec
+		b := &reqBody{status: o.Status}
+		if prev != nil && reflect.DeepEqual(&o.Spec, prev.req().spec) {
+			b.spec = prev.req().spec
 		} else {
 			spec := o.Spec
-			e.reqSpec = &spec
+			b.spec = &spec
 		}
-		st := o.Status
-		st.Conditions = slices.Clone(st.Conditions)
-		e.reqStatus = &st
+		b.status.Conditions = slices.Clone(b.status.Conditions)
+		e.body = b
 	}
 	return e
 }
 
-func packMap(m map[string]string) []pair {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make([]pair, 0, len(m))
-	for k, v := range m {
-		out = append(out, pair{k, v})
-	}
-	slices.SortFunc(out, func(a, b pair) int { return strings.Compare(a.k, b.k) })
-	return out
+// packedMaps are an object's labels and annotations: their values, in
+// the order of a sorted key list that the store interns (the objects of
+// a kind mostly carry the same keys).
+type packedMaps struct {
+	keys *keyList // nil when both are empty
+	vals []string
 }
 
-func unpackMap(p []pair) map[string]string {
-	if p == nil {
-		return nil
+type keyList struct {
+	labels      int // keys[:labels] are the labels', the rest the annotations'
+	keys        []string
+	annotations map[string]int // annotation key → index in vals
+}
+
+// packMaps packs labels and annotations. s.mu is held.
+func (s *store) packMaps(labels, annotations map[string]string) packedMaps {
+	if len(labels)+len(annotations) == 0 {
+		return packedMaps{}
 	}
-	m := make(map[string]string, len(p))
-	for _, e := range p {
-		m[e.k] = e.v
+	ls, as := slices.Sorted(maps.Keys(labels)), slices.Sorted(maps.Keys(annotations))
+	id := strings.Join(ls, "\x00") + "\x01" + strings.Join(as, "\x00")
+	kl := s.keyLists[id]
+	if kl == nil {
+		kl = &keyList{labels: len(ls), keys: append(ls, as...), annotations: map[string]int{}}
+		for i, k := range as {
+			kl.annotations[k] = len(ls) + i
+		}
+		if s.keyLists == nil {
+			s.keyLists = map[string]*keyList{}
+		}
+		s.keyLists[id] = kl
 	}
-	return m
+	p := packedMaps{keys: kl, vals: make([]string, len(kl.keys))}
+	for i, k := range kl.keys {
+		if i < kl.labels {
+			p.vals[i] = labels[k]
+		} else {
+			p.vals[i] = annotations[k]
+		}
+	}
+	return p
+}
+
+func (p packedMaps) unpack() (labels, annotations map[string]string) {
+	if p.keys == nil {
+		return nil, nil
+	}
+	for i, k := range p.keys.keys {
+		if i < p.keys.labels {
+			if labels == nil {
+				labels = make(map[string]string, p.keys.labels)
+			}
+			labels[k] = p.vals[i]
+		} else {
+			if annotations == nil {
+				annotations = make(map[string]string, len(p.keys.keys)-p.keys.labels)
+			}
+			annotations[k] = p.vals[i]
+		}
+	}
+	return labels, annotations
+}
+
+func (p packedMaps) annotation(key string) string {
+	if p.keys == nil {
+		return ""
+	}
+	if i, ok := p.keys.annotations[key]; ok {
+		return p.vals[i]
+	}
+	return ""
+}
+
+func (p packedMaps) label(key string) string {
+	if p.keys == nil {
+		return ""
+	}
+	for i, k := range p.keys.keys[:p.keys.labels] {
+		if k == key {
+			return p.vals[i]
+		}
+	}
+	return ""
 }
 
 func (e *entry) unpackMeta() certificate.ObjectMeta {
 	m := e.meta
-	m.Labels, m.Annotations = unpackMap(e.labels), unpackMap(e.annotations)
+	m.Labels, m.Annotations = e.maps.unpack()
 	return m
 }
 
@@ -772,24 +901,23 @@ func kindOf(obj any) host.Kind {
 // unpackAny is a copy of what e holds that the caller may change (byte
 // slices, pointers and a certificate's spec shared).
 func unpackAny(kind host.Kind, e *entry) object {
-	switch kind {
-	case host.KindCertificate:
-		c := &certificate.Certificate{ObjectMeta: e.unpackMeta(), Spec: *e.certSpec, Status: *e.certStatus}
+	switch b := e.body.(type) {
+	case *certBody:
+		c := &certificate.Certificate{ObjectMeta: e.unpackMeta(), Spec: *b.spec, Status: b.status}
 		c.Status.Conditions = slices.Clone(c.Status.Conditions)
 		return c
-	case host.KindSecret:
-		sec := &certificate.Secret{ObjectMeta: e.unpackMeta()}
-		if e.data != nil {
-			sec.Data = make(map[string][]byte, len(e.data))
-			for _, d := range e.data {
-				sec.Data[d.k] = d.v
-			}
+	case secretData:
+		sec := &certificate.Secret{ObjectMeta: e.unpackMeta(), Data: make(map[string][]byte, len(b))}
+		for _, d := range b {
+			sec.Data[d.k] = d.v
 		}
 		return sec
+	case *reqBody:
+		r := &certificate.CertificateRequest{ObjectMeta: e.unpackMeta(), Spec: *b.spec, Status: b.status}
+		r.Status.Conditions = slices.Clone(r.Status.Conditions)
+		return r
 	}
-	r := &certificate.CertificateRequest{ObjectMeta: e.unpackMeta(), Spec: *e.reqSpec, Status: *e.reqStatus}
-	r.Status.Conditions = slices.Clone(r.Status.Conditions)
-	return r
+	panic(fmt.Sprintf("fleet: a %s entry holds a %T", kind, e.body))
 }
 
 // Counts of what the store holds now, and whether reads show all of it.

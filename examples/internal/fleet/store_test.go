@@ -313,7 +313,10 @@ func TestStoreMatchesModel(t *testing.T) {
 	}
 	tab := s.tables[2]
 	assert.LessOrEqual(t, len(tab.behind), len(reqNames), "names held behind")
-	for owner, ks := range tab.byOwner {
-		assert.LessOrEqual(t, len(ks), len(reqNames), "index of %s", owner)
+	for owner, set := range tab.byOwner {
+		assert.LessOrEqual(t, len(set.names()), len(reqNames), "index of %s", owner)
+		for _, n := range set.names() {
+			assert.True(t, tab.items[objKey{owner.namespace, n}] != nil || tab.behind[objKey{owner.namespace, n}] != nil, "index of %s names %s, which is neither stored nor seen", owner, n)
+		}
 	}
 }
