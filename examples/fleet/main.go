@@ -1,8 +1,9 @@
 // Command fleet runs certlife's deterministic fleet simulation: many
-// certificates on the reference host over virtual time, optionally with an
-// issuer, a store and a host that misbehave, and checks the invariants all
-// through the run. It prints a summary whose last line is "violations: N"
-// and exits non-zero when N > 0.
+// certificates on the public host loop (certificate/host) over virtual
+// time, optionally with a CA, a store, a host and users that misbehave,
+// and checks the invariants all through the run. It prints a summary whose
+// last line is "violations: N" and exits non-zero when N > 0; -all prints
+// every violation, and -trace NAME the story of one certificate.
 //
 //	go run ./examples/fleet -certificates 10000 -days 365 -faults
 package main
@@ -24,7 +25,7 @@ func main() {
 	cfg := fleet.Defaults()
 	flag.IntVar(&cfg.Certificates, "certificates", cfg.Certificates, "certificates in the fleet")
 	flag.IntVar(&cfg.Days, "days", cfg.Days, "days of virtual time")
-	flag.BoolVar(&cfg.Faults, "faults", cfg.Faults, "issuer failures, outages, wrong-key and expired certificates, rate limits, a lagging store, host crashes, manual renewals")
+	flag.BoolVar(&cfg.Faults, "faults", cfg.Faults, "CA failures, outages, wrong-key and expired certificates, rate limits; a lagging store; host crashes and restarts; manual renewals, spec changes and re-creations mid-order")
 	flag.BoolVar(&cfg.Jitter, "jitter", cfg.Jitter, "spread renewal times deterministically")
 	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "the run's seed")
 	flag.IntVar(&cfg.Shards, "shards", cfg.Shards, "independent hosts run in parallel (the result depends on this, not on the machine)")

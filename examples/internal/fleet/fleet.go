@@ -131,7 +131,7 @@ const (
 	// its predecessor's last writes show, so its first passes read stale
 	// state.
 	CrashPermille = 2
-	RestartEvery  = 50
+	RestartEvery  = 100
 	RestartDelay  = 2 * time.Second
 	// ManualPerDay certificates are renewed by hand each day.
 	ManualPerDay = 5
@@ -373,6 +373,7 @@ func newShard(cfg Config, index int) (*shard, error) {
 	s.track = newTracker(cfg)
 	s.st = newStore(clk)
 	s.st.shared = [][]byte{s.ca.certPEM}
+	s.track.predecessorLeft = func(name, uid string) bool { return s.st.predecessorLeft("fleet", name, uid) }
 	s.st.observe = func(w write) {
 		s.trace(w.obj.Meta().Name, "write", describeWrite(w))
 		s.track.wrote(w, clk.Now())
@@ -801,13 +802,21 @@ func (u *userEvents) due(now time.Time) []userEvent {
 }
 
 // hash64 is the simulation's deterministic draw: FNV-1a of the domain and
-// the key, the same on every run and machine.
+// the key, mixed by murmur3's finaliser (FNV's low bits alone correlate
+// across keys that differ in a counter), the same on every run and
+// machine.
 func hash64(domain, key string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(domain))
 	h.Write([]byte{0})
 	h.Write([]byte(key))
-	return h.Sum64()
+	x := h.Sum64()
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
 }
 
 // fraction is a deterministic draw in [0, 1).

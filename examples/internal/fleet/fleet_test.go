@@ -98,6 +98,13 @@ func violationKinds(vs []string) map[string]int {
 // Each invariant catches the fault it is there for, in a fleet that is
 // otherwise clean: the same small fleet with one thing wrong.
 func TestInvariantsCatchFaults(t *testing.T) {
+	cfg := Defaults()
+	cfg.Certificates, cfg.Days, cfg.Faults = 100, OutageDays[0]+2, true
+	if raceEnabled {
+		cfg.Certificates = 40
+	}
+	clean, err := Run(context.Background(), cfg)
+	require.NoError(t, err)
 	for name, tc := range map[string]struct {
 		break_ func(*Config)
 		want   string
@@ -110,15 +117,12 @@ func TestInvariantsCatchFaults(t *testing.T) {
 			func(c *Config) { c.slowCA = ReadyBound + time.Hour }, "not ready"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			cfg := Defaults()
-			cfg.Certificates, cfg.Days, cfg.Faults = 100, OutageDays[0]+2, true
-			clean, err := Run(context.Background(), cfg)
+			require.Zero(t, violationKinds(unknown(clean.Violations))[tc.want], "the fleet without the fault: %v", clean.Violations)
+			broken := cfg
+			tc.break_(&broken)
+			sum, err := Run(context.Background(), broken)
 			require.NoError(t, err)
-			require.Zero(t, violationKinds(clean.Violations)[tc.want], "the fleet without the fault: %v", clean.Violations)
-			tc.break_(&cfg)
-			sum, err := Run(context.Background(), cfg)
-			require.NoError(t, err)
-			assert.NotZero(t, violationKinds(sum.Violations)[tc.want], "no %q violation among %v", tc.want, sum.Violations)
+			assert.NotZero(t, violationKinds(unknown(sum.Violations))[tc.want], "no %q violation among %v", tc.want, sum.Violations)
 		})
 	}
 }

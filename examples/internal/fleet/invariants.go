@@ -42,7 +42,7 @@ const (
 // say so: KnownGap recognises them.
 const (
 	gapForget   = " [known gap of certificate/host: it tells the issuer of a deleted request after the delete lands, so a crash in between is never made good]"
-	gapRecreate = " [known gap of certificate/host: it removes what a deleted certificate owned when a pass finds the certificate gone; one created again under the same name before that pass keeps its predecessor's objects]"
+	gapRecreate = " [known gap of certificate/host: it removes what a deleted certificate owned when a pass finds the certificate gone; one created again under the same name before that pass keeps its predecessor's requests and next keys, and its own requests' names collide with theirs]"
 )
 
 // KnownGap reports whether a violation comes from a known gap of the host
@@ -71,6 +71,9 @@ type tracker struct {
 	// leaked are the requests whose orders were reported as outliving
 	// them.
 	leaked map[objKey]bool
+	// predecessorLeft reports whether requests of an earlier certificate
+	// of the same name are still there (the store's predecessorLeft).
+	predecessorLeft func(name, uid string) bool
 
 	issuances, renewals, failures, requests, expiries, excused int
 	// The longest waits seen against the bounds: a retry after the
@@ -358,13 +361,27 @@ func (t *tracker) wroteStatus(st *certState, s certificate.Status, now time.Time
 func (t *tracker) readyAgain(st *certState, allowed int64, now time.Time) {
 	start := max(st.unreadySince, allowed)
 	if late := now.Sub(fromUnix(start)); late > 0 && st.policy != disabled {
-		t.maxUnready = max(t.maxUnready, late)
+		gap := ""
 		if late > ReadyBound {
-			t.violation("not ready", st.name, "Ready at %s, %v after %s (un-Ready since %s, next attempt allowed %s); the bound is %v",
-				stamp(now), late, stamp(fromUnix(start)), stamp(fromUnix(st.unreadySince)), stamp(fromUnix(allowed)), ReadyBound)
+			gap = t.gap(st)
+			t.violation("not ready", st.name, "Ready at %s, %v after %s (un-Ready since %s, next attempt allowed %s); the bound is %v%s",
+				stamp(now), late, stamp(fromUnix(start)), stamp(fromUnix(st.unreadySince)), stamp(fromUnix(allowed)), ReadyBound, gap)
+		}
+		if gap == "" {
+			t.maxUnready = max(t.maxUnready, late)
 		}
 	}
 	st.unreadySince, st.needRevision = 0, false
+}
+
+// gap is the known gap a certificate that is not Ready falls in: created
+// again under its name while its predecessor's requests are still there,
+// it takes their names for its own.
+func (t *tracker) gap(st *certState) string {
+	if t.predecessorLeft != nil && t.predecessorLeft(st.name, st.uid) {
+		return gapRecreate
+	}
+	return ""
 }
 
 // renewalStarted counts a renewal in its minute, and for a certificate
@@ -451,8 +468,8 @@ func (t *tracker) sweep(now time.Time) {
 			case st.attemptsDue > 0 && st.notAfter-st.lastAttempt <= int64((BackoffMax+time.Hour)/time.Second):
 				t.excused++
 			default:
-				t.violation("expiry", st.name, "expired at %s: %d attempts since the renewal time %s (last %s)",
-					stamp(fromUnix(st.notAfter)), st.attemptsDue, stamp(fromUnix(st.renewalTime)), stamp(fromUnix(st.lastAttempt)))
+				t.violation("expiry", st.name, "expired at %s: %d attempts since the renewal time %s (last %s)%s",
+					stamp(fromUnix(st.notAfter)), st.attemptsDue, stamp(fromUnix(st.renewalTime)), stamp(fromUnix(st.lastAttempt)), t.gap(st))
 			}
 		}
 		if st.policy == disabled {
@@ -461,8 +478,8 @@ func (t *tracker) sweep(now time.Time) {
 		if st.unreadySince != 0 {
 			start := max(st.unreadySince, st.nextAllowed())
 			if late := n - start; late > int64(ReadyBound/time.Second) {
-				t.violation("not ready", st.name, "still not Ready at %s, %v after %s (un-Ready since %s, next attempt allowed %s); the bound is %v",
-					stamp(now), time.Duration(late)*time.Second, stamp(fromUnix(start)), stamp(fromUnix(st.unreadySince)), stamp(fromUnix(st.nextAllowed())), ReadyBound)
+				t.violation("not ready", st.name, "still not Ready at %s, %v after %s (un-Ready since %s, next attempt allowed %s); the bound is %v%s",
+					stamp(now), time.Duration(late)*time.Second, stamp(fromUnix(start)), stamp(fromUnix(st.unreadySince)), stamp(fromUnix(st.nextAllowed())), ReadyBound, t.gap(st))
 			}
 		}
 		if owed := st.retryOwed(); owed != 0 && n-owed > int64(RetryBound/time.Second) {

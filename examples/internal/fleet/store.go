@@ -944,6 +944,19 @@ func (s *store) crashedDelete(k objKey) bool {
 	return s.crashedDeletes[k]
 }
 
+// predecessorLeft reports whether requests of an earlier certificate of
+// the same name (another UID) are still there.
+func (s *store) predecessorLeft(namespace, cert, uid string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, e := range s.tables[2].items {
+		if k.namespace == namespace && e.meta.OwnerUID != uid && e.maps.annotation(certificate.AnnotationCertificateName) == cert {
+			return true
+		}
+	}
+	return false
+}
+
 // latestCertificate is the certificate as it is now, whatever reads show;
 // nil when it does not exist. The caller must not change it.
 func (s *store) latestCertificate(namespace, name string) *certificate.Certificate {
