@@ -124,9 +124,10 @@ const (
 	// (and is reported to the loop) after between zero and twice that,
 	// each kind's writes in order.
 	StoreLag = 5 * time.Second
-	// CrashPermille of the loop's writes meet a crash: half of them fail
-	// before the write, half after it landed (the host never heard back).
-	// One crash in RestartEvery kills the host process: its loop is gone,
+	// CrashPermille of the loop's writes meet a crash: about half of them
+	// fail before the write, half after it landed (the host never heard
+	// back). One crash in RestartEvery kills the host process before the
+	// write, and everything it writes after in the same step: its loop is gone,
 	// and a new one over the same store starts RestartDelay later — before
 	// its predecessor's last writes show, so its first passes read stale
 	// state.
@@ -144,7 +145,7 @@ const (
 )
 
 // OutageDays are the days the CA is down from midnight to midnight: every
-// order it answers then fails.
+// order it is asked for then fails.
 var OutageDays = []int{100, 250}
 
 // The fleet's shape.

@@ -113,13 +113,16 @@ type certState struct {
 	// needRevision: the spec changed; Ready=True counts only with a
 	// revision issued since.
 	needRevision bool
-	notAfter     int64
-	renewalTime  int64
-	lastFailure  int64
-	retryAfter   int64
-	manualAt     int64
-	lastAttempt  int64
-	lastRequest  int64
+	// gapped: it fell in a known gap of the host loop (and is left out of
+	// the longest un-Ready wait).
+	gapped      bool
+	notAfter    int64
+	renewalTime int64
+	lastFailure int64
+	retryAfter  int64
+	manualAt    int64
+	lastAttempt int64
+	lastRequest int64
 	// unreadySince is when the certificate last stopped being Ready (its
 	// creation, a spec change, an expiry, a status that says not Ready);
 	// zero while it is Ready: its status says Ready=True, for the current
@@ -367,7 +370,7 @@ func (t *tracker) readyAgain(st *certState, allowed int64, now time.Time) {
 			t.violation("not ready", st.name, "Ready at %s, %v after %s (un-Ready since %s, next attempt allowed %s); the bound is %v%s",
 				stamp(now), late, stamp(fromUnix(start)), stamp(fromUnix(st.unreadySince)), stamp(fromUnix(allowed)), ReadyBound, gap)
 		}
-		if gap == "" {
+		if gap == "" && !st.gapped {
 			t.maxUnready = max(t.maxUnready, late)
 		}
 	}
@@ -379,6 +382,7 @@ func (t *tracker) readyAgain(st *certState, allowed int64, now time.Time) {
 // it takes their names for its own.
 func (t *tracker) gap(st *certState) string {
 	if t.predecessorLeft != nil && t.predecessorLeft(st.name, st.uid) {
+		st.gapped = true
 		return gapRecreate
 	}
 	return ""
