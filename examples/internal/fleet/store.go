@@ -79,8 +79,20 @@ type store struct {
 	keyLists map[string]*keyList
 
 	// crashedDeletes are the requests whose delete landed and then
-	// crashed.
+	// crashed; crashedAt when each object's last crashed write was.
 	crashedDeletes map[objKey]bool
+	crashedAt      [3]map[objKey]time.Time
+}
+
+// crashed records a write at a crash point. s.mu is not held.
+func (s *store) crashed(t *table, k objKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := kindIndex(t.kind)
+	if s.crashedAt[i] == nil {
+		s.crashedAt[i] = map[objKey]time.Time{}
+	}
+	s.crashedAt[i][k] = s.clock.Now()
 }
 
 // errNotCaughtUp is the read the expectations refuse.
@@ -571,6 +583,7 @@ func (s *store) write(t *table, obj object, create, user bool) (object, error) {
 	cp := noCrash
 	if s.crash != nil && !user {
 		if cp = s.crash(t.kind, m.Name); cp == crashBefore {
+			s.crashed(t, k)
 			return nil, fmt.Errorf("%s %s: %w", t.kind, k, errCrash)
 		}
 	}
@@ -619,6 +632,7 @@ func (s *store) write(t *table, obj object, create, user bool) (object, error) {
 	}
 	s.tell(watchers, chs)
 	if cp == crashAfter {
+		s.crashed(t, k)
 		return nil, fmt.Errorf("%s %s was written, then %w", t.kind, k, errCrash)
 	}
 	return unpackAny(t.kind, e), nil
@@ -629,6 +643,7 @@ func (s *store) remove(t *table, k objKey, user bool) error {
 	cp := noCrash
 	if s.crash != nil && !user {
 		if cp = s.crash(t.kind, k.name); cp == crashBefore {
+			s.crashed(t, k)
 			return fmt.Errorf("%s %s: %w", t.kind, k, errCrash)
 		}
 	}
@@ -651,6 +666,7 @@ func (s *store) remove(t *table, k objKey, user bool) error {
 	}
 	s.tell(watchers, chs)
 	if cp == crashAfter {
+		s.crashed(t, k)
 		if t.kind == host.KindRequest {
 			s.mu.Lock()
 			if s.crashedDeletes == nil {
