@@ -60,8 +60,6 @@ type ca struct {
 	plan func(r *certificate.CertificateRequest, now time.Time) (fault, time.Duration)
 	// retryAfter is a rate-limited answer's wait.
 	retryAfter time.Duration
-	// answered, when set, sees each answer (the tracker).
-	answered func(r *certificate.CertificateRequest, f fault, now time.Time)
 
 	mu     sync.Mutex
 	serial int64
@@ -69,11 +67,10 @@ type ca struct {
 	// made names the orders made since the last takeMade.
 	made []objKey
 
-	// Counts.
-	faults            [numFaults]int
-	pending, forgets  int
-	ordersPeak        int
-	signed, signFails int
+	// Counts: answers by fault, orders forgotten, the most orders kept at
+	// once.
+	faults              [numFaults]int
+	forgets, ordersPeak int
 }
 
 // order is what the CA keeps for one request.
@@ -128,9 +125,6 @@ func (c *ca) Answer(_ context.Context, r *certificate.CertificateRequest, now ti
 	}
 	c.mu.Unlock()
 	if due := time.Unix(0, o.due).UTC(); now.Before(due) {
-		c.mu.Lock()
-		c.pending++
-		c.mu.Unlock()
 		certificate.SetPending(r, "the CA is working on the order; it answers at "+due.UTC().Format(time.RFC3339), now)
 		return due, nil
 	}
@@ -144,9 +138,6 @@ func (c *ca) Answer(_ context.Context, r *certificate.CertificateRequest, now ti
 	}
 	c.faults[o.fault]++
 	c.mu.Unlock()
-	if c.answered != nil {
-		c.answered(r, o.fault, now)
-	}
 	return time.Time{}, nil
 }
 
@@ -202,15 +193,9 @@ func (c *ca) answer(r *certificate.CertificateRequest, f fault, now time.Time) e
 	}
 	der, err := x509.CreateCertificate(c.rand, tmpl, c.cert, pub, c.key)
 	if err != nil {
-		c.mu.Lock()
-		c.signFails++
-		c.mu.Unlock()
 		certificate.SetFailed(r, "signing: "+err.Error(), now, time.Time{})
 		return nil
 	}
-	c.mu.Lock()
-	c.signed++
-	c.mu.Unlock()
 	certificate.SetIssued(r, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), c.certPEM, now)
 	return nil
 }
@@ -249,17 +234,4 @@ func (c *ca) takeMade() []objKey {
 	m := c.made
 	c.made = nil
 	return m
-}
-
-// pendingOrders lists the requests whose orders are not answered yet.
-func (c *ca) pendingOrders() []objKey {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []objKey
-	for k, o := range c.orders {
-		if !o.answered {
-			out = append(out, k)
-		}
-	}
-	return out
 }

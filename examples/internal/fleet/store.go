@@ -24,10 +24,11 @@ import (
 // that a shard holds its certificates in a few kilobytes each, and able to
 // misbehave the ways a host's storage does.
 //
-//   - Lean: objects are held as written, not encoded; labels, annotations
-//     and secret data as sorted pairs rather than maps; a secret's tls.crt
-//     shares its bytes with the request it came from, and ca.crt with the
-//     CA's. Reads build fresh maps and condition slices, which the caller
+//   - Lean: objects are held as written, not encoded; labels and
+//     annotations as values against key lists the store interns, secret
+//     data as sorted pairs, rather than maps; a status write shares the
+//     spec of the version before; a secret's tls.crt shares its bytes with
+//     the request it came from, and ca.crt with the CA's. Reads build fresh maps and condition slices, which the caller
 //     may change; byte slices, time and integer pointers and a
 //     certificate's spec are shared with what the store holds, and the
 //     host loop never changes those in place.
@@ -396,7 +397,8 @@ func (t *table) keys(opts host.ListOptions) []objKey {
 
 // put makes a write to k: it lands in items at once and shows in reads
 // after lag (never before an earlier write of the kind). It returns the
-// changes that show now.
+// changes that show now and the pending writes among them, and whether
+// this one waits.
 func (t *table) put(k objKey, e *entry, lag time.Duration, now time.Time, tag pendingWrite) (chs []host.Change, shown []pendingWrite, queued bool) {
 	prev := t.items[k]
 	if e == nil {
