@@ -1,10 +1,17 @@
 // Package fleet is the deterministic fleet simulation: many certificates
-// on the reference host over virtual time, with an issuer and a store that
-// misbehave, and invariants checked all through the run. examples/fleet is
-// its command line.
+// on the public host loop (package certificate/host) over virtual time,
+// with a CA, a store and a host that misbehave, and invariants checked all
+// through the run. examples/fleet is its command line.
+//
+// Each shard is one host.Loop over the simulation's own host.Store (lean,
+// and with faults on, lagging and crashing) with one simulated CA as its
+// issuer, driven on a fake clock: the shard moves the clock to the next
+// thing due — the loop's next pass, a write showing in reads, a user's
+// action, the daily sweep — and steps the loop.
 package fleet
 
 import (
+	"container/heap"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -21,9 +28,9 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/certlife/certlife/backoff"
 	"github.com/certlife/certlife/certificate"
-	"github.com/certlife/certlife/examples/internal/fleethost"
-	"github.com/certlife/certlife/examples/internal/simca"
+	"github.com/certlife/certlife/certificate/host"
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/renewal"
 )
@@ -36,11 +43,11 @@ type Config struct {
 	Certificates int
 	// Days of virtual time.
 	Days int
-	// Faults turns on every fault (see Faults).
+	// Faults turns on every fault (see the constants).
 	Faults bool
 	// Jitter spreads renewal times (renewal.Timing.Jitter).
 	Jitter bool
-	// Shards run in parallel, each its own host, CA and store; the result
+	// Shards run in parallel, each its own loop, store and CA; the result
 	// depends on the shard count, never on the machine.
 	Shards int
 	// Start of virtual time.
@@ -48,6 +55,24 @@ type Config struct {
 	// HeapProfile, when set, receives a heap profile taken at the end of
 	// the run while the fleet is still live (examples/fleet -memprofile).
 	HeapProfile io.Writer
+
+	// NoExpectations turns off the store's stand-in for the expectations
+	// the loop lacks (see README): with faults on, the loop then decides
+	// on reads that do not show its own last writes.
+	NoExpectations bool
+
+	// Trace, when set, receives a line for each write, loop pass and CA
+	// answer that concerns the certificate named TraceName (and its
+	// secrets and requests): how to read a violation's story.
+	Trace     io.Writer
+	TraceName string
+
+	// For tests of the invariants: the CA is told of no deleted request
+	// (forgetless), the loop's backoff is another (backoff), every order
+	// stays pending this long (slowCA).
+	forgetless bool
+	backoff    backoff.Policy
+	slowCA     time.Duration
 }
 
 // Defaults are the command's defaults: 10,000 certificates for a year,
@@ -75,28 +100,52 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// The CA keeps an order per request; PendingPercent of orders stay pending
+// for between PendingMin and PendingMax before the CA answers, as an
+// external CA's do. This is the CA's way, with or without faults.
+const (
+	PendingPercent = 10
+	PendingMin     = time.Minute
+	PendingMax     = 30 * time.Minute
+)
+
 // The fleet's faults, when Config.Faults is on.
 const (
-	// FailPercent of requests fail.
+	// FailPercent of orders fail.
 	FailPercent = 5
-	// WrongKeyPermille, ExpiredPermille and RateLimitPermille of requests
+	// WrongKeyPermille, ExpiredPermille and RateLimitPermille of orders
 	// get a certificate for another key, an expired certificate, or a
 	// rate-limit answer with a Retry-After of RateLimitWait.
 	WrongKeyPermille  = 5
 	ExpiredPermille   = 5
 	RateLimitPermille = 5
 	RateLimitWait     = 2 * time.Hour
-	// StoreLag is how far the host expects reads to lag writes; each write
-	// actually shows after between zero and twice that (writes stay in
-	// order), so some reads are staler than the host expects.
+	// StoreLag is how far reads lag writes on average: each write shows
+	// (and is reported to the loop) after between zero and twice that,
+	// each kind's writes in order.
 	StoreLag = 5 * time.Second
-	// CrashPermille of actions are preceded by a host crash.
+	// CrashPermille of the loop's writes meet a crash: about half of them
+	// fail before the write, half after it landed (the host never heard
+	// back). One crash in RestartEvery kills the host process before the
+	// write, and everything it writes after in the same step: its loop is gone,
+	// and a new one over the same store starts RestartDelay later — before
+	// its predecessor's last writes show, so its first passes read stale
+	// state.
 	CrashPermille = 2
+	RestartEvery  = 100
+	RestartDelay  = 2 * time.Second
 	// ManualPerDay certificates are renewed by hand each day.
 	ManualPerDay = 5
+	// Of the orders the CA keeps pending, SpecChangePercent see their
+	// certificate's names changed by its user halfway through, and
+	// RecreatePercent their certificate deleted and created again (at once,
+	// or up to half a minute later), as kubectl replace does.
+	SpecChangePercent = 2
+	RecreatePercent   = 1
 )
 
-// OutageDays are the days the issuer is down from midnight to midnight.
+// OutageDays are the days the CA is down from midnight to midnight: every
+// order it is asked for then fails.
 var OutageDays = []int{100, 250}
 
 // The fleet's shape.
@@ -110,25 +159,33 @@ const (
 	// DisabledPercent have automatic renewal disabled.
 	ScheduledPercent = 10
 	DisabledPercent  = 2
-	// MaxRenewalsPerMinute is the invariant's bound on renewals started in
-	// any one virtual minute, with jitter on: 1 % of the fleet plus 10.
 )
 
 // Summary is what a run found.
 type Summary struct {
-	Certificates, Days                 int
-	Issuances                          int // certificates issued (first issuances and renewals)
-	Renewals                           int
-	Failures                           int // requests that failed or were rejected
-	Requests                           int // requests created
-	MaxRequestsPerCert                 int
-	MeanRequestsPerCert                float64
-	Expiries                           int // certificates that expired
-	ExcusedExpiries                    int // expired with every attempt in their renewal period failed, or renewal disabled
-	PeakRenewalsPerMinute              int
-	Crashes, Conflicts, ManualTriggers int
-	// Passes of the certificate controller, and answers from the issuer.
+	Certificates, Days    int
+	Issuances             int // certificates issued (first issuances and renewals)
+	Renewals              int
+	Failures              int // issuances that failed
+	Requests              int // requests created
+	MaxRequestsPerCert    int
+	MeanRequestsPerCert   float64
+	Expiries              int // certificates that expired
+	ExcusedExpiries       int // expired with every attempt in their renewal period failed, or renewal disabled
+	PeakRenewalsPerMinute int
+	// Faults met: crashes of the loop's writes, of them process restarts,
+	// passes that met a conflict (a stale read), manual renewals, spec
+	// changes and re-creations mid-order.
+	Crashes, Restarts, Conflicts, ManualTriggers, SpecChanges, Recreations int
+	// Passes of the loop over certificates, and its calls to the CA.
 	Passes, Answers int
+	// The CA: orders kept at most at once, orders answered after a delay,
+	// orders the loop told it to forget.
+	OrdersPeak, Delayed, Forgets int
+	// The longest a retry came after the backoff schedule allowed it, and
+	// the longest a certificate was not Ready past the start of its
+	// ReadyBound.
+	MaxRetryLate, MaxUnready time.Duration
 	// Reasons counts passes by their result's reason.
 	Reasons    map[string]int
 	Violations []string // each broken invariant, once per kind and certificate
@@ -139,7 +196,7 @@ type Summary struct {
 }
 
 // BytesPerCertificate is the hosts' live heap after the run (stores,
-// caches, queues, indexes) per certificate.
+// loops, CAs) per certificate.
 func (s Summary) BytesPerCertificate() float64 { return float64(s.HostBytes) / float64(s.Certificates) }
 
 // String is the summary a person reads at a glance; the last line is
@@ -151,11 +208,14 @@ func (s Summary) String() string {
 	fmt.Fprintf(&b, "issuances:               %d (%d renewals)\n", s.Issuances, s.Renewals)
 	fmt.Fprintf(&b, "requests:                %d, failed %d\n", s.Requests, s.Failures)
 	fmt.Fprintf(&b, "requests per cert:       max %d, mean %.2f\n", s.MaxRequestsPerCert, s.MeanRequestsPerCert)
-	fmt.Fprintf(&b, "expiries:                %d (%d excused: renewal disabled, or the issuer failed every attempt)\n", s.Expiries, s.ExcusedExpiries)
+	fmt.Fprintf(&b, "expiries:                %d (%d excused: renewal disabled, or the CA failed every attempt)\n", s.Expiries, s.ExcusedExpiries)
 	fmt.Fprintf(&b, "peak renewals/minute:    %d\n", s.PeakRenewalsPerMinute)
 	if s.Issuances > 0 {
-		fmt.Fprintf(&b, "controller passes:       %d (%.1f per issuance)\n", s.Passes, float64(s.Passes)/float64(s.Issuances))
+		fmt.Fprintf(&b, "loop passes:             %d (%.1f per issuance), %d calls to the CA\n", s.Passes, float64(s.Passes)/float64(s.Issuances), s.Answers)
 	}
+	fmt.Fprintf(&b, "CA orders:               at most %d at once, %d answered after a delay, %d forgotten when their request went\n", s.OrdersPeak, s.Delayed, s.Forgets)
+	fmt.Fprintf(&b, "longest waits:           retry %v after the backoff allowed it (bound %v), un-Ready %v (bound %v)\n",
+		s.MaxRetryLate, RetryBound, s.MaxUnready, ReadyBound)
 	if len(s.Faults) > 0 {
 		keys := make([]string, 0, len(s.Faults))
 		for k := range s.Faults {
@@ -166,7 +226,9 @@ func (s Summary) String() string {
 		for i, k := range keys {
 			parts[i] = k + " " + strconv.Itoa(s.Faults[k])
 		}
-		fmt.Fprintf(&b, "faults:                  %s; host crashes %d, stale-read retries %d, manual renewals %d\n", strings.Join(parts, ", "), s.Crashes, s.Conflicts, s.ManualTriggers)
+		fmt.Fprintf(&b, "faults:                  CA: %s\n", strings.Join(parts, ", "))
+		fmt.Fprintf(&b, "                         host: %d crashed writes (%d process restarts), %d passes met a conflict\n", s.Crashes, s.Restarts, s.Conflicts)
+		fmt.Fprintf(&b, "                         users: %d manual renewals, %d spec changes and %d re-creations mid-order\n", s.ManualTriggers, s.SpecChanges, s.Recreations)
 	}
 	fmt.Fprintf(&b, "wall time:               %.1fs\n", s.Wall.Seconds())
 	fmt.Fprintf(&b, "memory per certificate:  %.0f bytes held by the host (%.0f with the simulation's bookkeeping)\n",
@@ -207,23 +269,28 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if err := errors.Join(errs...); err != nil {
 		return Summary{}, err
 	}
-	sum := Summary{Certificates: cfg.Certificates, Days: cfg.Days, Faults: map[string]int{}}
+	sum := Summary{Certificates: cfg.Certificates, Days: cfg.Days, Faults: map[string]int{}, Reasons: map[string]int{}}
 	perMinute := map[int64]int{}
 	for _, s := range shards {
 		s.track.mergeInto(&sum, perMinute)
-		for f, n := range s.ca.Count {
-			if f != fleethost.FaultNone {
-				sum.Faults[f.String()] += n
+		if cfg.Faults {
+			for f, n := range s.ca.faults {
+				if fault(f) != faultNone {
+					sum.Faults[fault(f).String()] += n
+				}
 			}
 		}
 		sum.Crashes += s.crashes
+		sum.Restarts += s.restarts
 		sum.Conflicts += s.conflicts
 		sum.ManualTriggers += s.manual
+		sum.SpecChanges += s.specChanges
+		sum.Recreations += s.recreations
 		sum.Passes += s.passes
 		sum.Answers += s.answers
-		if sum.Reasons == nil {
-			sum.Reasons = map[string]int{}
-		}
+		sum.OrdersPeak += s.ca.ordersPeak
+		sum.Delayed += s.delayed
+		sum.Forgets += s.ca.forgets
 		for r, n := range s.reasons {
 			sum.Reasons[r] += n
 		}
@@ -253,9 +320,9 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		}
 	}
 	// The host's share: what the heap drops by when the hosts (stores,
-	// caches, queues, CAs) go, the simulation's own bookkeeping staying.
+	// loops, CAs) go, the simulation's own bookkeeping staying.
 	for _, s := range shards {
-		s.h, s.ca = nil, nil
+		s.drop()
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
@@ -266,74 +333,150 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	return sum, nil
 }
 
-// shard is one host with its own clock, CA and certificates.
+// issuerRef is the fleet's issuer.
+var issuerRef = certificate.IssuerRef{Name: "fleet-ca"}
+
+// shard is one host — a loop over a store, with a CA — and its
+// certificates, on its own clock.
 type shard struct {
 	cfg   Config
 	index int
-	clk   *testingclock.FakePassiveClock
-	h     *fleethost.Host
-	ca    *fleethost.LocalCA
+	clk   *testingclock.FakeClock
+	st    *store
+	ca    *ca
+	loop  *host.Loop
 	names []string
 	track *tracker
+	users userEvents
+	// gone are the UIDs of deleted certificates, and when they went.
+	gone map[string]time.Time
 
-	crashes, conflicts, manual int
-	passes, answers            int
-	reasons                    map[string]int
+	// The host process: dead from a crash until restartAt, when a new loop
+	// starts; stop ends the step it died in.
+	dead      bool
+	restartAt time.Time
+	stop      context.CancelFunc
+	writes    uint64
+
+	crashes, restarts, conflicts, manual, specChanges, recreations int
+	passes, answers, delayed                                       int
+	reasons                                                        map[string]int
 }
 
 func newShard(cfg Config, index int) (*shard, error) {
-	clk := testingclock.NewFakePassiveClock(cfg.Start)
-	root, err := simca.NewEd25519(rand.Reader, fmt.Sprintf("fleet CA %d", index), cfg.Start.AddDate(-1, 0, 0))
-	if err != nil {
+	clk := testingclock.NewFakeClock(cfg.Start)
+	s := &shard{cfg: cfg, index: index, clk: clk, reasons: map[string]int{}, gone: map[string]time.Time{}}
+	var err error
+	if s.ca, err = newCA(rand.Reader, fmt.Sprintf("fleet CA %d", index), cfg.Start.AddDate(-1, 0, 0)); err != nil {
 		return nil, err
 	}
-	s := &shard{cfg: cfg, index: index, clk: clk, ca: &fleethost.LocalCA{CA: root, Rand: rand.Reader, RetryAfter: RateLimitWait, TrustRequests: true}}
+	s.ca.plan, s.ca.retryAfter = s.plan, RateLimitWait
 	s.track = newTracker(cfg)
-	opts := fleethost.Options{Clock: clk, Rand: rand.Reader,
-		Config:  certificate.Config{Renewal: renewal.Options{Timing: renewal.Timing{Jitter: cfg.Jitter}}},
-		Observe: s.observe,
+	s.st = newStore(clk)
+	s.st.shared = [][]byte{s.ca.certPEM}
+	s.track.predecessorLeft = func(name, uid string) bool { return s.st.predecessorLeft("fleet", name, uid) }
+	s.st.observe = func(w write) {
+		s.trace(w.obj.Meta().Name, "write", describeWrite(w))
+		s.track.wrote(w, clk.Now())
 	}
 	if cfg.Faults {
-		opts.Lag = StoreLag
-		s.ca.Fault = s.fault
-		// A host restarts in two seconds, before its last writes show (they
-		// show within ten): its first passes read stale state.
-		opts.RestartDelay = 2 * time.Second
-		opts.Crash = func(cert string, action int) bool {
-			if s.chance(CrashPermille, 1000, "crash", cert, strconv.FormatInt(clk.Now().UnixNano(), 10), strconv.Itoa(action)) {
-				s.crashes++
-				return true
-			}
-			return false
-		}
-	}
-	if s.h, err = fleethost.New(opts); err != nil {
-		return nil, err
-	}
-	s.h.SetIssuer("fleet-ca", s.ca)
-	if cfg.Faults {
-		lag := func(name string, version uint64) time.Duration {
-			key := strconv.FormatUint(cfg.Seed, 10) + "/" + name + "/" + strconv.FormatUint(version, 10)
+		s.st.lagOf = func(kind host.Kind, name string, version uint64) time.Duration {
+			key := strconv.FormatUint(cfg.Seed, 10) + "/" + string(kind) + "/" + name + "/" + strconv.FormatUint(version, 10)
 			return time.Duration(int64(float64(2*StoreLag) * fraction("fleet-lag", key)))
 		}
-		s.h.Certificates.LagOf, s.h.Secrets.LagOf, s.h.Requests.LagOf = lag, lag, lag
+		s.st.crash = s.crash
+		s.st.expectations = !cfg.NoExpectations
+	}
+	if err := s.start(); err != nil {
+		return nil, err
 	}
 	for i := index; i < cfg.Certificates; i += cfg.Shards {
 		c := fleetCertificate(cfg, i)
 		s.names = append(s.names, c.Name)
-		s.track.add(c)
-		if err := s.h.Apply(c); err != nil {
+		if err := s.st.userWrite(c, true); err != nil {
 			return nil, err
 		}
 	}
 	return s, nil
 }
 
+// start starts the host: a new loop over the store.
+func (s *shard) start() error {
+	var iss certificate.Issuer = s.ca
+	if s.cfg.forgetless {
+		iss = forgetless{s.ca}
+	}
+	s.st.unwatch()
+	s.st.restarted()
+	loop, err := host.New(host.Config{
+		Store: s.st, Clock: s.clk, Rand: rand.Reader,
+		Issuers:     map[certificate.IssuerRef]certificate.Issuer{issuerRef: iss},
+		Certificate: certificate.Config{Renewal: renewal.Options{Timing: renewal.Timing{Jitter: s.cfg.Jitter}}, Backoff: s.cfg.backoff},
+		Observe:     s.observe,
+	})
+	if err != nil {
+		return err
+	}
+	s.loop, s.dead, s.restartAt = loop, false, time.Time{}
+	return nil
+}
+
+// drop lets the host go, for the memory figure.
+func (s *shard) drop() {
+	s.loop, s.st, s.ca = nil, nil, nil
+}
+
+// forgetless is an issuer that is never told of deleted requests: the
+// invariants must catch it.
+type forgetless struct{ *ca }
+
+func (forgetless) Forget(context.Context, string, string) error { return nil }
+
 // chance is a deterministic draw: true with probability num/den for the
 // given parts and the seed.
 func (s *shard) chance(num, den uint64, parts ...string) bool {
 	key := strconv.FormatUint(s.cfg.Seed, 10) + "/" + strings.Join(parts, "/")
 	return hash64("fleet", key)%den < num
+}
+
+// crash decides whether a write of the loop meets a crash.
+func (s *shard) crash(kind host.Kind, name string) crashPoint {
+	if s.dead {
+		return crashBefore // the process is gone: nothing it does lands
+	}
+	s.writes++
+	n := strconv.Itoa(s.index) + "/" + strconv.FormatUint(s.writes, 10)
+	if !s.chance(CrashPermille, 1000, "crash", n) {
+		return noCrash
+	}
+	s.crashes++
+	if s.chance(1, RestartEvery, "restart", n) {
+		s.restarts++
+		s.dead, s.restartAt = true, s.clk.Now().Add(RestartDelay)
+		s.stop()
+		return crashBefore
+	}
+	if s.chance(1, 2, "after", n) {
+		return crashAfter
+	}
+	return crashBefore
+}
+
+// The parts of the fleet's specs that many certificates share: the
+// store shares specs with what it returns, and nothing changes them in
+// place.
+var (
+	lifetimes  = map[time.Duration]*certificate.Duration{}
+	ed25519Key = &keys.KeySpec{Algorithm: keys.AlgorithmEd25519}
+	noRenewal  = &renewal.Spec{Policy: renewal.PolicyDisabled}
+	weekdays   = &renewal.Spec{Policy: renewal.PolicyScheduled, Windows: []renewal.Window{
+		{DaysOfWeek: []string{"Mon", "Tue", "Wed", "Thu", "Fri"}, Start: "09:00", End: "17:00"}}}
+)
+
+func init() {
+	for _, d := range []time.Duration{6 * 24 * time.Hour, 45 * 24 * time.Hour, 90 * 24 * time.Hour} {
+		lifetimes[d] = &certificate.Duration{Duration: d}
+	}
 }
 
 // fleetCertificate is certificate i: its lifetime, policy and names.
@@ -350,72 +493,170 @@ func fleetCertificate(cfg Config, i int) *certificate.Certificate {
 	c := &certificate.Certificate{
 		ObjectMeta: certificate.ObjectMeta{Name: name, Namespace: "fleet", UID: "uid-" + name},
 		Spec: certificate.Spec{SecretName: name + "-tls", DNSNames: []string{name + ".fleet.example"},
-			Duration: &certificate.Duration{Duration: d}, IssuerRef: certificate.IssuerRef{Name: "fleet-ca"},
-			PrivateKey: &keys.KeySpec{Algorithm: keys.AlgorithmEd25519}},
+			Duration: lifetimes[d], IssuerRef: issuerRef, PrivateKey: ed25519Key},
 	}
 	policy := hash64("fleet-policy", strconv.FormatUint(cfg.Seed, 10)+"/"+name) % 100
 	switch {
 	case policy < DisabledPercent:
-		c.Spec.Renewal = &renewal.Spec{Policy: renewal.PolicyDisabled}
+		c.Spec.Renewal = noRenewal
 	case policy < DisabledPercent+ScheduledPercent:
-		c.Spec.Renewal = &renewal.Spec{Policy: renewal.PolicyScheduled, Windows: []renewal.Window{
-			{DaysOfWeek: []string{"Mon", "Tue", "Wed", "Thu", "Fri"}, Start: "09:00", End: "17:00"}}}
+		c.Spec.Renewal = weekdays
 	}
 	return c
 }
 
-// fault is the issuer's misbehaviour for one request, deterministic.
-func (s *shard) fault(req *certificate.CertificateRequest, now time.Time) fleethost.Fault {
+// plan decides a new order of the CA, deterministically: when it answers
+// (and, for an order kept pending, whether its certificate's user acts
+// meanwhile), and with faults on, how.
+func (s *shard) plan(r *certificate.CertificateRequest, now time.Time) (fault, time.Duration) {
+	key := strconv.FormatUint(s.cfg.Seed, 10) + "/" + r.Name + "/" + strconv.FormatInt(now.Unix(), 10)
+	var wait time.Duration
+	if hash64("fleet-pending", key)%100 < PendingPercent {
+		wait = PendingMin + time.Duration(float64(PendingMax-PendingMin)*fraction("fleet-wait", key))
+	}
+	if s.cfg.slowCA > 0 {
+		wait = s.cfg.slowCA
+	}
+	if wait > 0 {
+		s.delayed++
+	}
+	if !s.cfg.Faults {
+		return faultNone, wait
+	}
 	day := int(now.Sub(s.cfg.Start) / (24 * time.Hour))
 	for _, d := range OutageDays {
 		if day == d {
-			return fleethost.FaultFail
+			return faultOutage, wait
 		}
 	}
-	at := strconv.FormatInt(now.Unix(), 10)
-	r := hash64("fleet-fault", strconv.FormatUint(s.cfg.Seed, 10)+"/"+req.Name+"/"+at) % 1000
-	switch {
-	case r < FailPercent*10:
-		return fleethost.FaultFail
-	case r < FailPercent*10+WrongKeyPermille:
-		return fleethost.FaultWrongKey
-	case r < FailPercent*10+WrongKeyPermille+ExpiredPermille:
-		return fleethost.FaultExpired
-	case r < FailPercent*10+WrongKeyPermille+ExpiredPermille+RateLimitPermille:
-		return fleethost.FaultRateLimited
+	if wait > 0 {
+		cert := r.Annotations[certificate.AnnotationCertificateName]
+		switch user := hash64("fleet-user", key) % 100; {
+		case user < SpecChangePercent:
+			s.users.add(userEvent{at: now.Add(wait / 2), kind: specChange, name: cert})
+		case user < SpecChangePercent+RecreatePercent:
+			s.users.add(userEvent{at: now.Add(wait / 2), kind: deleteCert, name: cert})
+		}
 	}
-	return fleethost.FaultNone
+	switch r := hash64("fleet-fault", key) % 1000; {
+	case r < FailPercent*10:
+		return faultFail, wait
+	case r < FailPercent*10+WrongKeyPermille:
+		return faultWrongKey, wait
+	case r < FailPercent*10+WrongKeyPermille+ExpiredPermille:
+		return faultExpired, wait
+	case r < FailPercent*10+WrongKeyPermille+ExpiredPermille+RateLimitPermille:
+		return faultRateLimited, wait
+	}
+	return faultNone, wait
 }
 
+// run drives the shard to the end of virtual time.
 func (s *shard) run(ctx context.Context) error {
 	end := s.cfg.Start.Add(time.Duration(s.cfg.Days) * 24 * time.Hour)
 	nextDay := s.cfg.Start.Add(24 * time.Hour)
+	var stuckAt time.Time
+	stuck := 0
 	for ctx.Err() == nil {
-		next, ok := s.h.Next()
-		if !ok || nextDay.Before(next) {
-			next = nextDay
+		next := nextDay
+		if s.loop != nil {
+			if t, ok := s.loop.Next(); ok && t.Before(next) {
+				next = t
+			}
+		} else if s.restartAt.Before(next) {
+			next = s.restartAt
 		}
-		if next.After(end) {
-			s.clk.SetTime(end)
-			s.h.Step(ctx)
-			s.track.sweep(end)
-			return nil
+		if t, ok := s.st.nextVisible(); ok && t.Before(next) {
+			next = t
+		}
+		if t, ok := s.users.next(); ok && t.Before(next) {
+			next = t
+		}
+		final := next.After(end)
+		if final {
+			next = end
 		}
 		if next.After(s.clk.Now()) {
 			s.clk.SetTime(next)
 		}
-		if !nextDay.After(next) {
-			s.daily(next)
+		now := s.clk.Now()
+		s.st.show()
+		if s.loop == nil && !now.Before(s.restartAt) {
+			if err := s.start(); err != nil {
+				return err
+			}
+		}
+		if !nextDay.After(now) {
+			s.daily(now)
 			nextDay = nextDay.Add(24 * time.Hour)
 		}
-		s.h.Step(ctx)
+		for _, ev := range s.users.due(now) {
+			if err := s.act(ev, now); err != nil {
+				return err
+			}
+		}
+		if err := s.step(ctx); err != nil {
+			return err
+		}
+		if final {
+			s.finish(now)
+			return nil
+		}
+		// Nothing may keep the loop busy at one instant.
+		if now.Equal(stuckAt) {
+			if stuck++; stuck > 10_000 {
+				return fmt.Errorf("fleet: shard %d: the loop is still busy after %d steps at %s", s.index, stuck, stamp(now))
+			}
+		} else {
+			stuckAt, stuck = now, 0
+		}
 	}
 	return ctx.Err()
 }
 
-// daily: the expiry sweep, and manual renewals.
+// step steps the loop once, if the host is alive, and checks the CA's
+// orders after it. A crash that kills the host ends the step and the
+// loop.
+func (s *shard) step(ctx context.Context) error {
+	if s.loop == nil {
+		return nil
+	}
+	stepCtx, stop := context.WithCancel(ctx)
+	s.stop = stop
+	_, err := s.loop.Step(stepCtx)
+	stop()
+	if s.dead {
+		s.loop = nil // a new one starts at restartAt
+		err = nil
+	}
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("fleet: shard %d: %w", s.index, err)
+	}
+	s.track.afterStep(s.st, s.ca, s.clk.Now())
+	return nil
+}
+
+// finish: the last checks, at the end of virtual time.
+func (s *shard) finish(now time.Time) {
+	s.track.sweep(now)
+	s.track.orphans(s.st, s.gone, now)
+	s.ca.mu.Lock()
+	var orders []objKey
+	for k := range s.ca.orders {
+		orders = append(orders, k)
+	}
+	s.ca.mu.Unlock()
+	for _, k := range orders {
+		if !s.st.hasRequest(k.namespace, k.name) && !s.track.leaked[k] {
+			s.track.violation("issuer state", k.name, "at the end the CA keeps an order for request %s, which does not exist", k)
+		}
+	}
+}
+
+// daily: the sweep, the orphan check, and manual renewals.
 func (s *shard) daily(now time.Time) {
 	s.track.sweep(now)
+	s.track.orphans(s.st, s.gone, now)
 	if !s.cfg.Faults {
 		return
 	}
@@ -423,40 +664,246 @@ func (s *shard) daily(now time.Time) {
 	want := ManualPerDay * len(s.names) / s.cfg.Certificates
 	for i := 0; i < want; i++ {
 		name := s.names[hash64("fleet-manual", strconv.FormatUint(s.cfg.Seed, 10)+"/"+day+"/"+strconv.Itoa(i))%uint64(len(s.names))]
-		if err := s.h.Trigger(name, "renewed by hand (simulation)"); err == nil {
+		c := s.st.latestCertificate("fleet", name)
+		if c == nil {
+			continue
+		}
+		c.Status.Conditions = setCondition(c.Status.Conditions, certificate.Condition{Type: certificate.ConditionIssuing, Status: certificate.StatusTrue,
+			Reason: certificate.ReasonManualTrigger, Message: "renewed by hand (simulation)", LastTransitionTime: now, ObservedGeneration: c.Generation})
+		if err := s.st.userWrite(c, false); err == nil {
 			s.manual++
 			s.track.manual(name, now)
 		}
 	}
 }
 
-func (s *shard) observe(e fleethost.Event) {
-	if e.Err != nil {
+func setCondition(conds []certificate.Condition, c certificate.Condition) []certificate.Condition {
+	out := conds[:0:0]
+	for _, cd := range conds {
+		if cd.Type != c.Type {
+			out = append(out, cd)
+		}
+	}
+	return append(out, c)
+}
+
+// act carries out a user's action.
+func (s *shard) act(ev userEvent, now time.Time) error {
+	switch ev.kind {
+	case specChange:
+		c := s.st.latestCertificate("fleet", ev.name)
+		if c == nil {
+			return nil
+		}
+		s.specChanges++
+		c.Spec.DNSNames = []string{fmt.Sprintf("%s-v%d.fleet.example", ev.name, s.specChanges)}
+		if err := s.st.userWrite(c, false); err != nil {
+			return err
+		}
+		s.track.specChanged(ev.name, now)
+	case deleteCert:
+		c := s.st.latestCertificate("fleet", ev.name)
+		if c == nil {
+			return nil
+		}
+		s.recreations++
+		if err := s.st.userDelete(c.Namespace, c.Name); err != nil {
+			return err
+		}
+		s.gone[c.UID] = now
+		// Created again at once (kubectl replace --force) or a little later.
+		after := time.Duration(hash64("fleet-recreate", ev.name+"/"+strconv.FormatInt(now.Unix(), 10))%3) * 15 * time.Second
+		s.users.add(userEvent{at: now.Add(after), kind: createCert, name: ev.name, spec: c.Spec})
+	case createCert:
+		c := &certificate.Certificate{ObjectMeta: certificate.ObjectMeta{Name: ev.name, Namespace: "fleet"}, Spec: ev.spec}
+		if err := s.st.userWrite(c, true); err != nil && !errors.Is(err, host.ErrAlreadyExists) {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *shard) observe(e host.Event) {
+	if s.cfg.Trace != nil {
+		s.trace(e.Name, "loop", describeEvent(e))
+	}
+	switch {
+	case errors.Is(e.Err, host.ErrConflict):
 		s.conflicts++
 	}
-	if e.Result != nil {
+	if e.Kind == host.KindCertificate && e.Result != nil {
 		s.passes++
-		if s.reasons == nil {
-			s.reasons = map[string]int{}
-		}
 		s.reasons[e.Result.Reason]++
-	} else {
+	}
+	if e.Kind == host.KindRequest && e.Request != nil {
 		s.answers++
 	}
-	s.track.observe(e)
+}
+
+// User actions, in time order.
+
+type userKind uint8
+
+const (
+	specChange userKind = iota
+	deleteCert
+	createCert
+)
+
+type userEvent struct {
+	at   time.Time
+	seq  int
+	kind userKind
+	name string
+	spec certificate.Spec // createCert
+}
+
+type userEvents struct {
+	h   eventHeap
+	seq int
+}
+
+type eventHeap []userEvent
+
+func (h eventHeap) Len() int { return len(h) }
+func (h eventHeap) Less(i, j int) bool {
+	if !h[i].at.Equal(h[j].at) {
+		return h[i].at.Before(h[j].at)
+	}
+	return h[i].seq < h[j].seq
+}
+func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *eventHeap) Push(x any)   { *h = append(*h, x.(userEvent)) }
+func (h *eventHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+func (u *userEvents) add(e userEvent) {
+	u.seq++
+	e.seq = u.seq
+	heap.Push(&u.h, e)
+}
+
+func (u *userEvents) next() (time.Time, bool) {
+	if len(u.h) == 0 {
+		return time.Time{}, false
+	}
+	return u.h[0].at, true
+}
+
+func (u *userEvents) due(now time.Time) []userEvent {
+	var out []userEvent
+	for len(u.h) > 0 && !u.h[0].at.After(now) {
+		out = append(out, heap.Pop(&u.h).(userEvent))
+	}
+	return out
 }
 
 // hash64 is the simulation's deterministic draw: FNV-1a of the domain and
-// the key, the same on every run and machine.
+// the key, mixed by murmur3's finaliser (FNV's low bits alone correlate
+// across keys that differ in a counter), the same on every run and
+// machine.
 func hash64(domain, key string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(domain))
 	h.Write([]byte{0})
 	h.Write([]byte(key))
-	return h.Sum64()
+	x := h.Sum64()
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
 }
 
 // fraction is a deterministic draw in [0, 1).
 func fraction(domain, key string) float64 {
 	return float64(hash64(domain, key)>>11) / (1 << 53)
+}
+
+// trace writes a line about the object named name when it concerns the
+// traced certificate.
+func (s *shard) trace(name, what, line string) {
+	if s.cfg.Trace == nil || !strings.HasPrefix(name, s.cfg.TraceName) {
+		return
+	}
+	rest := name[len(s.cfg.TraceName):]
+	if rest != "" && rest[0] != '-' {
+		return // another certificate whose name starts the same
+	}
+	fmt.Fprintf(s.cfg.Trace, "%s shard %d %-5s %s\n", s.clk.Now().UTC().Format("2006-01-02 15:04:05.000"), s.index, what, line)
+}
+
+func describeWrite(w write) string {
+	m := w.obj.Meta()
+	op := "update"
+	switch {
+	case w.deleted:
+		op = "delete"
+	case w.created:
+		op = "create"
+	}
+	out := fmt.Sprintf("%s %s %s rv=%s", op, kindOf(w.obj), m.Name, m.ResourceVersion)
+	switch o := w.obj.(type) {
+	case *certificate.Certificate:
+		out += " " + describeStatus(o.Status)
+	case *certificate.CertificateRequest:
+		for _, c := range o.Status.Conditions {
+			out += " " + c.Type + "=" + c.Status + "(" + c.Reason + ")"
+		}
+	}
+	return out
+}
+
+func describeStatus(st certificate.Status) string {
+	var b strings.Builder
+	for _, c := range st.Conditions {
+		fmt.Fprintf(&b, "%s=%s(%s) ", c.Type, c.Status, c.Reason)
+	}
+	if st.Revision != nil {
+		fmt.Fprintf(&b, "rev=%d ", *st.Revision)
+	}
+	if st.LastFailureTime != nil {
+		fmt.Fprintf(&b, "lastFailure=%s ", stamp(*st.LastFailureTime))
+	}
+	if st.FailedIssuanceAttempts != nil {
+		fmt.Fprintf(&b, "failed=%d ", *st.FailedIssuanceAttempts)
+	}
+	if st.NotAfter != nil {
+		fmt.Fprintf(&b, "notAfter=%s ", stamp(*st.NotAfter))
+	}
+	if st.NextPrivateKeySecretName != "" {
+		fmt.Fprintf(&b, "nextKey=%s ", st.NextPrivateKeySecretName)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func describeEvent(e host.Event) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", e.Kind, e.Name)
+	if e.Result != nil {
+		fmt.Fprintf(&b, " %s/%s: %s;", e.Result.Stage, e.Result.Reason, e.Result.Message)
+		for _, a := range e.Result.Actions {
+			fmt.Fprintf(&b, " %v", a)
+		}
+		if len(e.Done) != len(e.Result.Actions) {
+			fmt.Fprintf(&b, " (done %d)", len(e.Done))
+		}
+	}
+	if e.Request != nil {
+		for _, c := range e.Request.Status.Conditions {
+			fmt.Fprintf(&b, " %s=%s(%s)", c.Type, c.Status, c.Reason)
+		}
+	}
+	if !e.Next.IsZero() {
+		fmt.Fprintf(&b, " next=%s", e.Next.UTC().Format("2006-01-02 15:04:05.000"))
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, " err=%v", e.Err)
+	}
+	return b.String()
 }
