@@ -12,6 +12,7 @@ import (
 
 	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/acmeclient/acmetest"
+	"github.com/certlife/certlife/backoff/retry"
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/challenge"
 	"github.com/certlife/certlife/keys"
@@ -59,7 +60,7 @@ func TestACMEIssuerThroughTheReferenceHost(t *testing.T) {
 	require.NoError(t, err)
 	issuer, err := acmeclient.NewIssuer(acmeclient.IssuerConfig{Client: client, Account: acmeclient.AccountOptions{AgreeToTerms: true},
 		Store: acmeclient.NewMemoryStore(), Solvers: srv.Solvers(), RequestValidity: true,
-		Order: order.Config{PollInterval: time.Second}, Challenge: challenge.Config{PollInterval: time.Second}})
+		Order: order.Config{Schedule: retry.Schedule{PollInterval: time.Second}}, Challenge: challenge.Config{Schedule: retry.Schedule{PollInterval: time.Second}}})
 	require.NoError(t, err)
 
 	h, err := New(Options{Clock: clk, Rand: rand.Reader})
