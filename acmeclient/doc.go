@@ -60,8 +60,8 @@
 // accept, one read of the authorization, finalize, one read of the order,
 // the certificate. Each read comes 200 ms after the call that changed the
 // order or challenge, then after waits that double while nothing changes,
-// up to 5 s, or when the server's Retry-After says (order.Config.FirstPoll,
-// challenge.Config.FirstPoll).
+// up to 5 s, or when the server's Retry-After says (FirstPoll and
+// PollInterval of retry.Schedule, in order.Config and challenge.Config).
 //
 // # Solving challenges
 //

@@ -143,9 +143,8 @@ type Result struct {
 // Processing.
 //
 // A transient error never makes a challenge final: it retries at
-// Config.RetryAt,
-// derived from the status alone, so deciding again at the returned
-// RequeueAt carries the retry out. A wait longer than MaxHeldWait gives
+// Config.RetryAt, derived from the status alone, so deciding again at the
+// returned RequeueAt carries the retry out. A wait longer than MaxHeldWait gives
 // the scheduler slot back (unless the challenge is accepted). After
 // MaxAttempts failed attempts without progress the challenge ends errored.
 func Decide(c *Challenge, now time.Time, cfg Config) Result {
