@@ -257,6 +257,21 @@ func (c *Client) account() (string, error) {
 	return c.accountURL, nil
 }
 
+// oneRequest makes the one request of a single-shot call through do: the
+// client must have an account, the request is counted as kind, and an
+// error comes back classified as op's, with the response's headers (its
+// Retry-After). rec holds the response's status and headers.
+func oneRequest[T any](c *Client, ctx context.Context, op string, kind RequestKind, now time.Time, do func(context.Context) (T, error)) (v T, rec *call, err error) {
+	if _, err = c.account(); err != nil {
+		return v, nil, err
+	}
+	cctx, rec := withCall(ctx, kind)
+	if v, err = do(cctx); err != nil {
+		return v, rec, classify(op, err, header(rec), now)
+	}
+	return v, rec, nil
+}
+
 // KeyAuthorization returns the key authorization of a challenge token
 // (RFC 8555 §8.1): token "." base64url(JWK thumbprint of the account key).
 func (c *Client) KeyAuthorization(token string) (string, error) {

@@ -52,10 +52,7 @@ func (c *Client) CreateOrder(ctx context.Context, st order.Status, a order.Creat
 		st.ReplacesRefused = refused
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return st, err
-		}
-		return failOrder(st, err, now), err
+		return failOrder(ctx, st, err, now), err
 	}
 	st.URL = o.URL
 	st.SpecHash = a.SpecHash
@@ -342,8 +339,12 @@ func applyOrder(st order.Status, o *wireOrder, now time.Time) order.Status {
 }
 
 // failOrder records an error in an order's status; State moves only to
-// errored, for an error a retry cannot fix.
-func failOrder(st order.Status, err error, now time.Time) order.Status {
+// errored, for an error a retry cannot fix. A call cut short by its own
+// context records nothing: st comes back as it was given.
+func failOrder(ctx context.Context, st order.Status, err error, now time.Time) order.Status {
+	if ctx.Err() != nil {
+		return st
+	}
 	msg, transient, retryAfter := errorFields(err)
 	st.NoteFailure(msg, transient, retryAfter, now)
 	if !transient {
@@ -368,17 +369,11 @@ func errorFields(err error) (string, bool, *time.Time) {
 // challenges, and the key authorization of each challenge token.
 func (c *Client) GetAuthorization(ctx context.Context, st order.Status, a order.GetAuthorization) (order.Status, error) {
 	now := c.now()
-	if _, err := c.account(); err != nil {
-		return failOrder(st, err, now), err
-	}
-	cctx, rec := withCall(ctx, KindAuthorization)
-	z, err := c.acme.GetAuthorization(cctx, a.URL)
+	z, _, err := oneRequest(c, ctx, "get authorization", KindAuthorization, now, func(cctx context.Context) (*acme.Authorization, error) {
+		return c.acme.GetAuthorization(cctx, a.URL)
+	})
 	if err != nil {
-		err = classify("get authorization", err, header(rec), now)
-		if ctx.Err() != nil {
-			return st, err
-		}
-		return failOrder(st, err, now), err
+		return failOrder(ctx, st, err, now), err
 	}
 	auths := append([]order.Authorization(nil), st.Authorizations...)
 	found := false
@@ -399,7 +394,7 @@ func (c *Client) GetAuthorization(ctx context.Context, st order.Status, a order.
 				ka, err := c.KeyAuthorization(ch.Token)
 				if err != nil {
 					err = &Error{Op: "get authorization", Kind: ErrMalformed, Err: err}
-					return failOrder(st, err, now), err
+					return failOrder(ctx, st, err, now), err
 				}
 				keyAuths[ch.Token] = ka
 			}
@@ -408,7 +403,7 @@ func (c *Client) GetAuthorization(ctx context.Context, st order.Status, a order.
 	}
 	if !found {
 		err := errorf("get authorization", ErrMalformed, "%s is not one of the order's authorizations", a.URL)
-		return failOrder(st, err, now), err
+		return failOrder(ctx, st, err, now), err
 	}
 	st.Authorizations = auths
 	st.KeyAuthorizations = keyAuths
@@ -422,17 +417,11 @@ func (c *Client) GetAuthorization(ctx context.Context, st order.Status, a order.
 // asks to be polled no sooner.
 func (c *Client) SyncOrder(ctx context.Context, st order.Status, a order.Sync) (order.Status, error) {
 	now := c.now()
-	if _, err := c.account(); err != nil {
-		return failOrder(st, err, now), err
-	}
-	cctx, rec := withCall(ctx, KindOrder)
-	o, err := c.acme.GetOrder(cctx, a.URL)
+	o, rec, err := oneRequest(c, ctx, "get order", KindOrder, now, func(cctx context.Context) (*acme.Order, error) {
+		return c.acme.GetOrder(cctx, a.URL)
+	})
 	if err != nil {
-		err = classify("get order", err, header(rec), now)
-		if ctx.Err() != nil {
-			return st, err
-		}
-		return failOrder(st, err, now), err
+		return failOrder(ctx, st, err, now), err
 	}
 	w := &wireOrder{Status: o.Status, Authorizations: o.AuthzURLs, Finalize: o.FinalizeURL, Certificate: o.CertURL, Expires: o.Expires}
 	if o.Error != nil {
@@ -472,12 +461,12 @@ func (c *Client) Finalize(ctx context.Context, st order.Status, a order.Finalize
 			st.ReadFirst = true
 			return st, err
 		}
-		return failOrder(st, err, now), err
+		return failOrder(ctx, st, err, now), err
 	}
 	o, err := c.decodeOrder(body, rec)
 	if err != nil {
 		err = &Error{Op: "finalize", Kind: ErrServer, Err: err}
-		return failOrder(st, err, now), err
+		return failOrder(ctx, st, err, now), err
 	}
 	return applyOrder(st, o, now), nil
 }
@@ -508,23 +497,17 @@ func finalizeRefused(err error) bool {
 func (c *Client) FetchCertificate(ctx context.Context, st order.Status, a order.FetchCertificate) (order.Status, error) {
 	now := c.now()
 	if _, err := c.account(); err != nil {
-		return failOrder(st, err, now), err
+		return failOrder(ctx, st, err, now), err
 	}
 	chain, alternates, err := c.fetchChain(ctx, a.URL)
 	if err != nil {
-		if ctx.Err() != nil {
-			return st, err
-		}
-		return failOrder(st, err, now), err
+		return failOrder(ctx, st, err, now), err
 	}
 	if a.PreferredChain != "" && topIssuer(chain) != a.PreferredChain {
 		for _, u := range alternates {
 			alt, _, err := c.fetchChain(ctx, u)
 			if err != nil {
-				if ctx.Err() != nil {
-					return st, err
-				}
-				return failOrder(st, err, now), err
+				return failOrder(ctx, st, err, now), err
 			}
 			if topIssuer(alt) == a.PreferredChain {
 				chain = alt
