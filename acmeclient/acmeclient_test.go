@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -225,4 +226,25 @@ func TestCountsPrintSortedByKind(t *testing.T) {
 	c := Counts{ByKind: map[RequestKind]int{KindOrder: 12, KindNewOrder: 1, KindAuthorization: 2}, Total: 15, BadNonces: 3}
 	require.Equal(t, "authorization=2 newOrder=1 order=12 (total 15, bad nonces 3)", c.String())
 	require.Equal(t, " (total 0, bad nonces 0)", Counts{}.String())
+}
+
+// RFC 8555 §6.7.1: a problem may carry subproblems, each about one
+// identifier; the server's words name each identifier before its detail,
+// whether the problem came in an order's body or in an error response.
+func TestProblemWordsNameEachIdentifier(t *testing.T) {
+	body := `{"type":"urn:ietf:params:acme:error:malformed","detail":"Some of the identifiers requested were rejected",
+		"subproblems":[{"type":"urn:ietf:params:acme:error:malformed","detail":"Invalid underscore in DNS name \"_example.org\"",
+		"identifier":{"type":"dns","value":"_example.org"}},{"type":"urn:ietf:params:acme:error:rejectedIdentifier",
+		"detail":"This CA will not issue for \"example.net\"","identifier":{"type":"dns","value":"example.net"}},
+		{"type":"urn:ietf:params:acme:error:malformed","detail":"no identifier"}]}`
+	var p wireProblem
+	require.NoError(t, json.Unmarshal([]byte(body), &p))
+	want := `Some of the identifiers requested were rejected; _example.org: Invalid underscore in DNS name "_example.org"; ` +
+		`example.net: This CA will not issue for "example.net"; no identifier`
+	require.Equal(t, want, p.text())
+	ae := &acme.Error{ProblemType: p.Type, Detail: p.Detail, Subproblems: p.Subproblems}
+	require.Equal(t, want, problemText(ae))
+	require.Equal(t, "acmeclient: create order: Some of the identifiers requested were rejected [_example.org: Invalid underscore in DNS name "+
+		`"_example.org"; example.net: This CA will not issue for "example.net"; no identifier] (malformed)`, classify("create order", ae, nil, t0).Error())
+	require.Equal(t, "rateLimited", (&wireProblem{Type: "urn:ietf:params:acme:error:rateLimited"}).text(), "the type stands in for missing words")
 }

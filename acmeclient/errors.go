@@ -184,11 +184,7 @@ func classify(op string, err error, header http.Header, now time.Time) error {
 		if len(ae.Subproblems) > 0 {
 			var parts []string
 			for _, sp := range ae.Subproblems {
-				s := sp.Detail
-				if sp.Identifier != nil {
-					s = sp.Identifier.Value + ": " + s
-				}
-				parts = append(parts, s)
+				parts = append(parts, subproblem(sp))
 			}
 			e.Detail += " [" + strings.Join(parts, "; ") + "]"
 		}

@@ -80,29 +80,16 @@ type wireOrder struct {
 }
 
 type wireProblem struct {
-	Type        string `json:"type"`
-	Detail      string `json:"detail"`
-	Subproblems []struct {
-		Detail     string `json:"detail"`
-		Identifier *struct {
-			Value string `json:"value"`
-		} `json:"identifier"`
-	} `json:"subproblems"`
+	Type        string            `json:"type"`
+	Detail      string            `json:"detail"`
+	Subproblems []acme.Subproblem `json:"subproblems"`
 }
 
 func (p *wireProblem) text() string {
 	if p == nil {
 		return ""
 	}
-	parts := make([]string, 0, len(p.Subproblems))
-	for _, sp := range p.Subproblems {
-		id := ""
-		if sp.Identifier != nil {
-			id = sp.Identifier.Value
-		}
-		parts = append(parts, subproblem(id, sp.Detail))
-	}
-	return problemWords(p.Type, p.Detail, parts)
+	return problemWords(p.Type, p.Detail, p.Subproblems)
 }
 
 // problemText is the server's words in an error: its detail and
@@ -115,30 +102,24 @@ func problemText(err error) string {
 		}
 		return ""
 	}
-	parts := make([]string, 0, len(ae.Subproblems))
-	for _, sp := range ae.Subproblems {
-		id := ""
-		if sp.Identifier != nil {
-			id = sp.Identifier.Value
-		}
-		parts = append(parts, subproblem(id, sp.Detail))
-	}
-	return problemWords(ae.ProblemType, ae.Detail, parts)
+	return problemWords(ae.ProblemType, ae.Detail, ae.Subproblems)
 }
 
-func subproblem(identifier, detail string) string {
-	if identifier == "" {
-		return detail
+// subproblem is one subproblem's words (RFC 8555 §6.7.1), after the
+// identifier it is about.
+func subproblem(sp acme.Subproblem) string {
+	if sp.Identifier == nil || sp.Identifier.Value == "" {
+		return sp.Detail
 	}
-	return identifier + ": " + detail
+	return sp.Identifier.Value + ": " + sp.Detail
 }
 
 // problemWords joins a problem's detail and subproblems; the type stands
 // in when there are no words.
-func problemWords(typ, detail string, subproblems []string) string {
+func problemWords(typ, detail string, subproblems []acme.Subproblem) string {
 	s := detail
 	for _, sp := range subproblems {
-		s += "; " + sp
+		s += "; " + subproblem(sp)
 	}
 	if s == "" {
 		s = shortType(typ)
