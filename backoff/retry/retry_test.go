@@ -130,6 +130,9 @@ func TestPollAt(t *testing.T) {
 			a: &Attempts{RetryAfter: tp(t0.Add(-time.Second))}, synced: tp(t0), changed: tp(t0), want: t0.Add(200 * ms), wantOK: true},
 		"the Retry-After of a failed call is the retry's, not the poll's": {
 			a: &Attempts{LastError: "503", RetryAfter: tp(t0.Add(40 * time.Second))}, synced: tp(t0), changed: tp(t0), want: t0.Add(200 * ms), wantOK: true},
+		"a Retry-After is followed no sooner than a FirstPoll cut to PollInterval": {
+			s: Schedule{FirstPoll: 10 * time.Second, PollInterval: 2 * time.Second}, a: &Attempts{RetryAfter: tp(t0.Add(time.Second))},
+			synced: tp(t0), changed: tp(t0), want: t0.Add(2 * time.Second), wantOK: true},
 		"a FirstPoll longer than PollInterval is PollInterval": {
 			s: Schedule{FirstPoll: 10 * time.Second, PollInterval: 2 * time.Second}, synced: tp(t0), changed: tp(t0), want: t0.Add(2 * time.Second), wantOK: true},
 	}
