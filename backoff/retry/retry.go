@@ -181,8 +181,9 @@ const (
 
 // Gate says where a machine whose last call failed stands at now, when its
 // next call is due (for Due, Wait and Record), and why, in words for the
-// machine's message (for Wait, Record and GiveUp). A failure that is not transient is not held back
-// here: the machine reads the resource, or fails, by its own rules.
+// machine's message (for Wait, Record and GiveUp). A failure that is not
+// transient is not held back here: the machine reads the resource, or
+// fails, by its own rules.
 func (s Schedule) Gate(a *Attempts, now time.Time) (g Gate, at time.Time, why string) {
 	if a == nil || a.LastError == "" || !a.Transient {
 		return Proceed, time.Time{}, ""
@@ -209,8 +210,8 @@ func (s Schedule) Gate(a *Attempts, now time.Time) (g Gate, at time.Time, why st
 type Attempts struct {
 	// LastError is the last failed call's error, in words; empty after a
 	// call succeeds. Transient says a later attempt can succeed (network
-	// error, timeout, 5xx, 429, bad nonces past their retries, and what
-	// else the machine's host counts as passing).
+	// error, timeout, 5xx, 429, bad nonces past their retries, and
+	// whatever else the host records as transient).
 	LastError string `json:"lastError,omitempty"`
 	Transient bool   `json:"transient,omitempty"`
 	// LastErrorTime is when LastError happened: the next attempt is
