@@ -5,8 +5,8 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -113,6 +113,28 @@ func TestErrorMessageSaysWhatAndWhen(t *testing.T) {
 	}
 }
 
+// An Error says what it can, whatever it holds: a zero Error, or one with
+// only some of its fields set, never panics.
+func TestErrorMessageOfPartialErrors(t *testing.T) {
+	tests := map[string]struct {
+		err  *Error
+		want string
+	}{
+		"a zero Error":                    {&Error{}, "acmeclient: ACME call failed"},
+		"only a kind":                     {&Error{Kind: ErrServer}, "acmeclient: server error"},
+		"only an operation":               {&Error{Op: "finalize"}, "acmeclient: finalize: ACME call failed"},
+		"an operation and an HTTP status": {&Error{Op: "get order", Status: 503}, "acmeclient: get order: ACME call failed (HTTP 503)"},
+		"an underlying error before the kind": {&Error{Op: "nonce", Kind: ErrNetwork, Err: errors.New("connection refused")},
+			"acmeclient: nonce: connection refused"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			require.NotPanics(t, func() { _ = tt.err.Error() })
+			require.Equal(t, tt.want, tt.err.Error())
+		})
+	}
+}
+
 func TestNewRejectsBadConfigByField(t *testing.T) {
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	tests := map[string]struct {
@@ -132,29 +154,6 @@ func TestNewRejectsBadConfigByField(t *testing.T) {
 				t.Fatalf("New: %v; want it to say %q", err, tt.want)
 			}
 		})
-	}
-}
-
-func TestNeverPrintsTheAccountKey(t *testing.T) {
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	cfg := Config{DirectoryURL: "https://acme.example/dir", Key: key}
-	c, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	secret := []string{key.D.String(), fmt.Sprintf("%x", key.D.Bytes()), fmt.Sprint(key.D.Bytes())}
-	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
-		for _, x := range []any{cfg, &cfg, c} {
-			out := fmt.Sprintf(verb, x)
-			for _, s := range secret {
-				if strings.Contains(out, s) {
-					t.Fatalf("%s of %T prints the key: %s", verb, x, out)
-				}
-			}
-		}
-	}
-	if !strings.Contains(cfg.String(), "ECDSA P-256 (redacted)") {
-		t.Fatalf("the config does not say what key it holds: %s", cfg)
 	}
 }
 
@@ -221,4 +220,31 @@ func TestDNS01Record(t *testing.T) {
 	if len(v) != 43 || strings.ContainsAny(v, "+/=") {
 		t.Fatalf("value %q is not 43 base64url characters", v)
 	}
+}
+
+func TestCountsPrintSortedByKind(t *testing.T) {
+	c := Counts{ByKind: map[RequestKind]int{KindOrder: 12, KindNewOrder: 1, KindAuthorization: 2}, Total: 15, BadNonces: 3}
+	require.Equal(t, "authorization=2 newOrder=1 order=12 (total 15, bad nonces 3)", c.String())
+	require.Equal(t, " (total 0, bad nonces 0)", Counts{}.String())
+}
+
+// RFC 8555 §6.7.1: a problem may carry subproblems, each about one
+// identifier; the server's words name each identifier before its detail,
+// whether the problem came in an order's body or in an error response.
+func TestProblemWordsNameEachIdentifier(t *testing.T) {
+	body := `{"type":"urn:ietf:params:acme:error:malformed","detail":"Some of the identifiers requested were rejected",
+		"subproblems":[{"type":"urn:ietf:params:acme:error:malformed","detail":"Invalid underscore in DNS name \"_example.org\"",
+		"identifier":{"type":"dns","value":"_example.org"}},{"type":"urn:ietf:params:acme:error:rejectedIdentifier",
+		"detail":"This CA will not issue for \"example.net\"","identifier":{"type":"dns","value":"example.net"}},
+		{"type":"urn:ietf:params:acme:error:malformed","detail":"no identifier"}]}`
+	var p wireProblem
+	require.NoError(t, json.Unmarshal([]byte(body), &p))
+	want := `Some of the identifiers requested were rejected; _example.org: Invalid underscore in DNS name "_example.org"; ` +
+		`example.net: This CA will not issue for "example.net"; no identifier`
+	require.Equal(t, want, p.text())
+	ae := &acme.Error{ProblemType: p.Type, Detail: p.Detail, Subproblems: p.Subproblems}
+	require.Equal(t, want, problemText(ae))
+	require.Equal(t, "acmeclient: create order: Some of the identifiers requested were rejected [_example.org: Invalid underscore in DNS name "+
+		`"_example.org"; example.net: This CA will not issue for "example.net"; no identifier] (malformed)`, classify("create order", ae, nil, t0).Error())
+	require.Equal(t, "rateLimited", (&wireProblem{Type: "urn:ietf:params:acme:error:rateLimited"}).text(), "the type stands in for missing words")
 }

@@ -24,17 +24,11 @@ import (
 // server's error) and SyncedAt.
 func (c *Client) SyncChallenge(ctx context.Context, st challenge.Status, a challenge.Sync) (challenge.Status, error) {
 	now := c.now()
-	if _, err := c.account(); err != nil {
-		return failChallenge(st, err, now), err
-	}
-	cctx, rec := withCall(ctx, KindAuthorization)
-	z, err := c.acme.GetAuthorization(cctx, a.AuthorizationURL)
+	z, rec, err := oneRequest(c, ctx, "sync challenge", KindAuthorization, now, func(cctx context.Context) (*acme.Authorization, error) {
+		return c.acme.GetAuthorization(cctx, a.AuthorizationURL)
+	})
 	if err != nil {
-		err = classify("sync challenge", err, header(rec), now)
-		if ctx.Err() != nil {
-			return st, err
-		}
-		return failChallenge(st, err, now), err
+		return failChallenge(ctx, st, err, now), err
 	}
 	var ch *acme.Challenge
 	listed := make([]string, 0, len(z.Challenges))
@@ -51,7 +45,7 @@ func (c *Client) SyncChallenge(ctx context.Context, st challenge.Status, a chall
 		// that.
 		err := errorf("sync challenge", ErrNotFound, "the challenge %s is not one its authorization %s lists (it lists: %s)",
 			a.URL, a.AuthorizationURL, strings.Join(listed, ", "))
-		return failChallenge(st, err, now), err
+		return failChallenge(ctx, st, err, now), err
 	}
 	before := st.State
 	switch {
@@ -88,17 +82,11 @@ func (c *Client) SyncChallenge(ctx context.Context, st challenge.Status, a chall
 // SyncedAt (the answer is a read of the challenge too).
 func (c *Client) Accept(ctx context.Context, st challenge.Status, a challenge.Accept) (challenge.Status, error) {
 	now := c.now()
-	if _, err := c.account(); err != nil {
-		return failChallenge(st, err, now), err
-	}
-	cctx, rec := withCall(ctx, KindChallenge)
-	ch, err := c.acme.Accept(cctx, &acme.Challenge{URI: a.URL})
+	ch, rec, err := oneRequest(c, ctx, "accept challenge", KindChallenge, now, func(cctx context.Context) (*acme.Challenge, error) {
+		return c.acme.Accept(cctx, &acme.Challenge{URI: a.URL})
+	})
 	if err != nil {
-		err = classify("accept challenge", err, header(rec), now)
-		if ctx.Err() != nil {
-			return st, err
-		}
-		return failChallenge(st, err, now), err
+		return failChallenge(ctx, st, err, now), err
 	}
 	st.Accepted = true
 	st.State = challenge.State(ch.Status)
@@ -114,7 +102,12 @@ func (c *Client) Accept(ctx context.Context, st challenge.Status, a challenge.Ac
 	return st, nil
 }
 
-func failChallenge(st challenge.Status, err error, now time.Time) challenge.Status {
+// failChallenge records an error in a challenge's status, as failOrder
+// does in an order's.
+func failChallenge(ctx context.Context, st challenge.Status, err error, now time.Time) challenge.Status {
+	if ctx.Err() != nil {
+		return st
+	}
 	msg, transient, retryAfter := errorFields(err)
 	st.NoteFailure(msg, transient, retryAfter, now)
 	if !transient {

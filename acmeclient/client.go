@@ -183,11 +183,15 @@ type EAB struct {
 	Key   []byte
 }
 
-// String never prints the key.
+// String names the key ID, never the key.
 func (e EAB) String() string { return "EAB{" + e.KeyID + ", key redacted}" }
 
-// GoString never prints the key.
+// GoString is String: %#v must not print the key either.
 func (e EAB) GoString() string { return e.String() }
+
+// Format prints String for every verb and flag, so that %x or %d never
+// print the key's bytes.
+func (e EAB) Format(f fmt.State, _ rune) { io.WriteString(f, e.String()) }
 
 // AccountOptions are what EnsureAccount registers with.
 type AccountOptions struct {
@@ -253,6 +257,21 @@ func (c *Client) account() (string, error) {
 	return c.accountURL, nil
 }
 
+// oneRequest makes the one request of a single-shot call through do: the
+// client must have an account, the request is counted as kind, and an
+// error comes back classified as op's, with the response's headers (its
+// Retry-After). rec holds the response's status and headers.
+func oneRequest[T any](c *Client, ctx context.Context, op string, kind RequestKind, now time.Time, do func(context.Context) (T, error)) (v T, rec *call, err error) {
+	if _, err = c.account(); err != nil {
+		return v, nil, err
+	}
+	cctx, rec := withCall(ctx, kind)
+	if v, err = do(cctx); err != nil {
+		return v, rec, classify(op, err, header(rec), now)
+	}
+	return v, rec, nil
+}
+
 // KeyAuthorization returns the key authorization of a challenge token
 // (RFC 8555 §8.1): token "." base64url(JWK thumbprint of the account key).
 func (c *Client) KeyAuthorization(token string) (string, error) {
@@ -264,7 +283,7 @@ func (c *Client) KeyAuthorization(token string) (string, error) {
 // has no single-shot form for (finalize) or no option for (replaces). A
 // nil payload is a POST-as-GET. A bad nonce is retried at once with the
 // nonce the rejection carried.
-func (c *Client) signedPost(ctx context.Context, kind Kind, url string, payload any) (*call, []byte, error) {
+func (c *Client) signedPost(ctx context.Context, kind RequestKind, url string, payload any) (*call, []byte, error) {
 	kid, err := c.account()
 	if err != nil {
 		return nil, nil, err
@@ -403,6 +422,10 @@ func (c Config) String() string {
 // GoString is String: %#v must not print the key either.
 func (c Config) GoString() string { return c.String() }
 
+// Format prints String for every verb and flag, so that %x or %d never
+// print the key.
+func (c Config) Format(f fmt.State, _ rune) { io.WriteString(f, c.String()) }
+
 // String describes the client without its key.
 func (c *Client) String() string {
 	c.mu.Lock()
@@ -412,6 +435,9 @@ func (c *Client) String() string {
 
 // GoString is String.
 func (c *Client) GoString() string { return c.String() }
+
+// Format prints String for every verb and flag.
+func (c *Client) Format(f fmt.State, _ rune) { io.WriteString(f, c.String()) }
 
 func keyKind(k crypto.Signer) string {
 	switch k := k.(type) {

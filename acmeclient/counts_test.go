@@ -79,7 +79,7 @@ func TestRequestsPerIssuance(t *testing.T) {
 	drive(t, ctx, e.issuer, r)
 	leafOf(t, e.srv, r, key, "count.example")
 	ours := e.client.Transport().Counts()
-	assert.Equal(t, map[acmeclient.Kind]int{acmeclient.KindNewOrder: 1, acmeclient.KindAuthorization: 2, acmeclient.KindChallenge: 1,
+	assert.Equal(t, map[acmeclient.RequestKind]int{acmeclient.KindNewOrder: 1, acmeclient.KindAuthorization: 2, acmeclient.KindChallenge: 1,
 		acmeclient.KindFinalize: 1, acmeclient.KindOrder: 1, acmeclient.KindCertificate: 1}, ours.ByKind)
 
 	// The bare x/crypto/acme flow.

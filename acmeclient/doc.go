@@ -60,8 +60,8 @@
 // accept, one read of the authorization, finalize, one read of the order,
 // the certificate. Each read comes 200 ms after the call that changed the
 // order or challenge, then after waits that double while nothing changes,
-// up to 5 s, or when the server's Retry-After says (order.Config.FirstPoll,
-// challenge.Config.FirstPoll).
+// up to 5 s, or when the server's Retry-After says (FirstPoll and
+// PollInterval of retry.Schedule, in order.Config and challenge.Config).
 //
 // # Solving challenges
 //
@@ -117,5 +117,9 @@
 //
 // Time comes from Config.Clock, a k8s.io/utils/clock clock: a host on a
 // fake clock passes its own. Nothing here prints key material: Config,
-// Client and EAB redact themselves under every fmt verb.
+// Client and EAB redact themselves under every fmt verb and flag (%v, %+v,
+// %#v, %s, %q, %x, %X, %d …), and so do the structs that hold them in
+// exported fields (AccountOptions, IssuerConfig). The one exception is
+// fmt's own: %p of a value that is not a pointer prints the value raw,
+// past every method, so never print a Config or an EAB with %p.
 package acmeclient

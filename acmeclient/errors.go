@@ -66,17 +66,25 @@ type Error struct {
 	Err error
 }
 
+// Error says what failed and why, in one line: the call, the server's
+// words (else the underlying error, else the kind), the ACME problem type
+// or HTTP status, and the Retry-After. A zero Error reads "acmeclient:
+// ACME call failed".
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("acmeclient: ")
-	b.WriteString(e.Op)
-	b.WriteString(": ")
-	if e.Detail != "" {
+	if e.Op != "" {
+		b.WriteString(e.Op + ": ")
+	}
+	switch {
+	case e.Detail != "":
 		b.WriteString(e.Detail)
-	} else if e.Err != nil {
+	case e.Err != nil:
 		b.WriteString(e.Err.Error())
-	} else {
+	case e.Kind != nil:
 		b.WriteString(strings.TrimPrefix(e.Kind.Error(), "acmeclient: "))
+	default:
+		b.WriteString("ACME call failed")
 	}
 	if e.Type != "" {
 		b.WriteString(" (" + shortType(e.Type) + ")")
@@ -176,11 +184,7 @@ func classify(op string, err error, header http.Header, now time.Time) error {
 		if len(ae.Subproblems) > 0 {
 			var parts []string
 			for _, sp := range ae.Subproblems {
-				s := sp.Detail
-				if sp.Identifier != nil {
-					s = sp.Identifier.Value + ": " + s
-				}
-				parts = append(parts, s)
+				parts = append(parts, subproblem(sp))
 			}
 			e.Detail += " [" + strings.Join(parts, "; ") + "]"
 		}

@@ -68,7 +68,7 @@ func TestRenewalInfoAndAlreadyReplaced(t *testing.T) {
 		"window %v–%v is not inside the validity %v–%v", w.Start, w.End, leaf.NotBefore, leaf.NotAfter)
 	assert.False(t, info.RetryAfter.IsZero() || info.NextPoll.Before(time.Now()), "no Retry-After (%v) or next poll (%v)", info.RetryAfter, info.NextPoll)
 	c := e.client.Transport().Counts()
-	assert.Equal(t, map[acmeclient.Kind]int{acmeclient.KindRenewalInfo: 1}, c.ByKind, "renewalInfo is one unauthenticated GET")
+	assert.Equal(t, map[acmeclient.RequestKind]int{acmeclient.KindRenewalInfo: 1}, c.ByKind, "renewalInfo is one unauthenticated GET")
 
 	// The server moves the window (an incident): the client sees it.
 	start, end := time.Now().Add(-time.Hour).Truncate(time.Second), time.Now().Add(time.Hour).Truncate(time.Second)

@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -192,6 +193,19 @@ func NewIssuer(cfg IssuerConfig) (*Issuer, error) {
 }
 
 var _ certificate.Issuer = (*Issuer)(nil)
+
+// String names the issuer by its client, without the account key.
+func (i *Issuer) String() string {
+	if i.cfg.Client == nil {
+		return "acmeclient.Issuer{no client}"
+	}
+	return "acmeclient.Issuer{" + i.cfg.Client.String() + "}"
+}
+
+// Format prints String for every verb and flag: the issuer's fields hold
+// the client, which fmt would otherwise print field by field, key
+// included, under a verb that does not suit a pointer (%s, %q).
+func (i *Issuer) Format(f fmt.State, _ rune) { io.WriteString(f, i.String()) }
 
 // Result is what one Step did and when to call again.
 type Result struct {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/acmeclient/acmetest"
+	"github.com/certlife/certlife/backoff/retry"
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/challenge"
 	"github.com/certlife/certlife/keys"
@@ -547,7 +548,7 @@ func TestIssuerFailsARateLimitedRequestWithItsRetryAfter(t *testing.T) {
 		return nil
 	})
 	iss, err := acmeclient.NewIssuer(acmeclient.IssuerConfig{Client: e.client, Store: acmeclient.NewMemoryStore(), Solvers: e.srv.Solvers(),
-		Order: order.Config{MaxAttempts: 2}})
+		Order: order.Config{Schedule: retry.Schedule{MaxAttempts: 2}}})
 	require.NoError(t, err)
 	r, _ := newRequest(t, "web-1", "limited.example")
 	ctx := timeout(t)

@@ -52,10 +52,7 @@ func (c *Client) CreateOrder(ctx context.Context, st order.Status, a order.Creat
 		st.ReplacesRefused = refused
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return st, err
-		}
-		return failOrder(st, err, now), err
+		return failOrder(ctx, st, err, now), err
 	}
 	st.URL = o.URL
 	st.SpecHash = a.SpecHash
@@ -83,29 +80,16 @@ type wireOrder struct {
 }
 
 type wireProblem struct {
-	Type        string `json:"type"`
-	Detail      string `json:"detail"`
-	Subproblems []struct {
-		Detail     string `json:"detail"`
-		Identifier *struct {
-			Value string `json:"value"`
-		} `json:"identifier"`
-	} `json:"subproblems"`
+	Type        string            `json:"type"`
+	Detail      string            `json:"detail"`
+	Subproblems []acme.Subproblem `json:"subproblems"`
 }
 
 func (p *wireProblem) text() string {
 	if p == nil {
 		return ""
 	}
-	parts := make([]string, 0, len(p.Subproblems))
-	for _, sp := range p.Subproblems {
-		id := ""
-		if sp.Identifier != nil {
-			id = sp.Identifier.Value
-		}
-		parts = append(parts, subproblem(id, sp.Detail))
-	}
-	return problemWords(p.Type, p.Detail, parts)
+	return problemWords(p.Type, p.Detail, p.Subproblems)
 }
 
 // problemText is the server's words in an error: its detail and
@@ -118,30 +102,24 @@ func problemText(err error) string {
 		}
 		return ""
 	}
-	parts := make([]string, 0, len(ae.Subproblems))
-	for _, sp := range ae.Subproblems {
-		id := ""
-		if sp.Identifier != nil {
-			id = sp.Identifier.Value
-		}
-		parts = append(parts, subproblem(id, sp.Detail))
-	}
-	return problemWords(ae.ProblemType, ae.Detail, parts)
+	return problemWords(ae.ProblemType, ae.Detail, ae.Subproblems)
 }
 
-func subproblem(identifier, detail string) string {
-	if identifier == "" {
-		return detail
+// subproblem is one subproblem's words (RFC 8555 §6.7.1), after the
+// identifier it is about.
+func subproblem(sp acme.Subproblem) string {
+	if sp.Identifier == nil || sp.Identifier.Value == "" {
+		return sp.Detail
 	}
-	return identifier + ": " + detail
+	return sp.Identifier.Value + ": " + sp.Detail
 }
 
 // problemWords joins a problem's detail and subproblems; the type stands
 // in when there are no words.
-func problemWords(typ, detail string, subproblems []string) string {
+func problemWords(typ, detail string, subproblems []acme.Subproblem) string {
 	s := detail
 	for _, sp := range subproblems {
-		s += "; " + sp
+		s += "; " + subproblem(sp)
 	}
 	if s == "" {
 		s = shortType(typ)
@@ -342,8 +320,12 @@ func applyOrder(st order.Status, o *wireOrder, now time.Time) order.Status {
 }
 
 // failOrder records an error in an order's status; State moves only to
-// errored, for an error a retry cannot fix.
-func failOrder(st order.Status, err error, now time.Time) order.Status {
+// errored, for an error a retry cannot fix. A call cut short by its own
+// context records nothing: st comes back as it was given.
+func failOrder(ctx context.Context, st order.Status, err error, now time.Time) order.Status {
+	if ctx.Err() != nil {
+		return st
+	}
 	msg, transient, retryAfter := errorFields(err)
 	st.NoteFailure(msg, transient, retryAfter, now)
 	if !transient {
@@ -368,17 +350,11 @@ func errorFields(err error) (string, bool, *time.Time) {
 // challenges, and the key authorization of each challenge token.
 func (c *Client) GetAuthorization(ctx context.Context, st order.Status, a order.GetAuthorization) (order.Status, error) {
 	now := c.now()
-	if _, err := c.account(); err != nil {
-		return failOrder(st, err, now), err
-	}
-	cctx, rec := withCall(ctx, KindAuthorization)
-	z, err := c.acme.GetAuthorization(cctx, a.URL)
+	z, _, err := oneRequest(c, ctx, "get authorization", KindAuthorization, now, func(cctx context.Context) (*acme.Authorization, error) {
+		return c.acme.GetAuthorization(cctx, a.URL)
+	})
 	if err != nil {
-		err = classify("get authorization", err, header(rec), now)
-		if ctx.Err() != nil {
-			return st, err
-		}
-		return failOrder(st, err, now), err
+		return failOrder(ctx, st, err, now), err
 	}
 	auths := append([]order.Authorization(nil), st.Authorizations...)
 	found := false
@@ -399,7 +375,7 @@ func (c *Client) GetAuthorization(ctx context.Context, st order.Status, a order.
 				ka, err := c.KeyAuthorization(ch.Token)
 				if err != nil {
 					err = &Error{Op: "get authorization", Kind: ErrMalformed, Err: err}
-					return failOrder(st, err, now), err
+					return failOrder(ctx, st, err, now), err
 				}
 				keyAuths[ch.Token] = ka
 			}
@@ -408,7 +384,7 @@ func (c *Client) GetAuthorization(ctx context.Context, st order.Status, a order.
 	}
 	if !found {
 		err := errorf("get authorization", ErrMalformed, "%s is not one of the order's authorizations", a.URL)
-		return failOrder(st, err, now), err
+		return failOrder(ctx, st, err, now), err
 	}
 	st.Authorizations = auths
 	st.KeyAuthorizations = keyAuths
@@ -422,17 +398,11 @@ func (c *Client) GetAuthorization(ctx context.Context, st order.Status, a order.
 // asks to be polled no sooner.
 func (c *Client) SyncOrder(ctx context.Context, st order.Status, a order.Sync) (order.Status, error) {
 	now := c.now()
-	if _, err := c.account(); err != nil {
-		return failOrder(st, err, now), err
-	}
-	cctx, rec := withCall(ctx, KindOrder)
-	o, err := c.acme.GetOrder(cctx, a.URL)
+	o, rec, err := oneRequest(c, ctx, "get order", KindOrder, now, func(cctx context.Context) (*acme.Order, error) {
+		return c.acme.GetOrder(cctx, a.URL)
+	})
 	if err != nil {
-		err = classify("get order", err, header(rec), now)
-		if ctx.Err() != nil {
-			return st, err
-		}
-		return failOrder(st, err, now), err
+		return failOrder(ctx, st, err, now), err
 	}
 	w := &wireOrder{Status: o.Status, Authorizations: o.AuthzURLs, Finalize: o.FinalizeURL, Certificate: o.CertURL, Expires: o.Expires}
 	if o.Error != nil {
@@ -472,12 +442,12 @@ func (c *Client) Finalize(ctx context.Context, st order.Status, a order.Finalize
 			st.ReadFirst = true
 			return st, err
 		}
-		return failOrder(st, err, now), err
+		return failOrder(ctx, st, err, now), err
 	}
 	o, err := c.decodeOrder(body, rec)
 	if err != nil {
 		err = &Error{Op: "finalize", Kind: ErrServer, Err: err}
-		return failOrder(st, err, now), err
+		return failOrder(ctx, st, err, now), err
 	}
 	return applyOrder(st, o, now), nil
 }
@@ -508,23 +478,17 @@ func finalizeRefused(err error) bool {
 func (c *Client) FetchCertificate(ctx context.Context, st order.Status, a order.FetchCertificate) (order.Status, error) {
 	now := c.now()
 	if _, err := c.account(); err != nil {
-		return failOrder(st, err, now), err
+		return failOrder(ctx, st, err, now), err
 	}
 	chain, alternates, err := c.fetchChain(ctx, a.URL)
 	if err != nil {
-		if ctx.Err() != nil {
-			return st, err
-		}
-		return failOrder(st, err, now), err
+		return failOrder(ctx, st, err, now), err
 	}
 	if a.PreferredChain != "" && topIssuer(chain) != a.PreferredChain {
 		for _, u := range alternates {
 			alt, _, err := c.fetchChain(ctx, u)
 			if err != nil {
-				if ctx.Err() != nil {
-					return st, err
-				}
-				return failOrder(st, err, now), err
+				return failOrder(ctx, st, err, now), err
 			}
 			if topIssuer(alt) == a.PreferredChain {
 				chain = alt

@@ -4,31 +4,34 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
 
-// Kind is the kind of an ACME request, for accounting.
-type Kind string
+// RequestKind is the kind of an ACME request, for accounting (Counts).
+type RequestKind string
 
 // Request kinds. Directory and revocation requests are counted too, but
 // are not part of an issuance.
 const (
-	KindDirectory     Kind = "directory"
-	KindNonce         Kind = "nonce"
-	KindAccount       Kind = "account"
-	KindNewOrder      Kind = "newOrder"
-	KindOrder         Kind = "order"
-	KindAuthorization Kind = "authorization"
-	KindChallenge     Kind = "challenge"
-	KindFinalize      Kind = "finalize"
-	KindCertificate   Kind = "certificate"
-	KindRenewalInfo   Kind = "renewalInfo"
-	KindRevoke        Kind = "revoke"
-	KindOther         Kind = "other"
+	KindDirectory     RequestKind = "directory"
+	KindNonce         RequestKind = "nonce"
+	KindAccount       RequestKind = "account"
+	KindNewOrder      RequestKind = "newOrder"
+	KindOrder         RequestKind = "order"
+	KindAuthorization RequestKind = "authorization"
+	KindChallenge     RequestKind = "challenge"
+	KindFinalize      RequestKind = "finalize"
+	KindCertificate   RequestKind = "certificate"
+	KindRenewalInfo   RequestKind = "renewalInfo"
+	KindRevoke        RequestKind = "revoke"
+	KindOther         RequestKind = "other"
 )
 
 // Counts is a copy of a Transport's request accounting.
@@ -36,7 +39,7 @@ type Counts struct {
 	// ByKind counts requests sent over the network, by kind; KindNonce
 	// counts the nonces fetched with newNonce (the others come with the
 	// responses to earlier requests).
-	ByKind map[Kind]int
+	ByKind map[RequestKind]int
 	// Total is the sum of ByKind.
 	Total int
 	// BadNonces counts badNonce rejections (RFC 8555 §6.5), each followed
@@ -46,41 +49,12 @@ type Counts struct {
 
 // String lists the counts by kind, sorted, for logs and test failures.
 func (c Counts) String() string {
-	kinds := make([]string, 0, len(c.ByKind))
-	for k := range c.ByKind {
-		kinds = append(kinds, string(k))
-	}
-	sort.Strings(kinds)
-	var b strings.Builder
+	kinds := slices.Sorted(maps.Keys(c.ByKind))
+	parts := make([]string, len(kinds))
 	for i, k := range kinds {
-		if i > 0 {
-			b.WriteString(" ")
-		}
-		b.WriteString(k + "=" + itoa(c.ByKind[Kind(k)]))
+		parts[i] = string(k) + "=" + strconv.Itoa(c.ByKind[k])
 	}
-	return b.String() + " (total " + itoa(c.Total) + ", bad nonces " + itoa(c.BadNonces) + ")"
-}
-
-func itoa(n int) string {
-	var buf [20]byte
-	i := len(buf)
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	for {
-		i--
-		buf[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			break
-		}
-	}
-	if neg {
-		i--
-		buf[i] = '-'
-	}
-	return string(buf[i:])
+	return fmt.Sprintf("%s (total %d, bad nonces %d)", strings.Join(parts, " "), c.Total, c.BadNonces)
 }
 
 // Transport is the http.RoundTripper every request of a Client goes
@@ -97,9 +71,9 @@ type Transport struct {
 	Base http.RoundTripper
 
 	mu        sync.Mutex
-	counts    map[Kind]int
+	counts    map[RequestKind]int
 	badNonces int
-	endpoints map[string]Kind // directory endpoint URL → kind
+	endpoints map[string]RequestKind // directory endpoint URL → kind
 	dirURL    string
 	dirBody   []byte
 	ariPrefix string
@@ -109,7 +83,7 @@ type Transport struct {
 func (t *Transport) Counts() Counts {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	c := Counts{ByKind: map[Kind]int{}, BadNonces: t.badNonces}
+	c := Counts{ByKind: map[RequestKind]int{}, BadNonces: t.badNonces}
 	for k, n := range t.counts {
 		c.ByKind[k] = n
 		c.Total += n
@@ -130,12 +104,12 @@ type ctxKey struct{}
 // context: the kind of its requests, and where to leave the last
 // response's status and headers (Retry-After, Link).
 type call struct {
-	kind   Kind
+	kind   RequestKind
 	status int
 	header http.Header
 }
 
-func withCall(ctx context.Context, kind Kind) (context.Context, *call) {
+func withCall(ctx context.Context, kind RequestKind) (context.Context, *call) {
 	c := &call{kind: kind}
 	return context.WithValue(ctx, ctxKey{}, c), c
 }
@@ -145,7 +119,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	kind := t.kindOf(req)
 	t.mu.Lock()
 	if t.counts == nil {
-		t.counts = map[Kind]int{}
+		t.counts = map[RequestKind]int{}
 	}
 	t.counts[kind]++
 	t.mu.Unlock()
@@ -189,7 +163,7 @@ func isProblem(h http.Header) bool {
 	return strings.HasPrefix(h.Get("Content-Type"), "application/problem+json")
 }
 
-func (t *Transport) kindOf(req *http.Request) Kind {
+func (t *Transport) kindOf(req *http.Request) RequestKind {
 	url := req.URL.String()
 	t.mu.Lock()
 	k, known := t.endpoints[url]
@@ -248,8 +222,8 @@ func (t *Transport) learnDirectory(body []byte) {
 	defer t.mu.Unlock()
 	t.dirBody = body
 	t.ariPrefix = strings.TrimSuffix(d.RenewalInfo, "/")
-	t.endpoints = map[string]Kind{}
-	for u, k := range map[string]Kind{d.NewNonce: KindNonce, d.NewAccount: KindAccount, d.NewOrder: KindNewOrder,
+	t.endpoints = map[string]RequestKind{}
+	for u, k := range map[string]RequestKind{d.NewNonce: KindNonce, d.NewAccount: KindAccount, d.NewOrder: KindNewOrder,
 		d.RevokeCert: KindRevoke, d.KeyChange: KindAccount} {
 		if u != "" {
 			t.endpoints[u] = k

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/certlife/certlife/backoff/retry"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -80,7 +82,7 @@ func TestDecide(t *testing.T) {
 		},
 		"an accepted challenge is polled no sooner than the server's Retry-After": {
 			status: Status{Processing: true, SyncedAt: tp(t0.Add(-5 * time.Second)), State: StateProcessing, Presented: true, Accepted: true,
-				RetryAfter: tp(t0.Add(40 * time.Second))},
+				Attempts: retry.Attempts{RetryAfter: tp(t0.Add(40 * time.Second))}},
 			reason: ReasonValidating, requeue: 40 * time.Second,
 		},
 		"a challenge read long ago is read again before it is presented": {
@@ -88,7 +90,7 @@ func TestDecide(t *testing.T) {
 		},
 		"a transient error is retried at the server's Retry-After and never made final": {
 			status: Status{Processing: true, SyncedAt: tp(t0), State: StatePending, Presented: true, SelfCheckPassed: true,
-				LastError: "503 Service Unavailable", Transient: true, RetryAfter: tp(t0.Add(40 * time.Second)), LastErrorTime: tp(t0), FailedAttempts: 1},
+				Attempts: retry.Attempts{LastError: "503 Service Unavailable", Transient: true, RetryAfter: tp(t0.Add(40 * time.Second)), LastErrorTime: tp(t0), FailedAttempts: 1}},
 			reason: ReasonRetrying, requeue: 40 * time.Second,
 		},
 		"an unknown state is not final: the machine goes on": {

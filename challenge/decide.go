@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/certlife/certlife/backoff/retry"
 )
 
 // Config tunes the challenge machine. The zero value is the documented
@@ -31,31 +33,15 @@ type Config struct {
 	// recorded time is given one first). For NAT hairpin and split-horizon
 	// DNS, where the host cannot see what the CA sees.
 	FixedWait time.Duration
-	// FirstPoll is how long after the call that moved the challenge on
-	// (accepted it, or found it in a new state: see Status.ChangedAt) its
-	// authorization is read again while the server validates; each read
-	// that finds it unchanged waits as long as it has been unchanged, so
-	// the wait doubles, up to PollInterval. A Retry-After the server sends
-	// is followed instead, but never sooner than FirstPoll after the
-	// read. It is also the first wait before a failed self-check is
-	// repeated. Zero means 200ms.
-	FirstPoll time.Duration
-	// PollInterval is the longest wait between reads of an accepted
-	// challenge's authorization. Zero means 5s.
-	PollInterval time.Duration
-	// TransientRetry is the delay after the first transient failure that
-	// came without a Retry-After; it doubles with each further failed
-	// attempt up to MaxTransientRetry. The delay counts from the recorded
-	// time of the failure (Status.LastErrorTime). A Retry-After is
-	// honoured as the server gave it, but never sooner than
-	// TransientRetry after the failure. Zero means 5s.
-	TransientRetry time.Duration
-	// MaxTransientRetry caps the growing delay. Zero means 5 minutes.
-	MaxTransientRetry time.Duration
-	// MaxAttempts is how many failed attempts without progress (see
-	// Status.FailedAttempts) a challenge makes before it ends errored,
-	// which fails its order. Zero means 10.
-	MaxAttempts int
+	// Schedule is when an accepted challenge's authorization is read while
+	// the server validates, how long the challenge waits after a failed
+	// action, and after how many failed attempts without progress
+	// (Status.FailedAttempts) it ends errored, which fails its order:
+	// reads 200ms after a change doubling to 5s, retries 5s after a
+	// failure doubling to 5 minutes, and 10 attempts (see package retry).
+	// Its FirstPoll is also the first wait before a failed self-check is
+	// repeated.
+	retry.Schedule
 	// MaxHeldWait is the longest wait for a retry during which a
 	// challenge that is not yet accepted keeps its scheduler slot; with a
 	// longer wait it cleans up, gives the slot back and records
@@ -74,65 +60,12 @@ func (c Config) maxSyncAge() time.Duration { return orDefault(c.MaxSyncAge, 5*ti
 func (c Config) selfCheckInterval() time.Duration {
 	return orDefault(c.SelfCheckInterval, 10*time.Second)
 }
-func (c Config) pollInterval() time.Duration { return orDefault(c.PollInterval, 5*time.Second) }
 
 func (c Config) selfCheckTimeout() time.Duration {
 	return orDefault(c.SelfCheckTimeout, 30*time.Minute)
 }
 
-// selfCheckExpiryMargin is how long before the order expires
-// self-checking ends.
-const selfCheckExpiryMargin = 5 * time.Minute
-
-// firstPoll is FirstPoll, never more than ceiling.
-func (c Config) firstPoll(ceiling time.Duration) time.Duration {
-	return min(orDefault(c.FirstPoll, 200*time.Millisecond), ceiling)
-}
-
-// spaced is the next look after one at last at something unchanged since
-// since: as long after last as it had then been unchanged, at least first
-// and at most ceiling; ceiling when since is not recorded.
-func spaced(last time.Time, since *time.Time, first, ceiling time.Duration) time.Time {
-	if since == nil {
-		return last.Add(ceiling)
-	}
-	return last.Add(min(max(last.Sub(*since), first), ceiling))
-}
-
-// PollAt is when an accepted challenge's authorization is read next,
-// derived from what its status records: the server's Retry-After from the
-// last read, but no sooner than Config.FirstPoll after it; else the last
-// read (SyncedAt) plus as long as the challenge had then been unchanged
-// (since ChangedAt), at least FirstPoll and at most PollInterval, or plus
-// PollInterval when ChangedAt is not recorded. ok is false when it was
-// never read.
-func PollAt(st *Status, cfg Config) (at time.Time, ok bool) {
-	if st == nil || st.SyncedAt == nil {
-		return time.Time{}, false
-	}
-	first := cfg.firstPoll(cfg.pollInterval())
-	if ra := st.RetryAfter; ra != nil && st.LastError == "" {
-		at = st.SyncedAt.Add(first)
-		if ra.After(at) {
-			at = *ra
-		}
-		return at, true // the server said when
-	}
-	return spaced(*st.SyncedAt, st.ChangedAt, first, cfg.pollInterval()), true
-}
-
-// selfCheckAt is when a failed self-check is repeated.
-func selfCheckAt(st *Status, cfg Config) time.Time {
-	return spaced(*st.SelfCheckAt, st.PresentedAt, cfg.firstPoll(cfg.selfCheckInterval()), cfg.selfCheckInterval())
-}
 func (c Config) maxHeldWait() time.Duration { return orDefault(c.MaxHeldWait, time.Minute) }
-
-func (c Config) maxAttempts() int {
-	if c.MaxAttempts > 0 {
-		return c.MaxAttempts
-	}
-	return 10
-}
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d > 0 {
@@ -141,43 +74,16 @@ func orDefault(d, def time.Duration) time.Duration {
 	return def
 }
 
-// RetryDelay is the delay before the next attempt after the given number
-// of failed attempts, when the server sent no Retry-After:
-// TransientRetry·2^(attempts−1), capped at MaxTransientRetry.
-func (c Config) RetryDelay(attempts int) time.Duration {
-	base := orDefault(c.TransientRetry, 5*time.Second)
-	ceiling := max(orDefault(c.MaxTransientRetry, 5*time.Minute), base)
-	d := base
-	for i := 1; i < attempts && d < ceiling; i++ {
-		d *= 2
-	}
-	return min(d, ceiling)
-}
+// selfCheckExpiryMargin is how long before the order expires
+// self-checking ends.
+const selfCheckExpiryMargin = 5 * time.Minute
 
-// RetryAt is when a challenge whose last action failed transiently may try
-// again, derived from what its status records: the server's Retry-After
-// (never sooner than Config.TransientRetry after the failure), else the
-// failure's time plus RetryDelay of the failed attempts. ok is false when
-// the status records no error, or neither a Retry-After nor the time of
-// the failure.
-func RetryAt(st *Status, cfg Config) (at time.Time, ok bool) {
-	if st == nil || st.LastError == "" {
-		return time.Time{}, false
-	}
-	switch {
-	case st.LastErrorTime != nil:
-		at = st.LastErrorTime.Add(cfg.RetryDelay(max(st.FailedAttempts, 1)))
-		if st.RetryAfter != nil {
-			at = st.LastErrorTime.Add(cfg.RetryDelay(1))
-			if st.RetryAfter.After(at) {
-				at = *st.RetryAfter
-			}
-		}
-		return at, true
-	case st.RetryAfter != nil:
-		return *st.RetryAfter, true
-	}
-	return time.Time{}, false
+// selfCheckAt is when a failed self-check is repeated: FirstPoll after it
+// at first, then spaced out from the presentation up to
+// SelfCheckInterval.
+func selfCheckAt(st *Status, cfg Config) time.Time {
+	interval := cfg.selfCheckInterval()
+	return retry.Spaced(*st.SelfCheckAt, st.PresentedAt, min(cfg.WithDefaults().FirstPoll, interval), interval)
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
@@ -236,9 +142,9 @@ type Result struct {
 // challenge errored (ReasonSelfCheckTimedOut), cleaning up and clearing
 // Processing.
 //
-// A transient error never makes a challenge final: it retries at RetryAt,
-// derived from the status alone, so deciding again at the returned
-// RequeueAt carries the retry out. A wait longer than MaxHeldWait gives
+// A transient error never makes a challenge final: it retries at
+// Config.RetryAt, derived from the status alone, so deciding again at the
+// returned RequeueAt carries the retry out. A wait longer than MaxHeldWait gives
 // the scheduler slot back (unless the challenge is accepted). After
 // MaxAttempts failed attempts without progress the challenge ends errored.
 func Decide(c *Challenge, now time.Time, cfg Config) Result {
@@ -297,7 +203,7 @@ func Decide(c *Challenge, now time.Time, cfg Config) Result {
 	case st.Accepted || st.State == StateProcessing:
 		// Accepted, or the server is validating already (an accept
 		// whose answer was lost took effect): poll, never accept again.
-		next, _ := PollAt(&st, cfg)
+		next, _ := cfg.PollAt(&st.Attempts, st.SyncedAt, st.ChangedAt)
 		if now.Before(next) && st.LastError == "" {
 			return Result{RequeueAt: next, Reason: ReasonValidating, Message: "the server is validating; looking again at " + stampMilli(next)}
 		}
@@ -358,31 +264,21 @@ func Decide(c *Challenge, now time.Time, cfg Config) Result {
 }
 
 // retryGate holds a processing challenge whose last action failed
-// transiently until its next attempt is due, giving its scheduler slot
-// back when the wait is long; it ends the challenge when its attempts are
-// used up. stop is false when the decision goes on.
+// transiently until its next attempt is due (Config.Gate), giving its
+// scheduler slot back when the wait is long; it ends the challenge when
+// its attempts are used up. stop is false when the decision goes on.
 func retryGate(c *Challenge, now time.Time, cfg Config) (Result, bool) {
 	st := c.Status
-	if st.LastError == "" || !st.Transient {
+	gate, at, why := cfg.Gate(&st.Attempts, now)
+	switch gate {
+	case retry.Proceed, retry.Due:
 		return Result{}, false
-	}
-	if st.FailedAttempts >= cfg.maxAttempts() {
-		return giveUp(c, ReasonRetriesExhausted, fmt.Sprintf("gave up after %d failed attempts without progress; the last: %s", st.FailedAttempts, st.LastError)), true
-	}
-	at, ok := RetryAt(&st, cfg)
-	if !ok {
-		// A host that recorded the error without its time: record it
-		// now, so the deadline stays put from here on.
+	case retry.GiveUp:
+		return giveUp(c, ReasonRetriesExhausted, why), true
+	case retry.Record:
 		next := st
-		t := now
-		next.LastErrorTime = &t
-		next.FailedAttempts = max(next.FailedAttempts, 1)
-		at, _ = RetryAt(&next, cfg)
-		return Result{Actions: []Action{UpdateStatus{next}}, RequeueAt: at, Reason: ReasonRetrying,
-			Message: "a transient error (" + st.LastError + ") without a recorded time: recording it; retrying at " + stamp(at)}, true
-	}
-	if !now.Before(at) {
-		return Result{}, false
+		next.Attempts = st.Attempts.Timed(now)
+		return Result{Actions: []Action{UpdateStatus{next}}, RequeueAt: at, Reason: ReasonRetrying, Message: why}, true
 	}
 	if !st.Accepted && at.Sub(now) > cfg.maxHeldWait() {
 		next := unpresented(st)
@@ -397,8 +293,7 @@ func retryGate(c *Challenge, now time.Time, cfg Config) (Result, bool) {
 			Message: fmt.Sprintf("a transient error (%s); the retry at %s is more than %v away: giving the scheduler slot back until then",
 				st.LastError, stamp(at), cfg.maxHeldWait())}, true
 	}
-	return Result{RequeueAt: at, Reason: ReasonRetrying, Message: fmt.Sprintf("a transient error (%s), attempt %d of %d; retrying at %s",
-		st.LastError, st.FailedAttempts, cfg.maxAttempts(), stamp(at))}, true
+	return Result{RequeueAt: at, Reason: ReasonRetrying, Message: why}, true
 }
 
 // selfCheckEnd is when self-checking the challenge ends, and the bound

@@ -13,9 +13,9 @@
 // records (a read, a presentation, a self-check, a failure), so deciding
 // again at RequeueAt with nothing changed acts, or waits for a later time
 // for another reason — never for the same deadline moved forward. Reads of
-// an accepted challenge and repeats of a failed self-check come
-// [Config.FirstPoll] (200 ms) after the change, then after waits that
-// double while nothing changes, up to [Config.PollInterval] (5 s) or
+// an accepted challenge and repeats of a failed self-check come FirstPoll
+// (200 ms) after the change, then after waits that double while nothing
+// changes, up to PollInterval (5 s, both of [retry.Schedule]) or
 // [Config.SelfCheckInterval] (10 s), or when the server's Retry-After says.
 // Self-checking is itself bounded ([Config.SelfCheckTimeout], 30 minutes,
 // and 5 minutes before the order expires): a self-check that never passes

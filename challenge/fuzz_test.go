@@ -95,7 +95,7 @@ func FuzzChallenge(f *testing.F) {
 		}
 		// No call to the ACME server before the retry is due (cleaning up
 		// a solver is local and allowed).
-		if at, ok := RetryAt(st, cfg); ok && st.Transient && t0.Before(at) {
+		if at, ok := cfg.RetryAt(&st.Attempts); ok && st.Transient && t0.Before(at) {
 			for _, a := range res.Actions {
 				switch a.(type) {
 				case Sync, Accept:

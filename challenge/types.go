@@ -1,6 +1,10 @@
 package challenge
 
-import "time"
+import (
+	"time"
+
+	"github.com/certlife/certlife/backoff/retry"
+)
 
 // Type is an ACME challenge type (RFC 8555 §8).
 type Type string
@@ -112,49 +116,19 @@ type Status struct {
 	SelfCheckPassed bool       `json:"selfCheckPassed,omitempty"`
 	// Accepted: the host told the server to validate (RFC 8555 §7.5.1).
 	Accepted bool `json:"accepted,omitempty"`
-	// LastError is the last action's error; Transient says a later attempt
-	// can succeed (network, timeout, 5xx, rate limit). RetryAfter is when
-	// the server allows another attempt, or when it asks an accepted
-	// challenge to be read again.
-	LastError  string     `json:"lastError,omitempty"`
-	Transient  bool       `json:"transient,omitempty"`
-	RetryAfter *time.Time `json:"retryAfter,omitempty"`
-	// LastErrorTime is when LastError happened: the next attempt is
-	// counted from it, never from the time of a later decision.
-	LastErrorTime *time.Time `json:"lastErrorTime,omitempty"`
+	// Attempts records the failed actions: LastError, Transient,
+	// LastErrorTime, FailedAttempts and RetryAfter (see retry.Attempts).
 	// FailedAttempts counts the actions that failed since the challenge
 	// last moved on (the server's state of it changed, or it was
-	// accepted). A success that does not move it on (a read finding the
+	// accepted); a success that does not move it on (a read finding the
 	// same state, a presentation) clears LastError but keeps the count.
-	FailedAttempts int `json:"failedAttempts,omitempty"`
+	// RetryAfter is also when the server asks an accepted challenge to be
+	// read again.
+	retry.Attempts
 	// NextAttemptAt is set by the machine when a challenge waiting long
 	// for a retry gives its scheduler slot back: Schedule does not start
 	// it again before this time.
 	NextAttemptAt *time.Time `json:"nextAttemptAt,omitempty"`
-}
-
-// NoteFailure records a failed action at now: its words, whether a later
-// attempt can succeed, the server's Retry-After (nil when it sent none),
-// and one more failed attempt. It leaves State alone.
-func (s *Status) NoteFailure(err string, transient bool, retryAfter *time.Time, now time.Time) {
-	t := now
-	s.LastError, s.Transient, s.LastErrorTime = err, transient, &t
-	s.RetryAfter = nil
-	if retryAfter != nil {
-		ra := *retryAfter
-		s.RetryAfter = &ra
-	}
-	s.FailedAttempts++
-}
-
-// NoteSuccess records an action that succeeded: the last error is
-// cleared, and when the action moved the challenge on (see
-// FailedAttempts) the count of failed attempts starts again from zero.
-func (s *Status) NoteSuccess(movedOn bool) {
-	s.LastError, s.Transient, s.LastErrorTime, s.RetryAfter = "", false, nil, nil
-	if movedOn {
-		s.FailedAttempts = 0
-	}
 }
 
 // Challenge is one ACME challenge the host is solving.

@@ -14,40 +14,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/certlife/certlife/backoff/retry"
 	"github.com/certlife/certlife/challenge"
 )
 
 // Config tunes the order machine. The zero value is the default of each
 // field.
 type Config struct {
-	// FirstPoll is how long after a call that moved the order on (see
-	// Status.ChangedAt) the order, when the server is still working on it,
-	// is read again; each read that finds it unchanged waits as long as
-	// the order has been unchanged, so the wait doubles, up to
-	// PollInterval. A Retry-After the server sends with the order is
-	// followed instead, but never sooner than FirstPoll after the read.
-	// Zero means 200ms.
-	FirstPoll time.Duration
-	// PollInterval is the longest wait between reads of an order the
-	// server is working on. Zero means 5s.
-	PollInterval time.Duration
+	// Schedule is when the order is read while the server works on it,
+	// how long it waits after a failed call, and after how many failed
+	// attempts without progress (Status.FailedAttempts) it fails, so that
+	// the certificate's own backoff takes over: reads 200ms after a change
+	// doubling to 5s, retries 5s after a failure doubling to 5 minutes,
+	// and 10 attempts (see package retry).
+	retry.Schedule
 	// FailedOrderTTL is how long a failed order is kept before it is
 	// deleted, for people to read. Zero means 30 minutes.
 	FailedOrderTTL time.Duration
-	// TransientRetry is the delay after the first transient failure that
-	// came without a Retry-After; it doubles with each further failed
-	// attempt up to MaxTransientRetry. The delay counts from the recorded
-	// time of the failure (Status.LastErrorTime). A Retry-After is
-	// honoured as the server gave it, but never sooner than
-	// TransientRetry after the failure. Zero means 5s.
-	TransientRetry time.Duration
-	// MaxTransientRetry caps the growing delay. Zero means 5 minutes.
-	MaxTransientRetry time.Duration
-	// MaxAttempts is how many failed attempts without progress (see
-	// Status.FailedAttempts) an order makes before it fails, so that the
-	// certificate's own backoff takes over. Zero means 10: with the
-	// default delays, about 20 minutes of a server that keeps failing.
-	MaxAttempts int
 	// MaxRetryAfter bounds how long an order waits on the server's
 	// Retry-After, its own or one of its challenges': an order the server
 	// asks to wait longer (seconds or an HTTP date, however far) fails at
@@ -70,83 +53,11 @@ func (c Config) maxRetryAfter() time.Duration {
 // lifetime.
 const assumedLifetime = 7 * 24 * time.Hour
 
-func (c Config) poll() time.Duration {
-	if c.PollInterval > 0 {
-		return c.PollInterval
-	}
-	return 5 * time.Second
-}
-
-// firstPoll is FirstPoll, never more than PollInterval.
-func (c Config) firstPoll() time.Duration {
-	first := c.FirstPoll
-	if first <= 0 {
-		first = 200 * time.Millisecond
-	}
-	return min(first, c.poll())
-}
-
 func (c Config) ttl() time.Duration {
 	if c.FailedOrderTTL > 0 {
 		return c.FailedOrderTTL
 	}
 	return 30 * time.Minute
-}
-
-func (c Config) maxAttempts() int {
-	if c.MaxAttempts > 0 {
-		return c.MaxAttempts
-	}
-	return 10
-}
-
-// RetryDelay is the delay before the next attempt after the given number
-// of failed attempts, when the server sent no Retry-After:
-// TransientRetry·2^(attempts−1), capped at MaxTransientRetry.
-func (c Config) RetryDelay(attempts int) time.Duration {
-	base, ceiling := c.TransientRetry, c.MaxTransientRetry
-	if base <= 0 {
-		base = 5 * time.Second
-	}
-	if ceiling <= 0 {
-		ceiling = 5 * time.Minute
-	}
-	ceiling = max(ceiling, base)
-	d := base
-	for i := 1; i < attempts && d < ceiling; i++ {
-		d *= 2
-	}
-	return min(d, ceiling)
-}
-
-// RetryAt is when an order whose last call failed transiently may try
-// again, derived from what its status records: the server's Retry-After
-// (never sooner than Config.TransientRetry after the failure), else the
-// failure's time plus RetryDelay of the failed attempts. ok is false when
-// the status records no error, or neither a Retry-After nor the time of
-// the failure.
-func RetryAt(st *Status, cfg Config) (at time.Time, ok bool) {
-	if st == nil || st.LastError == "" {
-		return time.Time{}, false
-	}
-	switch {
-	case st.LastErrorTime != nil:
-		at = st.LastErrorTime.Add(cfg.RetryDelay(max(st.FailedAttempts, 1)))
-		if st.RetryAfter != nil {
-			at = maxTime(*st.RetryAfter, st.LastErrorTime.Add(cfg.RetryDelay(1)))
-		}
-		return at, true
-	case st.RetryAfter != nil:
-		return *st.RetryAfter, true
-	}
-	return time.Time{}, false
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
@@ -327,7 +238,7 @@ func ChallengeName(order string, i int) string { return fmt.Sprintf("%s-%d", ord
 // is ordered again once, then fails the order with what was wrong.
 //
 // Retries arrive: after a transient failure the next attempt is at
-// RetryAt, derived from the status alone, so deciding again at the
+// Config.RetryAt, derived from the status alone, so deciding again at the
 // returned RequeueAt carries it out. After a failed call the order is read
 // before it is finalized again. An order that keeps failing fails once
 // MaxAttempts attempts failed without progress, or when its next attempt
@@ -505,41 +416,34 @@ func Decide(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) R
 }
 
 // retryGate holds an order whose last call failed transiently until its
-// next attempt is due; it fails the order when the attempts are used up
-// or the order would expire first. stop is false when the decision goes
-// on (no error, or the attempt is due).
+// next attempt is due (Config.Gate); it fails the order when the attempts
+// are used up or the order would expire first. stop is false when the
+// decision goes on (no error, or the attempt is due).
 func retryGate(o *Order, now time.Time, cfg Config) (Result, bool) {
 	st := o.Status
-	if st.LastError == "" || !st.Transient {
+	gate, at, why := cfg.Gate(&st.Attempts, now)
+	switch gate {
+	case retry.Proceed:
 		return Result{}, false
-	}
-	if st.FailedAttempts >= cfg.maxAttempts() {
-		return fail(o, now, ReasonRetriesExhausted, fmt.Sprintf("gave up after %d failed attempts without progress; the last: %s", st.FailedAttempts, st.LastError)), true
+	case retry.GiveUp:
+		return fail(o, now, ReasonRetriesExhausted, why), true
 	}
 	if st.ReadFirst && st.URL != "" {
 		// The refusal says the order may have moved on: reading it
 		// waits for nothing.
 		return sync(o, ReasonSyncing, "the server refused the last call ("+st.LastError+"), which says the order may have moved on: reading it at once (RFC 8555 §7.1.3)"), true
 	}
-	at, ok := RetryAt(&st, cfg)
-	if !ok {
-		// A host that recorded the error without its time: record it
-		// now, so the deadline stays put from here on.
+	if gate == retry.Record {
 		next := st
-		t := now
-		next.LastErrorTime = &t
-		next.FailedAttempts = max(next.FailedAttempts, 1)
-		at, _ = RetryAt(&next, cfg)
-		return Result{Actions: []Action{UpdateStatus{Status: next}}, RequeueAt: at, Reason: ReasonRetrying,
-			Message: "a transient error (" + st.LastError + ") without a recorded time: recording it; retrying at " + stamp(at)}, true
+		next.Attempts = st.Attempts.Timed(now)
+		return Result{Actions: []Action{UpdateStatus{Status: next}}, RequeueAt: at, Reason: ReasonRetrying, Message: why}, true
 	}
 	if exp, ok := Expiry(o); ok && st.State != StateValid && (!at.Before(exp) || !now.Before(exp)) {
 		return fail(o, now, ReasonExpired, fmt.Sprintf("the order expires at %s, before its next attempt at %s; the last error: %s",
 			stamp(exp), stamp(at), st.LastError)), true
 	}
-	if now.Before(at) {
-		return Result{RequeueAt: at, Reason: ReasonRetrying, Message: fmt.Sprintf("a transient error (%s), attempt %d of %d; retrying at %s",
-			st.LastError, st.FailedAttempts, cfg.maxAttempts(), stamp(at))}, true
+	if gate == retry.Wait {
+		return Result{RequeueAt: at, Reason: ReasonRetrying, Message: why}, true
 	}
 	return Result{}, false
 }
@@ -550,10 +454,10 @@ func retryGate(o *Order, now time.Time, cfg Config) (Result, bool) {
 func stuck(o *Order, now time.Time, cfg Config, why string) Result {
 	next := o.Status
 	next.NoteFailure(why, true, nil, now)
-	if next.FailedAttempts >= cfg.maxAttempts() {
+	if next.FailedAttempts >= cfg.WithDefaults().MaxAttempts {
 		return fail(o, now, ReasonRetriesExhausted, fmt.Sprintf("gave up after %d attempts without progress: %s", next.FailedAttempts, why))
 	}
-	at, _ := RetryAt(&next, cfg)
+	at, _ := cfg.RetryAt(&next.Attempts)
 	return Result{Actions: []Action{UpdateStatus{Status: next}}, RequeueAt: at, Reason: ReasonServerStuck,
 		Message: why + "; reading the order again at " + stamp(at)}
 }
@@ -582,34 +486,12 @@ func sync(o *Order, reason, msg string) Result {
 	return Result{Actions: []Action{Sync{URL: o.Status.URL}}, Reason: reason, Message: msg}
 }
 
+// poll reads an order the server is working on when Config.PollAt says.
 func poll(o *Order, now time.Time, cfg Config, msg string) Result {
-	if next, ok := PollAt(&o.Status, cfg); ok && now.Before(next) {
+	if next, ok := cfg.PollAt(&o.Status.Attempts, o.Status.SyncedAt, o.Status.ChangedAt); ok && now.Before(next) {
 		return Result{RequeueAt: next, Reason: ReasonSyncing, Message: msg + "; looking again at " + stampMilli(next)}
 	}
 	return sync(o, ReasonSyncing, msg)
-}
-
-// PollAt is when an order the server is working on is read next, derived
-// from what its status records: the server's Retry-After from the last
-// read, but no sooner than Config.FirstPoll after it; else the last read
-// (SyncedAt) plus as long as the order had then been unchanged (since
-// ChangedAt), at least FirstPoll and at most PollInterval — so reads
-// after a change come at FirstPoll, 2·FirstPoll, 4·FirstPoll … — or plus
-// PollInterval when ChangedAt is not recorded. ok is false when the order
-// was never read.
-func PollAt(st *Status, cfg Config) (at time.Time, ok bool) {
-	if st == nil || st.SyncedAt == nil {
-		return time.Time{}, false
-	}
-	read := *st.SyncedAt
-	first := read.Add(cfg.firstPoll())
-	if ra := st.RetryAfter; ra != nil && st.LastError == "" {
-		return maxTime(*ra, first), true // the server said when
-	}
-	if st.ChangedAt == nil {
-		return read.Add(cfg.poll()), true
-	}
-	return read.Add(min(max(read.Sub(*st.ChangedAt), cfg.firstPoll()), cfg.poll())), true
 }
 
 // stampMilli is a time for messages, to the millisecond: polls come less
@@ -774,14 +656,6 @@ func failed(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) R
 		return Result{Actions: acts, RequeueAt: removeAt, Reason: ReasonFailed, Message: msg + "; the order is removed at " + stamp(removeAt)}
 	}
 	return Result{Actions: append(acts, DeleteOrder{Reason: "failed more than " + cfg.ttl().String() + " ago"}), Reason: ReasonFailed, Message: msg}
-}
-
-func copyTime(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	c := *t
-	return &c
 }
 
 // Expiry is when the order expires, as the machine reckons it: when the

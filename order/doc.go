@@ -6,7 +6,7 @@
 // and when to look again. The host carries each out (package acmeclient
 // does the ACME calls, one request each) and writes the answer into
 // [Status] as the action's doc says, recording failures with
-// [Status.NoteFailure]. [ChooseSolver] picks the solver for an identifier;
+// NoteFailure ([retry.Attempts], which [Status] embeds). [ChooseSolver] picks the solver for an identifier;
 // [Identifiers] lists what an order asks for; [CheckCertificate] checks
 // the certificate the server issued against the order before it is
 // handed over.
@@ -15,14 +15,15 @@
 // records (a read, a failure and its attempt count, the server's
 // Retry-After, a failure time), so deciding again at RequeueAt with nothing
 // changed acts, or waits for a later time for another reason — never for
-// the same deadline moved forward with the clock ([RetryAt], [PollAt]).
+// the same deadline moved forward with the clock ([retry.Schedule.RetryAt],
+// [retry.Schedule.PollAt], which [Config] embeds).
 // And every wait ends: a decision without actions that is not final says
 // why and until when, never longer than the order's expiry, nor longer
 // than [Config.MaxRetryAfter] (1 h) on the server's Retry-After — past
 // that the order fails with it, and the certificate's backoff takes over.
 //
 // Polls are fast and polite: an order the server is working on is read
-// [Config.FirstPoll] (200 ms) after the call that changed it, then after
-// waits that double while nothing changes, up to [Config.PollInterval]
-// (5 s), or when the server's Retry-After says.
+// FirstPoll (200 ms) after the call that changed it, then after waits that
+// double while nothing changes, up to PollInterval (5 s), or when the
+// server's Retry-After says ([retry.Schedule]).
 package order

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/certlife/certlife/backoff/retry"
 	"github.com/certlife/certlife/challenge"
 )
 
@@ -106,7 +107,7 @@ func TestRetriesArrive(t *testing.T) {
 		},
 		"a documented smaller limit is honoured": {
 			order: func() *Order { return failing(ready(newOrder()), 3, 0, "503") },
-			cfg:   Config{MaxAttempts: 3},
+			cfg:   Config{Schedule: retry.Schedule{MaxAttempts: 3}},
 			want: func(o *Order) Result {
 				msg := "gave up after 3 failed attempts without progress; the last: 503"
 				return Result{Actions: []Action{UpdateStatus{Status: errored(o, t0, msg)}}, Reason: ReasonRetriesExhausted}
@@ -544,10 +545,10 @@ func TestPollsStartSoonAndSlowDownWhileNothingChanges(t *testing.T) {
 			order: func() *Order { return processing(time.Minute, 0) }, want: time.Minute + 5*time.Second,
 		},
 		"a configured first poll and interval": {
-			order: func() *Order { return processing(0, 0) }, cfg: Config{FirstPoll: time.Second, PollInterval: 30 * time.Second}, want: time.Second,
+			order: func() *Order { return processing(0, 0) }, cfg: Config{Schedule: retry.Schedule{FirstPoll: time.Second, PollInterval: 30 * time.Second}}, want: time.Second,
 		},
 		"a first poll longer than the interval waits the interval": {
-			order: func() *Order { return processing(0, 0) }, cfg: Config{FirstPoll: time.Second, PollInterval: 20 * ms}, want: 20 * ms,
+			order: func() *Order { return processing(0, 0) }, cfg: Config{Schedule: retry.Schedule{FirstPoll: time.Second, PollInterval: 20 * ms}}, want: 20 * ms,
 		},
 		"without a recorded change the reads are PollInterval apart": {
 			order: func() *Order { o := processing(0, 0); o.Status.ChangedAt = nil; return o }, want: 5 * time.Second,

@@ -3,6 +3,7 @@ package order
 import (
 	"time"
 
+	"github.com/certlife/certlife/backoff/retry"
 	"github.com/certlife/certlife/challenge"
 )
 
@@ -108,27 +109,16 @@ type Status struct {
 	// SpecHash is the hash of the spec the order was created from; a
 	// different spec later is an error.
 	SpecHash string `json:"specHash,omitempty"`
-	// LastError is the last failed call's error, in words; empty after a
-	// call succeeds. Transient says a later attempt can succeed (network
-	// error, timeout, 5xx, 429, bad nonces past their retries, a finalize
-	// the server refused as not ready or already done).
-	LastError string `json:"lastError,omitempty"`
-	Transient bool   `json:"transient,omitempty"`
-	// LastErrorTime is when LastError happened: the next attempt is
-	// counted from it, never from the time of a later decision.
-	LastErrorTime *time.Time `json:"lastErrorTime,omitempty"`
-	// FailedAttempts counts the calls that failed since the order last
-	// moved on (it was created, changed state, got its certificate URL,
-	// an authorization was read, or its certificate fetched). A call
-	// that succeeds without moving the order on (a read that finds the
-	// same state) clears LastError but keeps the count, so a server that
-	// answers a read and then fails the write again is met with a growing
-	// delay and, at Config.MaxAttempts, a failed order.
-	FailedAttempts int `json:"failedAttempts,omitempty"`
-	// RetryAfter is the server's Retry-After from the last response: the
-	// earliest next attempt after an error, or when to read again an
-	// order the server is still working on.
-	RetryAfter *time.Time `json:"retryAfter,omitempty"`
+	// Attempts records the failed calls: LastError, Transient,
+	// LastErrorTime, FailedAttempts and RetryAfter (see retry.Attempts).
+	// Transient errors include, besides network errors, timeouts, 5xx,
+	// 429 and bad nonces past their retries, a finalize the server
+	// refused as not ready or already done. FailedAttempts counts the
+	// calls that failed since the order last moved on: it was created,
+	// changed state, got its certificate URL, an authorization was read,
+	// or its certificate fetched. RetryAfter is also when to read again
+	// an order the server is still working on.
+	retry.Attempts
 	// KeyAuthorizations maps a challenge token to its key authorization;
 	// the host computes them from the account key (RFC 8555 §8.1).
 	KeyAuthorizations map[string]string `json:"keyAuthorizations,omitempty"`
@@ -156,30 +146,14 @@ type Status struct {
 	BadCertificate string `json:"badCertificate,omitempty"`
 }
 
-// NoteFailure records a failed call at now: its words, whether a later
-// attempt can succeed, the server's Retry-After (nil when it sent none),
-// and one more failed attempt. It leaves State alone: a failed call never
-// moves an order backwards. Hosts call it for every failed ACME call.
-func (s *Status) NoteFailure(err string, transient bool, retryAfter *time.Time, now time.Time) {
-	t := now
-	s.LastError, s.Transient, s.LastErrorTime = err, transient, &t
-	s.RetryAfter = nil
-	if retryAfter != nil {
-		ra := *retryAfter
-		s.RetryAfter = &ra
-	}
-	s.FailedAttempts++
-}
-
-// NoteSuccess records a call that succeeded: the last error is cleared,
-// and when the call moved the order on (see FailedAttempts) the count of
-// failed attempts starts again from zero.
+// NoteSuccess records a call that succeeded: the last error and
+// ReadFirst are cleared, and when the call moved the order on (see
+// Attempts) the count of failed attempts starts again from zero. Failed
+// calls are recorded with NoteFailure (retry.Attempts), which leaves State
+// alone: a failed call never moves an order backwards.
 func (s *Status) NoteSuccess(movedOn bool) {
-	s.LastError, s.Transient, s.LastErrorTime, s.RetryAfter = "", false, nil, nil
+	s.Attempts.NoteSuccess(movedOn)
 	s.ReadFirst = false
-	if movedOn {
-		s.FailedAttempts = 0
-	}
 }
 
 // Order is one ACME order.

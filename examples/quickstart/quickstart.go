@@ -27,6 +27,7 @@ import (
 
 	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/acmeclient/acmetest"
+	"github.com/certlife/certlife/backoff/retry"
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/certificate/host"
 	"github.com/certlife/certlife/challenge"
@@ -126,8 +127,8 @@ func (r *run) setUp(ctx context.Context) error {
 	r.store = host.NewMemoryStore(r.clk)
 	issuerCfg := acmeclient.IssuerConfig{
 		Client: client, Store: r.store.ACME(), Solvers: srv.Solvers(), RequestValidity: true,
-		Order:     order.Config{PollInterval: time.Second},
-		Challenge: challenge.Config{PollInterval: time.Second, SelfCheckInterval: time.Second},
+		Order:     order.Config{Schedule: retry.Schedule{PollInterval: time.Second}},
+		Challenge: challenge.Config{Schedule: retry.Schedule{PollInterval: time.Second}, SelfCheckInterval: time.Second},
 	}
 	if r.verbose {
 		issuerCfg.Trace = func(e acmeclient.Event) {

@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/certlife/certlife/backoff/retry"
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/challenge"
 	"github.com/certlife/certlife/order"
@@ -213,11 +214,7 @@ func OrderStatusToCore(s v1alpha1.OrderStatus) order.Status {
 		ChangedAt:         microToCore(s.ChangedAt),
 		Expires:           microToCore(s.Expires),
 		SpecHash:          s.SpecHash,
-		LastError:         s.LastError,
-		Transient:         s.Transient,
-		LastErrorTime:     microToCore(s.LastErrorTime),
-		FailedAttempts:    s.FailedAttempts,
-		RetryAfter:        microToCore(s.RetryAfter),
+		Attempts:          attemptsToCore(s.LastError, s.Transient, s.LastErrorTime, s.FailedAttempts, s.RetryAfter),
 		KeyAuthorizations: s.KeyAuthorizations,
 		ReplacesRefused:   s.ReplacesRefused,
 		ReadFirst:         s.ReadFirst,
@@ -315,13 +312,15 @@ func ChallengeStatusToCore(s v1alpha1.ChallengeStatus) challenge.Status {
 		SelfCheckAt:     microToCore(s.SelfCheckAt),
 		SelfCheckPassed: s.SelfCheckPassed,
 		Accepted:        s.Accepted,
-		LastError:       s.LastError,
-		Transient:       s.Transient,
-		RetryAfter:      microToCore(s.RetryAfter),
-		LastErrorTime:   microToCore(s.LastErrorTime),
-		FailedAttempts:  s.FailedAttempts,
+		Attempts:        attemptsToCore(s.LastError, s.Transient, s.LastErrorTime, s.FailedAttempts, s.RetryAfter),
 		NextAttemptAt:   microToCore(s.NextAttemptAt),
 	}
+}
+
+// attemptsToCore converts the failed-call record both statuses share.
+func attemptsToCore(lastError string, transient bool, lastErrorTime *metav1.MicroTime, failedAttempts int, retryAfter *metav1.MicroTime) retry.Attempts {
+	return retry.Attempts{LastError: lastError, Transient: transient, LastErrorTime: microToCore(lastErrorTime),
+		FailedAttempts: failedAttempts, RetryAfter: microToCore(retryAfter)}
 }
 
 // csrDER is the DER of a PEM certificate signing request; nil when it is

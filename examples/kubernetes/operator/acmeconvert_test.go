@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/certlife/certlife/backoff/retry"
 	"github.com/certlife/certlife/challenge"
 	"github.com/certlife/certlife/order"
 
@@ -43,9 +44,10 @@ func fullOrder() *order.Order {
 				InitialState: order.StatePending, FetchedAt: at(time.Second),
 				Challenges: []order.OfferedChallenge{{Type: challenge.TypeHTTP01, URL: "https://ca/chall/1", Token: "tok"}}}},
 			Certificate: []byte("pem"), FailureTime: at(2 * time.Second), SyncedAt: at(3 * time.Second), ChangedAt: at(4 * time.Second),
-			Expires: at(5 * time.Second), SpecHash: "h", LastError: "e", Transient: true, LastErrorTime: at(6 * time.Second),
-			FailedAttempts: 2, RetryAfter: at(7 * time.Second), KeyAuthorizations: map[string]string{"tok": "tok.thumb"},
-			ReplacesRefused: "at least one identifier must match", ReadFirst: true, BadCertificate: "another public key",
+			Expires: at(5 * time.Second), SpecHash: "h",
+			Attempts:          retry.Attempts{LastError: "e", Transient: true, LastErrorTime: at(6 * time.Second), FailedAttempts: 2, RetryAfter: at(7 * time.Second)},
+			KeyAuthorizations: map[string]string{"tok": "tok.thumb"},
+			ReplacesRefused:   "at least one identifier must match", ReadFirst: true, BadCertificate: "another public key",
 		},
 	}
 }
@@ -59,8 +61,8 @@ func fullChallenge() *challenge.Challenge {
 			Issuer: challenge.Issuer{Name: "le", Kind: "Issuer", Group: "certlife.dev"}, Account: "https://ca/acct/1", Expires: at(8 * time.Second)},
 		Status: challenge.Status{Processing: true, Presented: true, PresentedAt: at(time.Second), State: challenge.StateValid,
 			Reason: "r", SyncedAt: at(2 * time.Second), ChangedAt: at(3 * time.Second), SelfCheckAt: at(4 * time.Second),
-			SelfCheckPassed: true, Accepted: true, LastError: "e", Transient: true, RetryAfter: at(5 * time.Second),
-			LastErrorTime: at(6 * time.Second), FailedAttempts: 3, NextAttemptAt: at(7 * time.Second)},
+			SelfCheckPassed: true, Accepted: true, NextAttemptAt: at(7 * time.Second),
+			Attempts: retry.Attempts{LastError: "e", Transient: true, RetryAfter: at(5 * time.Second), LastErrorTime: at(6 * time.Second), FailedAttempts: 3}},
 	}
 }
 
