@@ -187,23 +187,19 @@ func requestMismatch(r *request, spec *Spec, key crypto.PublicKey, keyName strin
 }
 
 // sameUsages reports whether two usage lists are the same set, each the
-// defaults when empty (usageSet's answer, without allocating for the usual
-// few usages).
+// defaults when empty.
 func sameUsages(a, b []keys.Usage) bool {
-	var abuf, bbuf [8]keys.Usage
-	return slices.Equal(usageSetInto(abuf[:0], a), usageSetInto(bbuf[:0], b))
+	return slices.Equal(usageSet(a), usageSet(b))
 }
 
 // usageSet is a usage list as a sorted set, the defaults for none.
-func usageSet(us []keys.Usage) []keys.Usage { return usageSetInto(nil, us) }
-
-func usageSetInto(dst, us []keys.Usage) []keys.Usage {
+func usageSet(us []keys.Usage) []keys.Usage {
 	if len(us) == 0 {
-		us = keys.DefaultUsages
+		us = keys.DefaultUsages()
 	}
-	dst = append(dst, us...)
-	slices.Sort(dst)
-	return slices.Compact(dst)
+	set := slices.Clone(us)
+	slices.Sort(set)
+	return slices.Compact(set)
 }
 
 func durationOf(d *Duration) time.Duration {

@@ -3,12 +3,11 @@ package keys
 import (
 	"bytes"
 	"crypto"
-	"crypto/sha256"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"sync"
 )
 
@@ -37,8 +36,7 @@ func (e *FieldError) Unwrap() error { return e.Err }
 // ParsedSecret is a secret's data parsed once: the leaf certificate and the
 // private key, with the rest of the chain and the CA parsed only on request.
 // It is immutable after ParseSecretData returns, so a host may cache it by
-// the secret's resource version or by DataHash, and share it between
-// goroutines.
+// the secret's resource version and share it between goroutines.
 //
 // It never prints the key: String and every fmt verb show only the leaf's
 // subject, serial and whether the key matches.
@@ -83,7 +81,7 @@ func ParseSecretDataKnownKey(data map[string][]byte, known crypto.Signer) (*Pars
 	if crt := data[SecretCertificate]; len(crt) == 0 {
 		p.CertErr = &FieldError{Field: SecretCertificate, Err: ErrMissing}
 	} else {
-		block, rest := DecodePEM(crt)
+		block, rest := pem.Decode(crt)
 		switch {
 		case block == nil:
 			p.CertErr = &FieldError{Field: SecretCertificate, Err: errors.New("no PEM block found")}
@@ -163,35 +161,10 @@ func (p *ParsedSecret) String() string {
 // key's fields.
 func (p *ParsedSecret) Format(f fmt.State, _ rune) { io.WriteString(f, p.String()) }
 
-// DataHash is a content hash of a secret's data, for hosts that cache
-// parsed secrets by content rather than by resource version.
-func DataHash(data map[string][]byte) [sha256.Size]byte {
-	names := make([]string, 0, len(data))
-	for k := range data {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	h := sha256.New()
-	var n [8]byte
-	for _, k := range names {
-		for _, part := range [][]byte{[]byte(k), data[k]} {
-			l := uint64(len(part))
-			for i := range n {
-				n[i] = byte(l >> (8 * i))
-			}
-			h.Write(n[:])
-			h.Write(part)
-		}
-	}
-	var out [sha256.Size]byte
-	h.Sum(out[:0])
-	return out
-}
-
 // encodes reports whether pemBytes is key in one of the encodings
 // EncodePrivateKey writes.
 func encodes(pemBytes []byte, key crypto.Signer) bool {
-	block, _ := DecodePEM(pemBytes)
+	block, _ := pem.Decode(pemBytes)
 	if block == nil {
 		return false
 	}

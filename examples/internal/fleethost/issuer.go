@@ -97,7 +97,7 @@ func (l *LocalCA) Process(_ context.Context, req *certificate.CertificateRequest
 		at := now.Add(wait)
 		return Outcome{Done: true, Status: Failed(now, "rate limited: too many certificates for this name; retry after "+at.UTC().Format(time.RFC3339), &at)}, nil
 	}
-	csr, err := keys.DecodeCSR(req.Spec.Request)
+	csr, err := keys.ParseCSR(req.Spec.Request)
 	if err != nil {
 		return Outcome{Done: true, Status: Failed(now, "the request's CSR cannot be read: "+err.Error(), nil)}, nil
 	}
