@@ -302,7 +302,7 @@ func (p *pass) applyWrite(w WriteSecret) {
 		}
 	}
 	p.secret = sec
-	p.parsed, _ = keys.ParseSecretDataKnownKey(sec.Data, key)
+	p.parsed, _ = keys.ParseSecretData(sec.Data)
 	p.drift = nil
 	if w.KeySecretName != w.Name {
 		// A new certificate: the snapshot's ARI window was the old one's.

@@ -531,22 +531,3 @@ func secretStrings(key crypto.Signer, der []byte) []string {
 	out = append(out, fmt.Sprintf("%x", der[len(der)-16:]))
 	return out
 }
-
-// A known key is used only when it is the secret's key; any other is
-// ignored and tls.key decoded, so the parse is the same either way.
-func TestParseSecretDataKnownKey(t *testing.T) {
-	for _, spec := range []KeySpec{{Algorithm: AlgorithmECDSA}, {Algorithm: AlgorithmEd25519}} {
-		for _, enc := range []Encoding{EncodingPKCS1, EncodingPKCS8} {
-			key := mustKey(t, spec)
-			other := mustKey(t, spec)
-			keyPEM, _ := EncodePrivateKey(key, enc)
-			data := map[string][]byte{SecretPrivateKey: keyPEM}
-			p, _ := ParseSecretDataKnownKey(data, key)
-			same := func(a, b crypto.Signer) bool { return fmt.Sprintf("%p", a) == fmt.Sprintf("%p", b) } // the same object
-			require.True(t, same(p.Key, key), "%v %s: the known key was not used", spec.Algorithm, enc)
-			p, _ = ParseSecretDataKnownKey(data, other)
-			require.False(t, same(p.Key, other), "%v %s: another key was taken for the secret's", spec.Algorithm, enc)
-			require.True(t, PublicKeysEqual(p.Key.Public(), key.Public()), "%v %s: the parsed key is not the secret's", spec.Algorithm, enc)
-		}
-	}
-}

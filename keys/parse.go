@@ -1,7 +1,6 @@
 package keys
 
 import (
-	"bytes"
 	"crypto"
 	"crypto/x509"
 	"encoding/pem"
@@ -66,17 +65,6 @@ type ParsedSecret struct {
 // error joins CertErr and KeyErr (nil when both parsed; a mismatch is not an
 // error here, it is KeyMatches false).
 func ParseSecretData(data map[string][]byte) (*ParsedSecret, error) {
-	return ParseSecretDataKnownKey(data, nil)
-}
-
-// ParseSecretDataKnownKey is ParseSecretData for a host that holds the
-// decoded private key the secret was written with (it has just written
-// it): when tls.key is exactly that key's encoding (PKCS#1/SEC1 or
-// PKCS#8), known is used instead of decoding tls.key again, which for
-// ECDSA and Ed25519 means deriving the public key. Any other tls.key is
-// decoded as usual, so a wrong known key can make the parse no less
-// correct, only slower.
-func ParseSecretDataKnownKey(data map[string][]byte, known crypto.Signer) (*ParsedSecret, error) {
 	p := &ParsedSecret{caPEM: data[SecretCA]}
 	if crt := data[SecretCertificate]; len(crt) == 0 {
 		p.CertErr = &FieldError{Field: SecretCertificate, Err: ErrMissing}
@@ -98,8 +86,6 @@ func ParseSecretDataKnownKey(data map[string][]byte, known crypto.Signer) (*Pars
 	}
 	if k := data[SecretPrivateKey]; len(k) == 0 {
 		p.KeyErr = &FieldError{Field: SecretPrivateKey, Err: ErrMissing}
-	} else if known != nil && encodes(k, known) {
-		p.Key = known
 	} else if key, err := DecodePrivateKey(k); err != nil {
 		p.KeyErr = &FieldError{Field: SecretPrivateKey, Err: err}
 	} else {
@@ -160,21 +146,3 @@ func (p *ParsedSecret) String() string {
 // Format prints String for every verb, so %v, %+v and %#v never reach the
 // key's fields.
 func (p *ParsedSecret) Format(f fmt.State, _ rune) { io.WriteString(f, p.String()) }
-
-// encodes reports whether pemBytes is key in one of the encodings
-// EncodePrivateKey writes.
-func encodes(pemBytes []byte, key crypto.Signer) bool {
-	block, _ := pem.Decode(pemBytes)
-	if block == nil {
-		return false
-	}
-	for _, enc := range []Encoding{EncodingPKCS1, EncodingPKCS8} {
-		der, typ, err := marshalPrivateKey(key, enc)
-		if err == nil && typ == block.Type && bytes.Equal(der, block.Bytes) {
-			clear(der)
-			return true
-		}
-		clear(der)
-	}
-	return false
-}

@@ -644,7 +644,7 @@ func (l *lru) seedSecret(name string, ver uint64, data map[string][]byte, key cr
 	if l.size <= 0 {
 		return
 	}
-	if p, _ := keys.ParseSecretDataKnownKey(data, key); p != nil {
+	if p, _ := keys.ParseSecretData(data); p != nil {
 		l.put(lruKey{'s', name, ver}, p)
 	}
 }
