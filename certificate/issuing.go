@@ -3,6 +3,7 @@ package certificate
 import (
 	"bytes"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"strconv"
@@ -279,7 +280,7 @@ func parseChain(pemBytes []byte) ([]*x509.Certificate, error) {
 	var out []*x509.Certificate
 	rest := pemBytes
 	for i := 0; ; i++ {
-		block, r := keys.DecodePEM(rest)
+		block, r := pem.Decode(rest)
 		if block == nil {
 			break
 		}
@@ -300,7 +301,7 @@ func parseChain(pemBytes []byte) ([]*x509.Certificate, error) {
 }
 
 func firstCertificate(chain []byte) (*x509.Certificate, error) {
-	block, _ := keys.DecodePEM(chain)
+	block, _ := pem.Decode(chain)
 	if block == nil || block.Type != "CERTIFICATE" {
 		return nil, errors.New("no CERTIFICATE PEM block")
 	}

@@ -45,85 +45,27 @@ func secretMetadata(c *Certificate, leaf *x509.Certificate) (labels, annotations
 // does not, and when there is nothing to judge by: no secret, no usable key
 // pair (the trigger re-issues then), or an invalid spec. Labels and
 // annotations the secret has beyond those are its own business and never
-// drift.
-//
-// It compares in place, without building secretMetadata's maps, for it runs
-// on every pass; TestSecretDriftAgreesWithSecretMetadata holds the two
-// together.
+// drift. certlife's own annotations come first, then the secretTemplate's
+// labels and annotations, each in the order of their keys.
 func secretDrift(p *pass) []string {
 	if p.secret == nil || p.specErr != nil || p.parsed == nil || p.parsed.Leaf == nil || !p.parsed.KeyMatches {
 		return nil
 	}
-	c, leaf, sec := p.cert, p.parsed.Leaf, p.secret
-	var drift []string
-	ref := c.Spec.IssuerRef.WithDefaults()
-	// certlife's annotations, in the order of their keys.
-	drift = annotationDrift(drift, sec.Annotations, AnnotationAltNames, leaf.DNSNames, nil)
-	drift = annotationDrift(drift, sec.Annotations, AnnotationCertificateName, nil, &c.Name)
-	drift = annotationDrift(drift, sec.Annotations, AnnotationCommonName, nil, &leaf.Subject.CommonName)
-	drift = annotationDrift(drift, sec.Annotations, AnnotationEmailSANs, leaf.EmailAddresses, nil)
-	if len(leaf.IPAddresses) > 0 {
-		drift = annotationDrift(drift, sec.Annotations, AnnotationIPSANs, ipStrings(leaf.IPAddresses), nil)
-	} else {
-		drift = annotationDrift(drift, sec.Annotations, AnnotationIPSANs, nil, nil)
-	}
-	drift = annotationDrift(drift, sec.Annotations, AnnotationIssuerGroup, nil, &ref.Group)
-	drift = annotationDrift(drift, sec.Annotations, AnnotationIssuerKind, nil, &ref.Kind)
-	drift = annotationDrift(drift, sec.Annotations, AnnotationIssuerName, nil, &ref.Name)
-	if len(leaf.URIs) > 0 {
-		drift = annotationDrift(drift, sec.Annotations, AnnotationURISANs, uriStrings(leaf.URIs), nil)
-	} else {
-		drift = annotationDrift(drift, sec.Annotations, AnnotationURISANs, nil, nil)
-	}
-	if t := c.Spec.SecretTemplate; t != nil {
-		drift = templateDrift(drift, "label", sec.Labels, t.Labels, nil)
-		drift = templateDrift(drift, "annotation", sec.Annotations, t.Annotations, isCertlifeAnnotation)
-	}
+	c, sec := p.cert, p.secret
+	labels, annotations := secretMetadata(c, p.parsed.Leaf)
+	drift := metadataDrift(nil, "annotation", sec.Annotations, annotations, isCertlifeAnnotation)
+	drift = metadataDrift(drift, "label", sec.Labels, labels, nil)
+	drift = metadataDrift(drift, "annotation", sec.Annotations, annotations, func(k string) bool { return !isCertlifeAnnotation(k) })
 	return append(drift, keys.DataMismatches(sec.Data, p.parsed, outputSpec(&c.Spec))...)
 }
 
-// annotationDrift checks one of certlife's annotations: want is one value
-// when set, else the list joined with commas.
-func annotationDrift(drift []string, have map[string]string, key string, list []string, want *string) []string {
-	v, ok := have[key]
-	switch {
-	case !ok:
-		return append(drift, "annotation "+key+" is missing")
-	case want != nil && v == *want:
-		return drift
-	case want == nil && joinedEqual(v, list):
-		return drift
-	}
-	w := strings.Join(list, ",")
-	if want != nil {
-		w = *want
-	}
-	return append(drift, "annotation "+key+" is "+quote(v)+", not "+quote(w))
-}
-
-// joinedEqual reports whether s is parts joined with commas.
-func joinedEqual(s string, parts []string) bool {
-	for i, p := range parts {
-		if i > 0 {
-			if s == "" || s[0] != ',' {
-				return false
-			}
-			s = s[1:]
-		}
-		if !strings.HasPrefix(s, p) {
-			return false
-		}
-		s = s[len(p):]
-	}
-	return s == ""
-}
-
-// templateDrift checks the secretTemplate's labels or annotations, in the
-// order of their keys, skipping those skip names.
-func templateDrift(drift []string, kind string, have, want map[string]string, skip func(string) bool) []string {
+// metadataDrift names, in the order of their keys, the entries of want
+// that have lacks or holds with another value, among those only accepts
+// (all when only is nil).
+func metadataDrift(drift []string, kind string, have, want map[string]string, only func(string) bool) []string {
 	var bad []string
 	for k, v := range want {
-		if skip != nil && skip(k) {
+		if only != nil && !only(k) {
 			continue
 		}
 		if h, ok := have[k]; !ok || h != v {

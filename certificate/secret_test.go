@@ -159,7 +159,7 @@ func settleStatus(t *testing.T, s *Snapshot) {
 	}
 }
 
-// The drift check compares in place what secretMetadata writes: a secret
+// The drift check holds the secret to what secretMetadata writes: a secret
 // with exactly those labels and annotations has no drift, and each one
 // missing or changed is named — for certificates with every kind of name
 // and a secretTemplate that overlaps certlife's annotations.

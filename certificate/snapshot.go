@@ -157,7 +157,7 @@ func newPass(s *Snapshot, now time.Time, cfg Config) *pass {
 		}
 		rq := request{CertificateRequest: r, created: createdAt(r)}
 		rq.revision, _ = revisionOf(r)
-		rq.csr, rq.csrErr = keys.DecodeCSR(r.Spec.Request)
+		rq.csr, rq.csrErr = keys.ParseCSR(r.Spec.Request)
 		p.requests = append(p.requests, rq)
 	}
 	// One order for every stage: by revision, then oldest first, then by
@@ -302,7 +302,7 @@ func (p *pass) applyWrite(w WriteSecret) {
 		}
 	}
 	p.secret = sec
-	p.parsed, _ = keys.ParseSecretDataKnownKey(sec.Data, key)
+	p.parsed, _ = keys.ParseSecretData(sec.Data)
 	p.drift = nil
 	if w.KeySecretName != w.Name {
 		// A new certificate: the snapshot's ARI window was the old one's.

@@ -152,8 +152,8 @@ func requestOrCertificateChanged(p *pass) (string, string) {
 // usages, isCA in its CSR and in its spec; issuer reference; duration),
 // whether its CSR's key meets spec.privateKey, and — when key is set —
 // whether its CSR is for that key (named keyName in the message). It
-// returns why not, or "" when it matches. A CSR that cannot be read never
-// matches.
+// returns why not, or "" when it matches. A CSR that cannot be read, or
+// whose signature does not verify (keys.ParseCSR), never matches.
 func requestMismatch(r *request, spec *Spec, key crypto.PublicKey, keyName string) string {
 	if r.csrErr != nil {
 		return "its CSR cannot be read: " + r.csrErr.Error()
@@ -187,23 +187,19 @@ func requestMismatch(r *request, spec *Spec, key crypto.PublicKey, keyName strin
 }
 
 // sameUsages reports whether two usage lists are the same set, each the
-// defaults when empty (usageSet's answer, without allocating for the usual
-// few usages).
+// defaults when empty.
 func sameUsages(a, b []keys.Usage) bool {
-	var abuf, bbuf [8]keys.Usage
-	return slices.Equal(usageSetInto(abuf[:0], a), usageSetInto(bbuf[:0], b))
+	return slices.Equal(usageSet(a), usageSet(b))
 }
 
 // usageSet is a usage list as a sorted set, the defaults for none.
-func usageSet(us []keys.Usage) []keys.Usage { return usageSetInto(nil, us) }
-
-func usageSetInto(dst, us []keys.Usage) []keys.Usage {
+func usageSet(us []keys.Usage) []keys.Usage {
 	if len(us) == 0 {
-		us = keys.DefaultUsages
+		us = keys.DefaultUsages()
 	}
-	dst = append(dst, us...)
-	slices.Sort(dst)
-	return slices.Compact(dst)
+	set := slices.Clone(us)
+	slices.Sort(set)
+	return slices.Compact(set)
 }
 
 func durationOf(d *Duration) time.Duration {

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -12,9 +13,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-
-	"golang.org/x/crypto/cryptobyte"
-	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
 
 // Usage is a key usage or extended key usage, by the names Kubernetes
@@ -71,8 +69,12 @@ var (
 	oidBasicConstraints = asn1.ObjectIdentifier{2, 5, 29, 19}
 )
 
-// DefaultUsages are the usages of a template that names none.
-var DefaultUsages = []Usage{UsageDigitalSignature, UsageKeyEncipherment}
+// DefaultUsages returns the usages of a template that names none: digital
+// signature and key encipherment. Each call returns a new slice, so a caller
+// may change it without changing the defaults.
+func DefaultUsages() []Usage {
+	return []Usage{UsageDigitalSignature, UsageKeyEncipherment}
+}
 
 // Subject holds the distinguished-name fields of a request beyond the
 // common name. Empty fields are left out.
@@ -99,7 +101,7 @@ type RequestTemplate struct {
 	EmailAddresses []string `json:"emailAddresses,omitempty"`
 	// Subject holds the other subject fields. Nil means none.
 	Subject *Subject `json:"subject,omitempty"`
-	// Usages; empty means DefaultUsages.
+	// Usages; empty means DefaultUsages().
 	Usages []Usage `json:"usages,omitempty"`
 	// IsCA asks for a CA certificate.
 	IsCA bool `json:"isCA,omitempty"`
@@ -125,7 +127,7 @@ func (t RequestTemplate) subject() pkix.Name {
 
 func (t RequestTemplate) usages() []Usage {
 	if len(t.Usages) == 0 {
-		return DefaultUsages
+		return DefaultUsages()
 	}
 	return t.Usages
 }
@@ -264,12 +266,23 @@ func BuildCSR(rand io.Reader, tmpl RequestTemplate, key crypto.Signer) ([]byte, 
 	return encodePEM("CERTIFICATE REQUEST", der), nil
 }
 
-// ParseCSR parses the first PEM block of pemBytes as a certificate signing
-// request and checks its signature.
+// ParseCSR reads the first PEM block of pemBytes as a certificate signing
+// request ("CERTIFICATE REQUEST", or "NEW CERTIFICATE REQUEST" as some
+// tools still write it, RFC 7468 §7) with x509.ParseCertificateRequest, and
+// checks its signature: a request that parses is signed by the key it
+// names. Errors name the structure at fault and never quote the request's
+// bytes.
 func ParseCSR(pemBytes []byte) (*x509.CertificateRequest, error) {
-	csr, err := DecodeCSR(pemBytes)
+	block, _ := pem.Decode(pemBytes)
+	if block == nil {
+		return nil, errors.New("keys: request: no PEM block found")
+	}
+	if block.Type != "CERTIFICATE REQUEST" && block.Type != "NEW CERTIFICATE REQUEST" {
+		return nil, fmt.Errorf("keys: request: PEM block type %q is not a certificate request", block.Type)
+	}
+	csr, err := x509.ParseCertificateRequest(block.Bytes)
 	if err != nil {
-		return nil, err
+		return nil, &requestError{err: err}
 	}
 	if err := csr.CheckSignature(); err != nil {
 		return nil, fmt.Errorf("keys: request signature: %w", err)
@@ -277,32 +290,20 @@ func ParseCSR(pemBytes []byte) (*x509.CertificateRequest, error) {
 	return csr, nil
 }
 
-// DecodeCSR parses the first PEM block of pemBytes as a certificate signing
-// request without checking its signature. It is for comparisons on a hot
-// path (is this request still what the spec asks, is its key the secret's),
-// where the signature was checked when the request was made and will be
-// checked again by the issuer; checking it costs ten times the parse.
-//
-// The request is read with a cryptobyte decoder, several times faster than
-// x509.ParseCertificateRequest (which still parses requests by reflection),
-// that fills every field x509 fills except the deprecated Attributes (left
-// nil; the requested extensions are in Extensions). It is held to x509: for
-// any input the two fail together or give equal fields (the package's
-// FuzzDecodeCSR checks this), and anything it does not read exactly as x509
-// does — RSASSA-PSS signatures, DSA keys, subject values that are not
-// strings, non-canonical element forms, every malformed request — is
-// passed to x509.ParseCertificateRequest, whose result is returned. Errors
-// name the structure at fault and never quote the request's bytes.
-func DecodeCSR(pemBytes []byte) (*x509.CertificateRequest, error) {
-	block, _ := DecodePEM(pemBytes)
-	if block == nil {
-		return nil, errors.New("keys: request: no PEM block found")
+// requestError is a request that x509.ParseCertificateRequest rejects. Its
+// text names the structure at fault and never quotes the request's bytes
+// (x509 quotes a malformed URI; that is replaced by the field's name).
+type requestError struct{ err error }
+
+func (e *requestError) Error() string {
+	msg := e.err.Error()
+	if strings.HasPrefix(msg, "x509: cannot parse URI") {
+		msg = "x509: a URI subject alternative name is not a valid URI"
 	}
-	if block.Type != "CERTIFICATE REQUEST" && block.Type != "NEW CERTIFICATE REQUEST" {
-		return nil, fmt.Errorf("keys: request: PEM block type %q is not a certificate request", block.Type)
-	}
-	return decodeCSRDER(block.Bytes)
+	return "keys: request: " + msg
 }
+
+func (e *requestError) Unwrap() error { return e.err }
 
 // Difference is one way a request or certificate differs from a template.
 type Difference struct {
@@ -332,17 +333,12 @@ func CompareCSR(csr *x509.CertificateRequest, tmpl RequestTemplate) []Difference
 	}
 	diffs = cmpSubject(diffs, want, &csr.Subject)
 	diffs = cmpSet(diffs, "dnsNames", tmpl.DNSNames, csr.DNSNames)
-	if len(tmpl.IPAddresses)+len(csr.IPAddresses) > 0 {
-		diffs = cmpSet(diffs, "ipAddresses", normIPs(tmpl.IPAddresses), ipStrings(csr.IPAddresses))
-	}
-	if len(tmpl.URIs)+len(csr.URIs) > 0 {
-		diffs = cmpSet(diffs, "uris", tmpl.URIs, uriStrings(csr.URIs))
-	}
+	diffs = cmpSet(diffs, "ipAddresses", normIPs(tmpl.IPAddresses), ipStrings(csr.IPAddresses))
+	diffs = cmpSet(diffs, "uris", tmpl.URIs, uriStrings(csr.URIs))
 	diffs = cmpSet(diffs, "emailAddresses", tmpl.EmailAddresses, csr.EmailAddresses)
 
-	var wantBuf, haveBuf [8]string
-	wantKU, wantEKU, isCA := expectedUsages(tmpl, wantBuf[:0])
-	haveKU, haveEKU, haveCA := requestUsages(csr, haveBuf[:0])
+	wantKU, wantEKU, isCA := expectedUsages(tmpl)
+	haveKU, haveEKU, haveCA := requestUsages(csr)
 	if wantKU != haveKU || !sameSet(wantEKU, haveEKU) {
 		diffs = append(diffs, Difference{Field: "usages", Want: describeUsages(wantKU, wantEKU), Have: describeUsages(haveKU, haveEKU)})
 	}
@@ -398,23 +394,16 @@ func cmpSubject(diffs []Difference, want *Subject, have *pkix.Name) []Difference
 	return cmpString(diffs, "subject.serialNumber", want.SerialNumber, have.SerialNumber)
 }
 
-// cmpSet is small enough to inline: most of a template's lists are empty.
+// cmpSet compares two lists as sets and records a difference under field.
 func cmpSet(diffs []Difference, field string, want, have []string) []Difference {
-	if len(want) == 0 && len(have) == 0 {
-		return diffs
-	}
-	return cmpSetSlow(diffs, field, want, have)
-}
-
-func cmpSetSlow(diffs []Difference, field string, want, have []string) []Difference {
 	if !sameSet(want, have) {
 		diffs = append(diffs, Difference{Field: field, Want: fmt.Sprint(sorted(want)), Have: fmt.Sprint(sorted(have))})
 	}
 	return diffs
 }
 
-// sameSet compares two string lists as sets, without allocating for the
-// small lists certificates carry.
+// sameSet compares two string lists as sets: order and repeats do not
+// count.
 func sameSet(a, b []string) bool {
 	for _, x := range a {
 		if !slices.Contains(b, x) {
@@ -467,58 +456,15 @@ func uriStrings(us []*url.URL) []string {
 	return out
 }
 
-// keyUsageOf is keyUsages[u] as a switch, for the hot comparison path.
-func keyUsageOf(u Usage) (x509.KeyUsage, bool) {
-	switch u {
-	case UsageSigning, UsageDigitalSignature:
-		return x509.KeyUsageDigitalSignature, true
-	case UsageContentCommitment:
-		return x509.KeyUsageContentCommitment, true
-	case UsageKeyEncipherment:
-		return x509.KeyUsageKeyEncipherment, true
-	case UsageKeyAgreement:
-		return x509.KeyUsageKeyAgreement, true
-	case UsageDataEncipherment:
-		return x509.KeyUsageDataEncipherment, true
-	case UsageCertSign:
-		return x509.KeyUsageCertSign, true
-	case UsageCRLSign:
-		return x509.KeyUsageCRLSign, true
-	case UsageEncipherOnly:
-		return x509.KeyUsageEncipherOnly, true
-	case UsageDecipherOnly:
-		return x509.KeyUsageDecipherOnly, true
-	}
-	return 0, false
-}
-
-// ekuDotted holds each known extended key usage's dotted OID, and
-// ekuByDER the same keyed by the OID's DER content bytes, so that reading a
-// request's usages allocates nothing for the usages BuildCSR writes.
-var ekuDotted, ekuByDER = func() (map[Usage]string, map[string]string) {
-	dotted, byDER := map[Usage]string{}, map[string]string{}
-	for u, oid := range extKeyUsages {
-		dotted[u] = oid.String()
-		if der, err := asn1.Marshal(oid); err == nil {
-			in := cryptobyte.String(der)
-			var content cryptobyte.String
-			if in.ReadASN1(&content, cbasn1.OBJECT_IDENTIFIER) {
-				byDER[string(content)] = oid.String()
-			}
-		}
-	}
-	return dotted, byDER
-}()
-
-// expectedUsages appends the template's extended key usages (dotted OIDs)
-// to eku and returns its key usages and isCA.
-func expectedUsages(t RequestTemplate, eku []string) (x509.KeyUsage, []string, bool) {
-	var ku x509.KeyUsage
+// expectedUsages returns the template's key usages, its extended key
+// usages as dotted OIDs ("unknown:<name>" for a usage BuildCSR does not
+// know, so that it never matches a request) and isCA.
+func expectedUsages(t RequestTemplate) (ku x509.KeyUsage, eku []string, isCA bool) {
 	for _, u := range t.usages() {
-		if k, ok := keyUsageOf(u); ok {
+		if k, ok := keyUsages[u]; ok {
 			ku |= k
-		} else if oid, ok := ekuDotted[u]; ok {
-			eku = append(eku, oid)
+		} else if oid, ok := extKeyUsages[u]; ok {
+			eku = append(eku, oid.String())
 		} else {
 			eku = append(eku, "unknown:"+string(u))
 		}
@@ -529,77 +475,38 @@ func expectedUsages(t RequestTemplate, eku []string) (x509.KeyUsage, []string, b
 	return ku, eku, t.IsCA
 }
 
-// requestUsages reads a request's key usage, extended key usage and basic
-// constraints extensions, appending the extended usages to eku. It reads
-// DER directly (encoding/asn1's reflection was most of a comparison's
-// cost); an extension it cannot read contributes nothing, as before.
-func requestUsages(csr *x509.CertificateRequest, eku []string) (ku x509.KeyUsage, _ []string, isCA bool) {
-	for i := range csr.Extensions {
-		ext := &csr.Extensions[i]
-		// The three are id-ce arcs (2.5.29.x): one look at the OID instead
-		// of three comparisons.
-		if id := ext.Id; len(id) != 4 || id[0] != 2 || id[1] != 5 || id[2] != 29 {
-			continue
-		}
-		switch ext.Id[3] {
-		case oidKeyUsage[3]:
-			in := cryptobyte.String(ext.Value)
+// requestUsages reads a request's key usage, extended key usage (as dotted
+// OIDs) and basic constraints extensions. An extension it cannot read
+// counts as absent.
+func requestUsages(csr *x509.CertificateRequest) (ku x509.KeyUsage, eku []string, isCA bool) {
+	for _, ext := range csr.Extensions {
+		switch {
+		case ext.Id.Equal(oidKeyUsage):
 			var bs asn1.BitString
-			if in.ReadASN1BitString(&bs) {
+			if _, err := asn1.Unmarshal(ext.Value, &bs); err == nil {
 				for i := 0; i < 9; i++ {
 					if bs.At(i) != 0 {
 						ku |= 1 << uint(i)
 					}
 				}
 			}
-		case oidExtKeyUsage[3]:
-			in := cryptobyte.String(ext.Value)
-			var seq cryptobyte.String
-			if !in.ReadASN1(&seq, cbasn1.SEQUENCE) {
-				continue
+		case ext.Id.Equal(oidExtKeyUsage):
+			var oids []asn1.ObjectIdentifier
+			if _, err := asn1.Unmarshal(ext.Value, &oids); err == nil {
+				for _, o := range oids {
+					eku = append(eku, o.String())
+				}
 			}
-			start := len(eku)
-			for !seq.Empty() {
-				var content cryptobyte.String
-				if !seq.ReadASN1(&content, cbasn1.OBJECT_IDENTIFIER) {
-					eku = eku[:start] // unreadable: as if absent
-					break
-				}
-				dotted, ok := ekuByDER[string(content)]
-				if !ok {
-					// An OID BuildCSR never writes: read the extension the
-					// general way.
-					eku = appendEKUSlow(eku[:start], ext.Value)
-					break
-				}
-				eku = append(eku, dotted)
+		case ext.Id.Equal(oidBasicConstraints):
+			var bc struct {
+				IsCA bool `asn1:"optional"`
 			}
-		case oidBasicConstraints[3]:
-			in := cryptobyte.String(ext.Value)
-			var seq cryptobyte.String
-			if in.ReadASN1(&seq, cbasn1.SEQUENCE) {
-				var ca bool
-				if seq.PeekASN1Tag(cbasn1.BOOLEAN) {
-					if seq.ReadASN1Boolean(&ca) {
-						isCA = ca
-					}
-				} else {
-					isCA = false
-				}
+			if _, err := asn1.Unmarshal(ext.Value, &bc); err == nil {
+				isCA = bc.IsCA
 			}
 		}
 	}
 	return ku, eku, isCA
-}
-
-func appendEKUSlow(eku []string, der []byte) []string {
-	var oids []asn1.ObjectIdentifier
-	if _, err := asn1.Unmarshal(der, &oids); err == nil {
-		for _, o := range oids {
-			eku = append(eku, o.String())
-		}
-	}
-	return eku
 }
 
 func describeUsages(ku x509.KeyUsage, eku []string) string {
@@ -627,28 +534,4 @@ func KnownUsage(u Usage) bool {
 	_, ku := keyUsages[u]
 	_, eku := extKeyUsages[u]
 	return ku || eku
-}
-
-// CSRPublicKeyInfo returns the DER SubjectPublicKeyInfo of a PEM
-// certificate signing request by walking its outer ASN.1 structure only:
-// about a tenth of the cost of x509.ParseCertificateRequest. ok is false
-// for anything it cannot read.
-func CSRPublicKeyInfo(pemBytes []byte) (spki []byte, ok bool) {
-	block, _ := DecodePEM(pemBytes)
-	if block == nil {
-		return nil, false
-	}
-	in := cryptobyte.String(block.Bytes)
-	var req, info cryptobyte.String
-	if !in.ReadASN1(&req, cbasn1.SEQUENCE) || !req.ReadASN1(&info, cbasn1.SEQUENCE) {
-		return nil, false
-	}
-	var version int64
-	var subject cryptobyte.String
-	var key cryptobyte.String
-	if !info.ReadASN1Integer(&version) || !info.ReadASN1Element(&subject, cbasn1.SEQUENCE) ||
-		!info.ReadASN1Element(&key, cbasn1.SEQUENCE) {
-		return nil, false
-	}
-	return key, true
 }

@@ -7,8 +7,8 @@
 // [EncodePrivateKey], a request action with [BuildCSR], and an issue action
 // with [SecretData]; each takes a caller-supplied io.Reader for randomness.
 //
-// The checks are pure and cheap, because the trigger runs them on every
-// reconcile of every certificate:
+// The checks are pure: they read only their arguments, so the trigger can
+// run them on every reconcile of every certificate:
 //
 //   - [KeySpec] and [KeySpec.Validate]: RSA 2048–8192, ECDSA P-256/384/521,
 //     Ed25519; PKCS#1 or PKCS#8 encoding; rotation Always or Never.
@@ -18,7 +18,9 @@
 //     request or an issued certificate and what the certificate asks.
 //   - [ParseSecretData]: a secret's tls.crt and tls.key parsed once, with a
 //     per-field error, the chain parsed only when asked. The result is
-//     immutable, so hosts may cache it by resource version or [DataHash].
+//     immutable, so hosts may cache it by resource version.
+//   - [ParseCSR]: a PEM request read with crypto/x509 and its signature
+//     checked.
 //
 // Private key material never appears in String, in any fmt verb, or in an
 // error: [ParsedSecret] and [Password] redact themselves, and parse errors

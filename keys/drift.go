@@ -3,6 +3,7 @@ package keys
 import (
 	"bytes"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"slices"
@@ -54,7 +55,7 @@ func DataMismatches(data map[string][]byte, p *ParsedSecret, out OutputSpec) []s
 	if err != nil {
 		return []string{SecretPrivateKey + ": " + err.Error()}
 	}
-	if block, _ := DecodePEM(data[SecretPrivateKey]); block == nil || block.Type != wantType {
+	if block, _ := pem.Decode(data[SecretPrivateKey]); block == nil || block.Type != wantType {
 		enc := out.KeyEncoding
 		if enc == "" {
 			enc = EncodingPKCS1

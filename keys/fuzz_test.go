@@ -1,9 +1,7 @@
 package keys
 
 import (
-	"bytes"
 	"crypto/rand"
-	"encoding/pem"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -63,34 +61,6 @@ func FuzzParseSecretData(f *testing.F) {
 					t.Fatalf("a matching parsed secret does not write back: %v", err)
 				}
 			}
-		}
-	})
-}
-
-// FuzzDecodePEM holds DecodePEM's fast path to pem.Decode: same block
-// (type, headers, bytes) and same rest, for any input.
-func FuzzDecodePEM(f *testing.F) {
-	key := mustKey(f, KeySpec{Algorithm: AlgorithmECDSA})
-	keyPEM, _ := EncodePrivateKey(key, EncodingPKCS1)
-	csr, _ := BuildCSR(rand.Reader, RequestTemplate{CommonName: "a.example", DNSNames: []string{"a.example"}}, key)
-	f.Add(keyPEM)
-	f.Add(csr)
-	f.Add(append(append([]byte{}, csr...), keyPEM...))
-	f.Add([]byte("-----BEGIN CERTIFICATE-----\nProc-Type: 4,ENCRYPTED\n\nAAAA\n-----END CERTIFICATE-----\n"))
-	f.Add([]byte("-----BEGIN X-----\nAA AA\n-----END X-----"))
-	f.Add([]byte("junk\n-----BEGIN X-----\nAAAA\n-----END X-----\ntrailing"))
-	f.Add([]byte("-----BEGIN X-----\r\nAAAA\r\n-----END X-----\r\n"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		got, gotRest := DecodePEM(in)
-		want, wantRest := pem.Decode(in)
-		if (got == nil) != (want == nil) {
-			t.Fatalf("DecodePEM %v, pem.Decode %v", got, want)
-		}
-		if got != nil && (got.Type != want.Type || !bytes.Equal(got.Bytes, want.Bytes) || len(got.Headers) != len(want.Headers)) {
-			t.Fatalf("DecodePEM %q %x, pem.Decode %q %x", got.Type, got.Bytes, want.Type, want.Bytes)
-		}
-		if !bytes.Equal(gotRest, wantRest) {
-			t.Fatalf("rest %q, pem.Decode's %q", gotRest, wantRest)
 		}
 	})
 }

@@ -123,18 +123,12 @@ func marshalPrivateKey(key crypto.Signer, enc Encoding) (der []byte, pemType str
 	return der, "PRIVATE KEY", nil
 }
 
-// DecodePrivateKey reads the first PEM block of pemBytes as a PKCS#1, SEC1
-// or PKCS#8 private key. Errors wrap ErrDecode and never quote the input.
-//
-// ECDSA keys (SEC1, and PKCS#8 holding ECDSA) are read with a cryptobyte
-// decoder instead of x509's reflection-based one, then derived with
-// ecdsa.ParseRawPrivateKey exactly as x509 derives them; anything that
-// decoder does not read exactly as x509.ParseECPrivateKey and
-// x509.ParsePKCS8PrivateKey do, including every malformed key, goes to
-// them (FuzzDecodeECPrivateKey holds the two to each other). RSA and
-// Ed25519 keys are read by x509.
+// DecodePrivateKey reads the first PEM block of pemBytes as a PKCS#1
+// ("RSA PRIVATE KEY"), SEC1 ("EC PRIVATE KEY") or PKCS#8 ("PRIVATE KEY")
+// private key with crypto/x509's parsers. Errors wrap ErrDecode and never
+// quote the input.
 func DecodePrivateKey(pemBytes []byte) (crypto.Signer, error) {
-	block, _ := DecodePEM(pemBytes)
+	block, _ := pem.Decode(pemBytes)
 	if block == nil {
 		return nil, fmt.Errorf("%w: no PEM block found", ErrDecode)
 	}
@@ -150,14 +144,8 @@ func parsePrivateKeyBlock(block *pem.Block) (crypto.Signer, error) {
 	case "RSA PRIVATE KEY":
 		key, err = x509.ParsePKCS1PrivateKey(block.Bytes)
 	case "EC PRIVATE KEY":
-		if k, ok := parseSEC1Fast(block.Bytes, nil); ok {
-			return k, nil
-		}
 		key, err = x509.ParseECPrivateKey(block.Bytes)
 	case "PRIVATE KEY":
-		if k, ok := parsePKCS8ECFast(block.Bytes); ok {
-			return k, nil
-		}
 		key, err = x509.ParsePKCS8PrivateKey(block.Bytes)
 	default:
 		return nil, fmt.Errorf("%w: PEM block type %q is not a private key", ErrDecode, block.Type)

@@ -20,7 +20,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/pavlo-v-chernykh/keystore-go/v4"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"software.sslmate.com/src/go-pkcs12"
 )
@@ -131,6 +130,7 @@ func TestDecodeErrorsNameNoBytes(t *testing.T) {
 		"no PEM at all":         []byte("hello"),
 		"a certificate block":   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte{1, 2, 3}}),
 		"a corrupt PKCS#1 body": pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: []byte("SECRETSECRET")}),
+		"a corrupt SEC1 body":   pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: []byte("SECRETSECRET")}),
 		"a corrupt PKCS#8 body": pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte("SECRETSECRET")}),
 	}
 	for name, in := range tests {
@@ -530,57 +530,4 @@ func secretStrings(key crypto.Signer, der []byte) []string {
 	}
 	out = append(out, fmt.Sprintf("%x", der[len(der)-16:]))
 	return out
-}
-
-func TestDataHash(t *testing.T) {
-	a := DataHash(map[string][]byte{"tls.crt": []byte("x"), "tls.key": []byte("y")})
-	b := DataHash(map[string][]byte{"tls.key": []byte("y"), "tls.crt": []byte("x")})
-	c := DataHash(map[string][]byte{"tls.crt": []byte("xt"), "ls.key": []byte("y")})
-	require.Equal(t, a, b, "DataHash must not depend on map order")
-	require.NotEqual(t, a, c, "DataHash must depend on key boundaries")
-}
-
-func TestCSRPublicKeyInfo(t *testing.T) {
-	key := mustKey(t, KeySpec{Algorithm: AlgorithmECDSA})
-	csrPEM, err := BuildCSR(rand.Reader, RequestTemplate{CommonName: "a"}, key)
-	require.NoError(t, err)
-	spki, ok := CSRPublicKeyInfo(csrPEM)
-	want, _ := x509.MarshalPKIXPublicKey(key.Public())
-	require.True(t, ok, "CSRPublicKeyInfo")
-	require.True(t, bytes.Equal(want, spki), "CSRPublicKeyInfo does not return the request's SubjectPublicKeyInfo")
-	for _, bad := range [][]byte{nil, []byte("junk"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: []byte{0x30, 0x03, 0x02, 0x01}})} {
-		_, ok := CSRPublicKeyInfo(bad)
-		require.False(t, ok, "CSRPublicKeyInfo(%q) reported ok", bad)
-	}
-}
-
-func TestKeyUsageOfMatchesTable(t *testing.T) {
-	for u, want := range keyUsages {
-		got, ok := keyUsageOf(u)
-		assert.True(t, ok, "keyUsageOf(%q)", u)
-		assert.Equal(t, want, got, "keyUsageOf(%q) disagrees with the table", u)
-	}
-	for u := range extKeyUsages {
-		_, ok := keyUsageOf(u)
-		assert.False(t, ok, "keyUsageOf(%q) claims an extended usage", u)
-	}
-}
-
-// A known key is used only when it is the secret's key; any other is
-// ignored and tls.key decoded, so the parse is the same either way.
-func TestParseSecretDataKnownKey(t *testing.T) {
-	for _, spec := range []KeySpec{{Algorithm: AlgorithmECDSA}, {Algorithm: AlgorithmEd25519}} {
-		for _, enc := range []Encoding{EncodingPKCS1, EncodingPKCS8} {
-			key := mustKey(t, spec)
-			other := mustKey(t, spec)
-			keyPEM, _ := EncodePrivateKey(key, enc)
-			data := map[string][]byte{SecretPrivateKey: keyPEM}
-			p, _ := ParseSecretDataKnownKey(data, key)
-			same := func(a, b crypto.Signer) bool { return fmt.Sprintf("%p", a) == fmt.Sprintf("%p", b) } // the same object
-			require.True(t, same(p.Key, key), "%v %s: the known key was not used", spec.Algorithm, enc)
-			p, _ = ParseSecretDataKnownKey(data, other)
-			require.False(t, same(p.Key, other), "%v %s: another key was taken for the secret's", spec.Algorithm, enc)
-			require.True(t, PublicKeysEqual(p.Key.Public(), key.Public()), "%v %s: the parsed key is not the secret's", spec.Algorithm, enc)
-		}
-	}
 }

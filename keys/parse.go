@@ -1,14 +1,12 @@
 package keys
 
 import (
-	"bytes"
 	"crypto"
-	"crypto/sha256"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"sync"
 )
 
@@ -37,8 +35,7 @@ func (e *FieldError) Unwrap() error { return e.Err }
 // ParsedSecret is a secret's data parsed once: the leaf certificate and the
 // private key, with the rest of the chain and the CA parsed only on request.
 // It is immutable after ParseSecretData returns, so a host may cache it by
-// the secret's resource version or by DataHash, and share it between
-// goroutines.
+// the secret's resource version and share it between goroutines.
 //
 // It never prints the key: String and every fmt verb show only the leaf's
 // subject, serial and whether the key matches.
@@ -68,22 +65,11 @@ type ParsedSecret struct {
 // error joins CertErr and KeyErr (nil when both parsed; a mismatch is not an
 // error here, it is KeyMatches false).
 func ParseSecretData(data map[string][]byte) (*ParsedSecret, error) {
-	return ParseSecretDataKnownKey(data, nil)
-}
-
-// ParseSecretDataKnownKey is ParseSecretData for a host that holds the
-// decoded private key the secret was written with (it has just written
-// it): when tls.key is exactly that key's encoding (PKCS#1/SEC1 or
-// PKCS#8), known is used instead of decoding tls.key again, which for
-// ECDSA and Ed25519 means deriving the public key. Any other tls.key is
-// decoded as usual, so a wrong known key can make the parse no less
-// correct, only slower.
-func ParseSecretDataKnownKey(data map[string][]byte, known crypto.Signer) (*ParsedSecret, error) {
 	p := &ParsedSecret{caPEM: data[SecretCA]}
 	if crt := data[SecretCertificate]; len(crt) == 0 {
 		p.CertErr = &FieldError{Field: SecretCertificate, Err: ErrMissing}
 	} else {
-		block, rest := DecodePEM(crt)
+		block, rest := pem.Decode(crt)
 		switch {
 		case block == nil:
 			p.CertErr = &FieldError{Field: SecretCertificate, Err: errors.New("no PEM block found")}
@@ -100,8 +86,6 @@ func ParseSecretDataKnownKey(data map[string][]byte, known crypto.Signer) (*Pars
 	}
 	if k := data[SecretPrivateKey]; len(k) == 0 {
 		p.KeyErr = &FieldError{Field: SecretPrivateKey, Err: ErrMissing}
-	} else if known != nil && encodes(k, known) {
-		p.Key = known
 	} else if key, err := DecodePrivateKey(k); err != nil {
 		p.KeyErr = &FieldError{Field: SecretPrivateKey, Err: err}
 	} else {
@@ -162,46 +146,3 @@ func (p *ParsedSecret) String() string {
 // Format prints String for every verb, so %v, %+v and %#v never reach the
 // key's fields.
 func (p *ParsedSecret) Format(f fmt.State, _ rune) { io.WriteString(f, p.String()) }
-
-// DataHash is a content hash of a secret's data, for hosts that cache
-// parsed secrets by content rather than by resource version.
-func DataHash(data map[string][]byte) [sha256.Size]byte {
-	names := make([]string, 0, len(data))
-	for k := range data {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	h := sha256.New()
-	var n [8]byte
-	for _, k := range names {
-		for _, part := range [][]byte{[]byte(k), data[k]} {
-			l := uint64(len(part))
-			for i := range n {
-				n[i] = byte(l >> (8 * i))
-			}
-			h.Write(n[:])
-			h.Write(part)
-		}
-	}
-	var out [sha256.Size]byte
-	h.Sum(out[:0])
-	return out
-}
-
-// encodes reports whether pemBytes is key in one of the encodings
-// EncodePrivateKey writes.
-func encodes(pemBytes []byte, key crypto.Signer) bool {
-	block, _ := DecodePEM(pemBytes)
-	if block == nil {
-		return false
-	}
-	for _, enc := range []Encoding{EncodingPKCS1, EncodingPKCS8} {
-		der, typ, err := marshalPrivateKey(key, enc)
-		if err == nil && typ == block.Type && bytes.Equal(der, block.Bytes) {
-			clear(der)
-			return true
-		}
-		clear(der)
-	}
-	return false
-}

@@ -260,7 +260,7 @@ func parseCertificates(pemBytes []byte) ([]*x509.Certificate, error) {
 	rest := pemBytes
 	for i := 0; ; i++ {
 		var block *pem.Block
-		block, rest = DecodePEM(rest)
+		block, rest = pem.Decode(rest)
 		if block == nil {
 			break
 		}

@@ -59,12 +59,12 @@ func TestX509UsagesAgreeWithRequests(t *testing.T) {
 			tmpl := RequestTemplate{CommonName: "a.example", Usages: []Usage{u}, IsCA: isCA}
 			csrPEM, err := BuildCSR(rand.Reader, tmpl, key)
 			require.NoError(t, err)
-			csr, err := DecodeCSR(csrPEM)
+			csr, err := ParseCSR(csrPEM)
 			require.NoError(t, err)
 			ku, eku, err := X509Usages(tmpl.Usages, isCA)
 			require.NoError(t, err)
 			// What the CSR asks and what the issuer grants compare equal.
-			wantKU, wantEKU, _ := requestUsages(csr, nil)
+			wantKU, wantEKU, _ := requestUsages(csr)
 			cert := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour),
 				KeyUsage: ku, ExtKeyUsage: eku, BasicConstraintsValid: true, IsCA: isCA}
 			der, err := x509.CreateCertificate(rand.Reader, cert, cert, key.Public(), key)
@@ -76,7 +76,7 @@ func TestX509UsagesAgreeWithRequests(t *testing.T) {
 			for _, e := range parsed.ExtKeyUsage {
 				for k, v := range x509ExtKeyUsages {
 					if v == e {
-						got = append(got, ekuDotted[k])
+						got = append(got, extKeyUsages[k].String())
 					}
 				}
 			}

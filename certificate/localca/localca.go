@@ -61,7 +61,7 @@ func New(cert *x509.Certificate, key crypto.Signer) (*CA, error) {
 // Kubernetes TLS secret holds them (tls.crt, tls.key). Errors name the
 // input and never quote the key.
 func FromPEM(certPEM, keyPEM []byte) (*CA, error) {
-	block, _ := keys.DecodePEM(certPEM)
+	block, _ := pem.Decode(certPEM)
 	if block == nil || block.Type != "CERTIFICATE" {
 		return nil, errors.New("localca: the CA certificate is not a PEM CERTIFICATE")
 	}

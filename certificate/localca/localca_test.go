@@ -4,6 +4,7 @@ import (
 	"crypto"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/pem"
 	"testing"
 	"time"
 
@@ -32,7 +33,7 @@ func request(t *testing.T, tmpl keys.RequestTemplate, mutate func(*certificate.C
 
 func leafOf(t *testing.T, r *certificate.CertificateRequest) *x509.Certificate {
 	t.Helper()
-	block, _ := keys.DecodePEM(r.Status.Certificate)
+	block, _ := pem.Decode(r.Status.Certificate)
 	require.NotNil(t, block, "no certificate in %+v", r.Status)
 	c, err := x509.ParseCertificate(block.Bytes)
 	require.NoError(t, err)
@@ -83,7 +84,7 @@ func TestIssueHonoursTheRequest(t *testing.T) {
 			assert.Equal(t, tc.isCA, leaf.IsCA)
 			assert.Equal(t, root.CertificatePEM(), r.Status.CA)
 			assert.NoError(t, leaf.CheckSignatureFrom(root.Certificate()))
-			csr, _ := keys.DecodeCSR(r.Spec.Request)
+			csr, _ := keys.ParseCSR(r.Spec.Request)
 			assert.Empty(t, keys.CompareCSR(csr, tc.tmpl), "the request still matches its template")
 			assert.Empty(t, keys.CompareCertificateNames(leaf, tc.tmpl), "the certificate carries the request's names")
 			pool := x509.NewCertPool()
@@ -112,7 +113,7 @@ func TestIssueFromAnIntermediateChainsToIt(t *testing.T) {
 	var certs []*x509.Certificate
 	rest := r.Status.Certificate
 	for {
-		b, more := keys.DecodePEM(rest)
+		b, more := pem.Decode(rest)
 		if b == nil {
 			break
 		}
