@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"maps"
@@ -157,7 +158,7 @@ func newPass(s *Snapshot, now time.Time, cfg Config) *pass {
 		}
 		rq := request{CertificateRequest: r, created: createdAt(r)}
 		rq.revision, _ = revisionOf(r)
-		rq.csr, rq.csrErr = keys.ParseCSR(r.Spec.Request)
+		rq.csr, rq.csrErr = parseCSR(r.Spec.Request)
 		p.requests = append(p.requests, rq)
 	}
 	// One order for every stage: by revision, then oldest first, then by
@@ -328,4 +329,23 @@ func describeKey(name string) string {
 		return "the next private key (none named in status)"
 	}
 	return fmt.Sprintf("the next private key %s", name)
+}
+
+// parseCSR reads a request's CSR with encoding/pem and crypto/x509. Its
+// signature is the issuer's to check (keys.ParseCSR): a request whose
+// signature does not verify is answered invalid, and the stages replace
+// it after the backoff, as for any invalid request.
+func parseCSR(pemBytes []byte) (*x509.CertificateRequest, error) {
+	block, _ := pem.Decode(pemBytes)
+	if block == nil {
+		return nil, errors.New("no PEM block")
+	}
+	if block.Type != "CERTIFICATE REQUEST" && block.Type != "NEW CERTIFICATE REQUEST" {
+		return nil, fmt.Errorf("a PEM %q block, not a CERTIFICATE REQUEST", block.Type)
+	}
+	csr, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("not a certificate request: %w", err)
+	}
+	return csr, nil
 }

@@ -152,8 +152,8 @@ func requestOrCertificateChanged(p *pass) (string, string) {
 // usages, isCA in its CSR and in its spec; issuer reference; duration),
 // whether its CSR's key meets spec.privateKey, and — when key is set —
 // whether its CSR is for that key (named keyName in the message). It
-// returns why not, or "" when it matches. A CSR that cannot be read, or
-// whose signature does not verify (keys.ParseCSR), never matches.
+// returns why not, or "" when it matches. A CSR that cannot be read never
+// matches; its signature is the issuer's to check (see parseCSR).
 func requestMismatch(r *request, spec *Spec, key crypto.PublicKey, keyName string) string {
 	if r.csrErr != nil {
 		return "its CSR cannot be read: " + r.csrErr.Error()

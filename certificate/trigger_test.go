@@ -77,14 +77,14 @@ func TestTrigger(t *testing.T) {
 			mutate: func(s *Snapshot) { s.Requests[0].Spec.Request = []byte("not a CSR") }, now: t0,
 			want: want{reason: ReasonRequestChanged, issuing: true, msg: "request web-1 of revision 1: its CSR cannot be read"},
 		},
-		"a current request whose CSR signature does not verify triggers issuance (RFC 2986 §4.2)": {
+		"a current request whose CSR signature does not verify is the issuer's to refuse, not a trigger (RFC 2986 §4.2)": {
 			mutate: func(s *Snapshot) {
 				block, _ := pem.Decode(s.Requests[0].Spec.Request)
 				der := append([]byte{}, block.Bytes...)
 				der[len(der)-1] ^= 0x01
 				s.Requests[0].Spec.Request = pem.EncodeToMemory(&pem.Block{Type: block.Type, Bytes: der})
 			}, now: t0,
-			want: want{reason: ReasonRequestChanged, issuing: true, msg: "request web-1 of revision 1: its CSR cannot be read: keys: request signature"},
+			want: want{reason: ReasonUpToDate, requeue: 50 * 24 * time.Hour},
 		},
 		"a new issuer in the spec is caught by the secret's annotations first": {
 			mutate: func(s *Snapshot) { s.Certificate.Spec.IssuerRef.Name = "new-ca" }, now: t0,
