@@ -48,7 +48,7 @@ func Reconcile(s *Snapshot, now time.Time, cfg Config) Result {
 	head := -1
 	for i, st := range Stages {
 		r := runStage(st, p, now, cfg)
-		out.Steps = append(out.Steps, Step{Stage: st, Reason: r.Reason, Message: r.Message, Acted: len(r.Actions) > 0, RequeueAt: r.RequeueAt})
+		out.Steps = append(out.Steps, Step{Stage: st, Reason: r.Reason, Message: r.Message, Acted: len(r.Actions) > 0, Actions: r.Actions, RequeueAt: r.RequeueAt})
 		for _, a := range r.Actions {
 			p.apply(a)
 			if _, ok := a.(UpdateStatus); !ok {

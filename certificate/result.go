@@ -156,7 +156,11 @@ type Step struct {
 	Reason, Message string
 	// Acted is true when the stage asked for any action, a status change
 	// included.
-	Acted     bool
+	Acted bool
+	// Actions are what the stage asked for, in order, its status change
+	// included: Result.Actions is every stage's, with the status changes
+	// folded into one UpdateStatus at the end.
+	Actions   []Action
 	RequeueAt time.Time
 }
 
