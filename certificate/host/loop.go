@@ -259,9 +259,13 @@ func (l *Loop) Step(ctx context.Context) (int, error) {
 		}
 		switch it.kind {
 		case KindCertificate:
-			l.reconcile(ctx, it, now)
+			if ev, ok := l.reconcile(ctx, it, now); ok {
+				l.observe(ev)
+			}
 		case KindRequest:
-			l.answer(ctx, it, now)
+			if ev, ok := l.answer(ctx, it, now); ok {
+				l.observe(ev)
+			}
 		case KindIssuer:
 			l.sweep(ctx, it, now)
 		case kindOwned:
@@ -269,6 +273,36 @@ func (l *Loop) Step(ctx context.Context) (int, error) {
 		}
 	}
 	return len(due), ctx.Err()
+}
+
+// Pass runs one pass for the certificate namespace/name at the clock's
+// time — gather, decide, carry out the actions — as Step does for a
+// queued one, and returns what it did. Event.Next is when to look at the
+// certificate again (zero: only when a write concerns it). It is for a
+// host that keeps its own queue, such as a Kubernetes workqueue: it calls
+// Pass for certificates and Answer for requests when its queue says, and
+// never Step or Run. ok is false when there was nothing to do: the
+// certificate is gone, or its last writes do not show yet (Event.Next is
+// then when to try again, should their watch events not come first).
+func (l *Loop) Pass(ctx context.Context, namespace, name string) (ev Event, ok bool) {
+	ev, ok = l.reconcile(ctx, item{KindCertificate, namespace, name}, l.clock.Now())
+	if ok {
+		l.observe(ev)
+	}
+	return ev, ok
+}
+
+// Answer hands the request namespace/name to its issuer and writes back
+// the status it leaves, as Step does for a queued request, and returns
+// what it did (Event.Next: when to call it again). ok is false when there
+// was nothing to do: the request is gone, answered, or for an issuer the
+// loop does not have.
+func (l *Loop) Answer(ctx context.Context, namespace, name string) (ev Event, ok bool) {
+	ev, ok = l.answer(ctx, item{KindRequest, namespace, name}, l.clock.Now())
+	if ok {
+		l.observe(ev)
+	}
+	return ev, ok
 }
 
 // Settle steps at the clock's time until nothing more is due now, at
@@ -506,15 +540,16 @@ func (l *Loop) push(it item, t time.Time) { l.queue.add(it, t) }
 
 // reconcile is one pass for a certificate: gather, decide, carry out the
 // actions in order until one fails, requeue.
-func (l *Loop) reconcile(ctx context.Context, it item, now time.Time) {
-	ev := Event{Time: now, Kind: KindCertificate, Namespace: it.namespace, Name: it.name}
+func (l *Loop) reconcile(ctx context.Context, it item, now time.Time) (ev Event, acted bool) {
+	ev = Event{Time: now, Kind: KindCertificate, Namespace: it.namespace, Name: it.name}
 	if until, waiting := l.waitingFor(it, now); waiting {
 		// The store's reads do not show this loop's last writes for the
 		// certificate yet: a decision now would be made on what they
 		// replaced. Their watch events queue it again; until is the
 		// backstop.
 		l.enqueue(it, until)
-		return
+		ev.Next = until
+		return ev, false
 	}
 	c, err := l.cfg.Store.Certificates().Get(ctx, it.namespace, it.name)
 	switch {
@@ -522,12 +557,11 @@ func (l *Loop) reconcile(ctx context.Context, it item, now time.Time) {
 		if uid := l.forgetUID(it, ""); uid != "" {
 			l.removeOwnedBy(ctx, item{kindOwned, it.namespace, uid}, now)
 		}
-		return
+		return ev, false
 	case err != nil:
 		ev.Err = err
 		ev.Next = l.failed(it, now, err)
-		l.observe(ev)
-		return
+		return ev, true
 	}
 	if old := l.forgetUID(it, c.UID); old != "" {
 		// Deleted and made again under the same name: what the old one
@@ -537,16 +571,14 @@ func (l *Loop) reconcile(ctx context.Context, it item, now time.Time) {
 			l.enqueue(item{kindOwned, it.namespace, old}, now)
 			ev.Err = err
 			ev.Next = l.failed(it, now, err)
-			l.observe(ev)
-			return
+			return ev, true
 		}
 	}
 	snap, ariErr, err := l.gather(ctx, c)
 	if err != nil {
 		ev.Err = err
 		ev.Next = l.failed(it, now, err)
-		l.observe(ev)
-		return
+		return ev, true
 	}
 	res := certificate.Reconcile(snap, now, l.cfg.Certificate)
 	ev.Result = &res
@@ -554,8 +586,7 @@ func (l *Loop) reconcile(ctx context.Context, it item, now time.Time) {
 		// A certificate no decision can be made on: fixing it is a write,
 		// which queues it again.
 		ev.Err = res.Err
-		l.observe(ev)
-		return
+		return ev, true
 	}
 	for _, a := range res.Actions {
 		if err := l.carryOut(ctx, c, a, now); err != nil {
@@ -574,7 +605,7 @@ func (l *Loop) reconcile(ctx context.Context, it item, now time.Time) {
 		ev.Err = ariErr
 	}
 	ev.Next = l.queuedAt(it) // the pass's own writes may have queued it sooner
-	l.observe(ev)
+	return ev, true
 }
 
 // queuedAt is when it is queued, zero when it is not.
@@ -877,20 +908,19 @@ func (l *Loop) removeOwned(ctx context.Context, namespace, uid string) error {
 // answer hands a request to the issuer its issuerRef names and writes the
 // status it leaves back, when it changed; it looks again when the issuer
 // asks.
-func (l *Loop) answer(ctx context.Context, it item, now time.Time) {
+func (l *Loop) answer(ctx context.Context, it item, now time.Time) (ev Event, acted bool) {
 	reqs := l.cfg.Store.Requests()
 	r, err := reqs.Get(ctx, it.namespace, it.name)
-	ev := Event{Time: now, Kind: KindRequest, Namespace: it.namespace, Name: it.name}
+	ev = Event{Time: now, Kind: KindRequest, Namespace: it.namespace, Name: it.name}
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return
+		return ev, false
 	case err != nil:
 		ev.Err = err
 		ev.Next = l.failed(it, now, err)
-		l.observe(ev)
-		return
+		return ev, true
 	case certificate.Answered(r):
-		return
+		return ev, false
 	}
 	iss := l.issuer(r.Spec.IssuerRef)
 	if iss == nil {
@@ -920,8 +950,7 @@ func (l *Loop) answer(ctx context.Context, it item, now time.Time) {
 		if err != nil {
 			ev.Err = errors.Join(aerr, err)
 			ev.Next = l.failed(it, now, err)
-			l.observe(ev)
-			return
+			return ev, true
 		}
 	}
 	switch {
@@ -941,7 +970,7 @@ func (l *Loop) answer(ctx context.Context, it item, now time.Time) {
 		}
 	}
 	ev.Next = l.queuedAt(it)
-	l.observe(ev)
+	return ev, true
 }
 
 // sweep calls an issuer's Sweep and queues the next at the time it

@@ -336,3 +336,53 @@ func TestLoopFollowsItsOwnStatusWritesWithoutAWatcher(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, t0.Add(time.Hour), next, "the backoff's next attempt")
 }
+
+// A host with a queue of its own (as a Kubernetes workqueue is) calls
+// Pass and Answer when its queue says, and Step never.
+func TestLoopPassAndAnswerForAHostWithItsOwnQueue(t *testing.T) {
+	ctx := context.Background()
+	clk := testingclock.NewFakeClock(t0)
+	store := unwatched{host.NewMemoryStore(clk)}
+	loop, err := host.New(host.Config{Store: store, Clock: clk,
+		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: newCA(t, t0).Issuer(nil)}})
+	require.NoError(t, err)
+	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
+	require.NoError(t, err)
+
+	// The host's own queue: what is due, by kind and name.
+	type key struct {
+		kind host.Kind
+		name string
+	}
+	due := map[key]time.Time{{host.KindCertificate, "web"}: t0}
+	for pass := 0; pass < 20 && len(due) > 0; pass++ {
+		for k, at := range due {
+			if at.After(clk.Now()) {
+				continue
+			}
+			delete(due, k)
+			var ev host.Event
+			if k.kind == host.KindCertificate {
+				ev, _ = loop.Pass(ctx, "default", k.name)
+				for _, a := range ev.Done {
+					if cr, ok := a.(certificate.CreateRequest); ok {
+						due[key{host.KindRequest, cr.Request.Name}] = clk.Now()
+					}
+				}
+			} else {
+				ev, _ = loop.Answer(ctx, "default", k.name)
+				due[key{host.KindCertificate, "web"}] = clk.Now() // its owner: the request changed
+			}
+			require.NoError(t, ev.Err)
+			if !ev.Next.IsZero() {
+				due[k] = ev.Next
+			}
+		}
+	}
+	c, err := store.Certificates().Get(ctx, "default", "web")
+	require.NoError(t, err)
+	assert.True(t, ready(c), "%+v", c.Status.Conditions)
+	assert.Equal(t, 1, revision(c))
+	_, ok := loop.Pass(ctx, "default", "gone")
+	assert.False(t, ok, "a certificate that is not there: nothing to do")
+}
