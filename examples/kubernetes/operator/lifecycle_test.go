@@ -122,27 +122,56 @@ func TestCAIssuerFirstIssuanceAndRenewal(t *testing.T) {
 	assert.True(t, crt.Status.NotBefore.After(renewAt.Add(-time.Second)), "the renewed certificate starts at the renewal")
 }
 
-// Deleting the Secret re-issues — once the cache grace has passed: within
-// it, a Secret missing right after the issuance is taken for a cache that
-// has not caught up.
-func TestSecretDeletedReissues(t *testing.T) {
+// Deleting a Ready certificate's Secret right after its issuance
+// re-issues it at once: the cache misses the Secret, the API server
+// confirms it is gone (certificate.Snapshot.SecretAbsenceConfirmed), so
+// certlife's cache grace (5 minutes after the request) does not hold it
+// back. From the deletion on, the certificate is never Ready=True until
+// revision 2: Ready says DoesNotExist, and the Event says why it was
+// issued again.
+func TestSecretDeletedReissuesAtOnce(t *testing.T) {
 	h := newHarness(t)
 	h.caIssuer("ca")
-	h.start()
+	op := h.start()
 	h.create(h.certificate("web", "ca"))
 	h.waitReady("web", 1)
+	h.settle(op)
 
-	h.clock.Step(6 * time.Minute) // past certificate.Config's default CacheGrace
+	versions := h.watchCertificate("web")
 	s, err := h.secret("web-tls")
 	require.NoError(t, err)
 	require.NoError(t, k8s.Delete(h.ctx, s))
-	crt := h.waitReady("web", 2)
+	crt := h.waitReady("web", 2) // within a minute: no cache grace
 	s2, err := h.secret("web-tls")
 	require.NoError(t, err)
 	assert.NotEqual(t, s.UID, s2.UID, "a new secret")
 	_, err = tls.X509KeyPair(s2.Data[keys.SecretCertificate], s2.Data[keys.SecretPrivateKey])
 	assert.NoError(t, err)
 	assert.Equal(t, crt.UID, s2.OwnerReferences[0].UID)
+
+	h.eventually("the watch to reach revision 2", func() bool {
+		return slices.ContainsFunc(versions(), func(v v1alpha1.Certificate) bool {
+			return v.Status.Revision != nil && *v.Status.Revision == 2
+		})
+	})
+	missing := 0
+	for _, v := range versions() {
+		if v.Status.Revision == nil || *v.Status.Revision != 1 {
+			continue
+		}
+		missing++
+		ready := condition(v.Status.Conditions, certificate.ConditionReady)
+		require.NotNil(t, ready)
+		assert.Equal(t, metav1.ConditionFalse, ready.Status, "not Ready while the secret is missing (resourceVersion %s)", v.ResourceVersion)
+		assert.Equal(t, certificate.ReasonDoesNotExist, ready.Reason)
+		assert.Contains(t, ready.Message, "secret web-tls does not exist")
+	}
+	assert.Positive(t, missing, "the status said the secret was missing before revision 2")
+	h.eventually("an Event saying why it re-issued", func() bool {
+		return slices.ContainsFunc(h.eventNotes("web", certificate.ReasonIssued), func(n string) bool {
+			return strings.Contains(n, "issued revision 2") && strings.Contains(n, "issued because DoesNotExist: secret web-tls does not exist")
+		})
+	})
 }
 
 // Changing the spec re-issues with a new revision and a new request.

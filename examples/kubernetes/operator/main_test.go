@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -446,4 +448,37 @@ func (h *harness) requests() []v1alpha1.CertificateRequest {
 	var l v1alpha1.CertificateRequestList
 	require.NoError(h.t, k8s.List(h.ctx, &l, client.InNamespace(h.ns)))
 	return l.Items
+}
+
+// watchCertificate records every version of a certificate the API server
+// serves after the one it has now, in order, until the test ends.
+func (h *harness) watchCertificate(name string) func() []v1alpha1.Certificate {
+	h.t.Helper()
+	wc, err := client.NewWithWatch(restConfig, client.Options{Scheme: operator.Scheme()})
+	require.NoError(h.t, err)
+	w, err := wc.Watch(h.ctx, &v1alpha1.CertificateList{}, &client.ListOptions{
+		Namespace:     h.ns,
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", name),
+		Raw:           &metav1.ListOptions{ResourceVersion: h.get(name).ResourceVersion},
+	})
+	require.NoError(h.t, err)
+	h.t.Cleanup(w.Stop)
+	var (
+		mu   sync.Mutex
+		seen []v1alpha1.Certificate
+	)
+	go func() {
+		for ev := range w.ResultChan() {
+			if c, ok := ev.Object.(*v1alpha1.Certificate); ok {
+				mu.Lock()
+				seen = append(seen, *c)
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []v1alpha1.Certificate {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
 }
