@@ -206,21 +206,18 @@ func TestSpecChangeReissues(t *testing.T) {
 	})
 }
 
-// A failing issuer (a CA Secret that holds no CA) fails the request; the
-// certificate backs off and its status says until when; fixed, it issues
-// once the backoff has passed, not before.
+// A failing issuer (a CA whose certificate has expired: certificate/localca
+// fails the request) fails the request; the certificate backs off and its
+// status says until when; fixed, it issues once the backoff has passed,
+// not before.
 func TestFailingIssuerBacksOff(t *testing.T) {
 	h := newHarness(t)
-	// A leaf certificate where the CA should be.
-	notCA, err := localca.NewRoot(rand.Reader, "not a CA", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, h.clock.Now().Add(-time.Hour), 24*time.Hour)
+	expired, err := localca.NewRoot(rand.Reader, "expired CA", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, h.clock.Now().Add(-48*time.Hour), 24*time.Hour)
 	require.NoError(t, err)
-	leafKey, _ := keys.Generate(rand.Reader, keys.KeySpec{Algorithm: keys.AlgorithmECDSA})
-	leafPEM, _ := keys.EncodePrivateKey(leafKey, keys.EncodingPKCS8)
-	csr, _ := keys.BuildCSR(rand.Reader, keys.RequestTemplate{CommonName: "leaf"}, leafKey)
-	cr := &certificate.CertificateRequest{ObjectMeta: certificate.ObjectMeta{Name: "x"}, Spec: certificate.RequestSpec{Request: csr}}
-	require.NoError(t, notCA.Issue(rand.Reader, cr, h.clock.Now()))
+	keyPEM, err := expired.KeyPEM()
+	require.NoError(t, err)
 	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ca-ca"}, Data: map[string][]byte{
-		keys.SecretCertificate: cr.Status.Certificate, keys.SecretPrivateKey: leafPEM}})
+		keys.SecretCertificate: expired.CertificatePEM(), keys.SecretPrivateKey: keyPEM}})
 	h.create(&v1alpha1.Issuer{ObjectMeta: metav1.ObjectMeta{Name: "ca"}, Spec: v1alpha1.IssuerSpec{CA: &v1alpha1.CAIssuer{SecretName: "ca-ca"}}})
 	op := h.start()
 	h.create(h.certificate("web", "ca"))
@@ -234,7 +231,7 @@ func TestFailingIssuerBacksOff(t *testing.T) {
 	require.NotNil(t, issuing)
 	assert.Equal(t, metav1.ConditionFalse, issuing.Status)
 	assert.Equal(t, certificate.ReasonIssuanceFailed, issuing.Reason)
-	assert.Contains(t, issuing.Message, "is not a CA")
+	assert.Contains(t, issuing.Message, `the CA certificate CN=expired CA expired at `+expired.Certificate().NotAfter.UTC().Format(time.RFC3339))
 	require.NotNil(t, crt.Status.LastFailureTime)
 	assert.Equal(t, 1, *crt.Status.FailedIssuanceAttempts)
 	// 1h after the first failure (backoff.Policy's default, no jitter).

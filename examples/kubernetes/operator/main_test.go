@@ -300,13 +300,19 @@ func (h *harness) caSecret(name string) *localca.CA {
 // eventNotes lists the notes of the Events about a certificate with the
 // given reason.
 func (h *harness) eventNotes(name, reason string) []string {
+	return h.eventNotesOfType(name, "", reason)
+}
+
+// eventNotesOfType lists the notes of the Events of a type (Normal,
+// Warning; "" for any) about a certificate with the given reason.
+func (h *harness) eventNotesOfType(name, typ, reason string) []string {
 	var evs eventsv1.EventList
 	if err := k8s.List(h.ctx, &evs, client.InNamespace(h.ns)); err != nil {
 		return nil
 	}
 	var out []string
 	for _, e := range evs.Items {
-		if e.Regarding.Kind == "Certificate" && e.Regarding.Name == name && e.Reason == reason {
+		if e.Regarding.Kind == "Certificate" && e.Regarding.Name == name && e.Reason == reason && (typ == "" || e.Type == typ) {
 			out = append(out, e.Note)
 		}
 	}
