@@ -346,6 +346,26 @@ func TestInvalidCertificate(t *testing.T) {
 			},
 			want: "renewBefore must be less than the duration",
 		},
+		"renewBefore that leaves under 10 minutes before renewal is due": {
+			spec: func(s *v1alpha1.CertificateSpec) {
+				s.Duration = &metav1.Duration{Duration: time.Hour}
+				s.RenewBefore = &metav1.Duration{Duration: 59*time.Minute + 58*time.Second}
+			},
+			want: "renewBefore must leave at least 10m of the duration (2160h when unset) before renewal is due",
+		},
+		"renewBefore that leaves under 10 minutes of the default duration": {
+			spec: func(s *v1alpha1.CertificateSpec) {
+				s.RenewBefore = &metav1.Duration{Duration: 2160*time.Hour - 9*time.Minute}
+			},
+			want: "renewBefore must leave at least 10m of the duration (2160h when unset) before renewal is due",
+		},
+		"renewBeforePercentage that leaves under 10 minutes before renewal is due": {
+			spec: func(s *v1alpha1.CertificateSpec) {
+				s.Duration = &metav1.Duration{Duration: time.Hour}
+				s.RenewBeforePercentage = new(int32(84)) // 9m36s left
+			},
+			want: "renewBeforePercentage must leave at least 10m of the duration (2160h when unset) before renewal is due",
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -441,4 +461,56 @@ func TestClusterIssuer(t *testing.T) {
 	s, err := h.secret("web-tls")
 	require.NoError(t, err)
 	assert.Equal(t, "ClusterIssuer", s.Annotations[certificate.AnnotationIssuerKind])
+}
+
+// The schema refuses a renewal that leaves a certificate less than
+// certificate.MinTimeBeforeRenewal before it is due exactly when
+// certificate.Validate does, on both sides of the boundary: a user hears
+// it from `kubectl apply`, and nothing the library accepts is refused.
+func TestSchemaAgreesOnTimeBeforeRenewal(t *testing.T) {
+	h := newHarness(t)
+	tests := map[string]struct {
+		duration    time.Duration // 0: unset (2160h)
+		renewBefore time.Duration
+		percentage  int32
+	}{
+		"1h renewing 50m before expiry leaves exactly 10m":         {duration: time.Hour, renewBefore: 50 * time.Minute},
+		"1h renewing 50m1s before expiry leaves 9m59s":             {duration: time.Hour, renewBefore: 50*time.Minute + time.Second},
+		"1h renewing 59m58s before expiry leaves 2s":               {duration: time.Hour, renewBefore: 59*time.Minute + 58*time.Second},
+		"the default duration renewing 2159h50m before leaves 10m": {renewBefore: 2159*time.Hour + 50*time.Minute},
+		"the default duration renewing 2159h51m before leaves 9m":  {renewBefore: 2159*time.Hour + 51*time.Minute},
+		"1h renewing at 83% left leaves 10m12s":                    {duration: time.Hour, percentage: 83},
+		"1h renewing at 84% left leaves 9m36s":                     {duration: time.Hour, percentage: 84},
+		"2h renewing at 91% left leaves 10m48s":                    {duration: 2 * time.Hour, percentage: 91},
+		"2h renewing at 92% left leaves 9m36s":                     {duration: 2 * time.Hour, percentage: 92},
+		"the default duration renewing at 99% left leaves 21h36m":  {percentage: 99},
+		"1h30m renewing at 89% left leaves 9m54s":                  {duration: 90 * time.Minute, percentage: 89},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			crt := h.certificate("renewal", "ca", func(s *v1alpha1.CertificateSpec) {
+				if tc.duration != 0 {
+					s.Duration = &metav1.Duration{Duration: tc.duration}
+				}
+				if tc.renewBefore != 0 {
+					s.RenewBefore = &metav1.Duration{Duration: tc.renewBefore}
+				}
+				if tc.percentage != 0 {
+					s.RenewBeforePercentage = new(tc.percentage)
+				}
+			})
+			crt.UID = "uid" // for the conversion; the dry run ignores it
+			libErr := certificate.Validate(&operator.CertificateToCore(crt, operator.Passwords{}).Spec)
+			crt.UID = ""
+			schemaErr := k8s.Create(h.ctx, crt, client.DryRunAll)
+			if libErr == nil {
+				assert.NoError(t, schemaErr, "certificate.Validate accepts it")
+				return
+			}
+			assert.Contains(t, libErr.Error(), "before renewal is due", "the library's reason")
+			require.Error(t, schemaErr, "certificate.Validate refuses it: %v", libErr)
+			assert.True(t, apierrors.IsInvalid(schemaErr), "%v", schemaErr)
+			assert.Contains(t, schemaErr.Error(), "before renewal is due")
+		})
+	}
 }
