@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -128,7 +129,7 @@ func (r *CertificateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if len(done) > 0 && !quietReasons[res.Reason] {
 		note := res.Message
 		if c := condition(before.Conditions, certificate.ConditionIssuing); res.Reason == certificate.ReasonIssued && c != nil && c.Status == metav1.ConditionTrue {
-			note += "; issued because " + c.Reason + ": " + c.Message
+			note += "; issued because " + issuedBecause(c, crt.Name, before.Revision)
 		}
 		r.event(&crt, eventType(res.Reason), res.Reason, string(res.Stage), note)
 	}
@@ -397,6 +398,23 @@ func failureOf(before, after *v1alpha1.CertificateStatus) string {
 	return "Unknown"
 }
 
+// issuedBecause says why an issuance began, from its Issuing condition:
+// the reason and the trigger's message — unless, while the request waited,
+// certlife replaced that message with what the issuer said about the
+// request ("request web-1 is waiting for the issuer: …"), which is no
+// reason for the issuance: then the reason alone.
+// The request is the next revision's, <certificate>-<revision>.
+func issuedBecause(issuing *metav1.Condition, name string, revision *int) string {
+	next := 1
+	if revision != nil {
+		next = *revision + 1
+	}
+	if strings.Contains(issuing.Message, fmt.Sprintf("request %s-%d ", name, next)) {
+		return issuing.Reason
+	}
+	return issuing.Reason + ": " + issuing.Message
+}
+
 // quietReasons are the steps of an issuance no Event reports: an Event
 // says how an issuance ended — Issued (with why it was issued), or the
 // failure — and the Issuing condition shows it while it runs.
@@ -411,6 +429,7 @@ var warningReasons = map[string]bool{
 	certificate.ReasonIssuedUndecodable: true, certificate.ReasonIssuedWrongKey: true, certificate.ReasonIssuedExpired: true,
 	certificate.ReasonIssuedOtherNames: true, certificate.ReasonInvalidSpec: true, certificate.ReasonSecretInUse: true,
 	certificate.ReasonRotationBlocked: true, certificate.ReasonExpired: true, certificate.ReasonBackoff: true,
+	certificate.ReasonIssuerNotAnswering: true,
 }
 
 func eventType(reason string) string {

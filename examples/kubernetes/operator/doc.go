@@ -13,13 +13,17 @@
 //     overwritten. RequeueAfter is the result's RequeueAt.
 //   - The CertificateRequest controller answers requests for CA and
 //     SelfSigned issuers through certlife's issuer contract, with package
-//     certificate/localca.
+//     certificate/localca, and for ACME issuers with package acmeclient.
 //   - The Issuer and ClusterIssuer controllers say in status whether an
 //     issuer can sign.
 //
 // Only Secrets the operator manages are cached (those labelled
 // LabelManaged); a target Secret that is not in the cache is read from the
-// API server directly. Conversions between the API types and certlife's
+// API server directly, and one the API server does not have either is
+// confirmed missing to certlife (certificate.Snapshot.SecretAbsenceConfirmed).
+// A request whose issuer cannot sign yet stays Pending with the reason,
+// and its Certificate gets a Warning Event (ReasonIssuerNotReady).
+// Conversions between the API types and certlife's
 // snapshot types are in tocore.go and fromcore.go.
 package operator
 

@@ -39,7 +39,11 @@ type gathered struct {
 // target Secret (from the cache, else from the API server — a Secret the
 // operator has not labelled yet, or one the cache has not seen yet), the
 // next-private-key Secrets and the requests it owns, the other
-// Certificates naming the same Secret, and its keystore passwords.
+// Certificates naming the same Secret, and its keystore passwords. A
+// target Secret the API server does not have either is confirmed missing
+// (certificate.Snapshot.SecretAbsenceConfirmed): a Secret deleted right
+// after an issuance is issued again at once, rather than taken for a
+// cache that has not caught up with the write.
 func (g Gatherer) gather(ctx context.Context, crt *v1alpha1.Certificate) (*gathered, error) {
 	pw, err := g.passwords(ctx, crt)
 	if err != nil {
@@ -55,6 +59,10 @@ func (g Gatherer) gather(ctx context.Context, crt *v1alpha1.Certificate) (*gathe
 	}
 	if out.target != nil {
 		out.snap.Secret = SecretToCore(out.target)
+	} else {
+		// secret asked the API server after the cache missed it, and
+		// after the certificate was read: the Secret is gone.
+		out.snap.SecretAbsenceConfirmed = true
 	}
 
 	var secrets corev1.SecretList

@@ -77,6 +77,20 @@ func (e errNoCASecret) Error() string {
 	return fmt.Sprintf("the CA secret %s/%s does not exist", e.namespace, e.name)
 }
 
+// coreSecret reads a Secret for package certificate/localca (a
+// localca.SecretGetter): from the cache, else from the API server; an
+// error when it does not exist.
+func (is Issuers) coreSecret(ctx context.Context, namespace, name string) (*certificate.Secret, error) {
+	s, err := is.Gatherer.secret(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if s == nil {
+		return nil, errors.New("it does not exist")
+	}
+	return SecretToCore(s), nil
+}
+
 // loadCA reads a CA key pair from a Secret (tls.crt, tls.key).
 func (is Issuers) loadCA(ctx context.Context, namespace, name string) (*localca.CA, error) {
 	s, err := is.Gatherer.secret(ctx, namespace, name)
@@ -132,7 +146,12 @@ func (r *RequestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, nil // final: the certificate stages replace it when they need another
 	}
 	now := r.Clock.Now()
-	var out ctrl.Result
+	var (
+		out ctrl.Result
+		// notReady: the request waits because its issuer cannot sign
+		// yet, which is worth an Event on its certificate.
+		notReady bool
+	)
 	spec, secretsNS, ours, err := r.Issuers.lookup(ctx, cr.Namespace, cr.Spec.IssuerRef)
 	switch {
 	case !ours:
@@ -141,24 +160,22 @@ func (r *RequestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		if _, missing := err.(errNoIssuer); !missing {
 			return ctrl.Result{}, err
 		}
-		// The Issuer's creation brings the request back (watch).
-		certificate.SetPending(core, "waiting for "+err.Error(), now)
+		// The Issuer's creation brings the request back (watch); the
+		// recheck too.
+		certificate.SetPending(core, "the issuer is not ready: "+err.Error(), now)
+		out.RequeueAfter, notReady = localca.NotReadyRecheck, true
 	case spec.CA != nil:
-		ca, err := r.Issuers.loadCA(ctx, secretsNS, spec.CA.SecretName)
-		var missing errNoCASecret
-		switch {
-		case errors.As(err, &missing):
-			// Not a failure: the CA may be on its way (a Certificate
-			// being issued). The Issuer turning Ready brings the request
-			// back; so does the recheck.
-			certificate.SetPending(core, "waiting: "+err.Error(), now)
-			out.RequeueAfter = pendingRecheck
-		case err != nil:
-			certificate.SetFailed(core, err.Error(), now, time.Time{})
-		default:
-			if err := ca.Issue(r.Rand, core, now); err != nil {
-				return ctrl.Result{}, err
-			}
+		// Not a failure while the CA Secret is missing or holds no CA
+		// and its key: the CA may be on its way (a Certificate being
+		// issued), or being fixed. The request stays Pending with the
+		// reason, looked at again after localca.NotReadyRecheck, and when
+		// the Issuer turns Ready (watch).
+		at, err := localca.FromSecret(r.Issuers.coreSecret, secretsNS, spec.CA.SecretName, r.Rand).Answer(ctx, core, now)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !at.IsZero() {
+			out.RequeueAfter, notReady = max(at.Sub(now), time.Millisecond), true
 		}
 	case spec.SelfSigned != nil:
 		if err := r.selfSign(ctx, core, now); err != nil {
@@ -169,7 +186,7 @@ func (r *RequestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		if kind == "" {
 			kind = "Issuer"
 		}
-		out.RequeueAfter = r.stepACME(ctx, &cr, core, kind, spec.ACME, secretsNS, now)
+		out.RequeueAfter, notReady = r.stepACME(ctx, &cr, core, kind, spec.ACME, secretsNS, now)
 	}
 
 	st := RequestStatusFromCore(core.Status)
@@ -201,22 +218,39 @@ func (r *RequestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 		log.FromContext(ctx).V(1).Info("answered", "answer", answer, "message", ready.Message)
 	}
+	if notReady {
+		r.issuerNotReady(upd, core.Condition(certificate.RequestConditionReady).Message)
+	}
 	return out, nil
+}
+
+// issuerNotReady records, on the Certificate that owns cr, that cr waits
+// for an issuer that cannot sign yet, and why: where `kubectl describe
+// certificate` shows it. One Event each time the request's reason
+// changes (its status is written only then).
+func (r *RequestReconciler) issuerNotReady(cr *v1alpha1.CertificateRequest, message string) {
+	ref := metav1.GetControllerOfNoCopy(cr)
+	if r.Recorder == nil || ref == nil || ref.Kind != "Certificate" || ref.APIVersion != v1alpha1.GroupVersion.String() {
+		return
+	}
+	crt := &v1alpha1.Certificate{ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: cr.Namespace, UID: ref.UID}}
+	r.Recorder.Eventf(crt, cr, corev1.EventTypeWarning, ReasonIssuerNotReady, "Sign", "request %s is waiting: %s", cr.Name, message)
 }
 
 // stepACME does one Step of an ACME request's order and says when to step
 // again. A request whose issuer cannot be used yet (its account key
 // Secret is being made, its configuration is wrong) waits Pending with
-// the reason, and is brought back by the issuer's next change.
-func (r *RequestReconciler) stepACME(ctx context.Context, cr *v1alpha1.CertificateRequest, core *certificate.CertificateRequest, kind string, spec *v1alpha1.ACMEIssuer, secretsNS string, now time.Time) time.Duration {
+// the reason (notReady), and is brought back by the issuer's next change
+// or the recheck.
+func (r *RequestReconciler) stepACME(ctx context.Context, cr *v1alpha1.CertificateRequest, core *certificate.CertificateRequest, kind string, spec *v1alpha1.ACMEIssuer, secretsNS string, now time.Time) (again time.Duration, notReady bool) {
 	if r.ACME == nil {
-		certificate.SetPending(core, "this operator was started without ACME", now)
-		return 0
+		certificate.SetPending(core, "the issuer is not ready: this operator was started without ACME", now)
+		return 0, true
 	}
 	rt, err := r.ACME.get(ctx, kind, cr.Namespace, cr.Spec.IssuerRef.Name, spec, secretsNS)
 	if err != nil {
-		pendingIfChanged(core, "waiting for the ACME issuer: "+err.Error(), now)
-		return pendingRecheck
+		pendingIfChanged(core, "the issuer is not ready: "+err.Error(), now)
+		return pendingRecheck, true
 	}
 	res, err := rt.issuer.Step(withRequest(ctx, cr), core)
 	logger := log.FromContext(ctx)
@@ -231,9 +265,9 @@ func (r *RequestReconciler) stepACME(ctx context.Context, cr *v1alpha1.Certifica
 		pendingIfChanged(core, res.Reason+": "+res.Message, now)
 	}
 	if res.RequeueAt.IsZero() {
-		return 0
+		return 0, false
 	}
-	return max(res.RequeueAt.Sub(r.Clock.Now()), time.Millisecond)
+	return max(res.RequeueAt.Sub(r.Clock.Now()), time.Millisecond), false
 }
 
 // pendingIfChanged marks r Pending with message unless it says that
@@ -278,6 +312,14 @@ func (r *RequestReconciler) selfSign(ctx context.Context, cr *certificate.Certif
 	}
 	return localca.SelfSign(r.Rand, cr, key, now)
 }
+
+// ReasonIssuerNotReady is the reason of the Warning Event on a
+// Certificate whose request waits for an issuer that cannot sign yet: the
+// issuer does not exist, its CA Secret is missing or holds no usable CA,
+// its ACME account cannot be used. The request stays Pending with the
+// reason (no failure, no backoff) and is answered once the issuer is
+// fixed.
+const ReasonIssuerNotReady = "IssuerNotReady"
 
 // Issuer condition reasons.
 const (

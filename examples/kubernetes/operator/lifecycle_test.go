@@ -122,27 +122,56 @@ func TestCAIssuerFirstIssuanceAndRenewal(t *testing.T) {
 	assert.True(t, crt.Status.NotBefore.After(renewAt.Add(-time.Second)), "the renewed certificate starts at the renewal")
 }
 
-// Deleting the Secret re-issues — once the cache grace has passed: within
-// it, a Secret missing right after the issuance is taken for a cache that
-// has not caught up.
-func TestSecretDeletedReissues(t *testing.T) {
+// Deleting a Ready certificate's Secret right after its issuance
+// re-issues it at once: the cache misses the Secret, the API server
+// confirms it is gone (certificate.Snapshot.SecretAbsenceConfirmed), so
+// certlife's cache grace (5 minutes after the request) does not hold it
+// back. From the deletion on, the certificate is never Ready=True until
+// revision 2: Ready says DoesNotExist, and the Event says why it was
+// issued again.
+func TestSecretDeletedReissuesAtOnce(t *testing.T) {
 	h := newHarness(t)
 	h.caIssuer("ca")
-	h.start()
+	op := h.start()
 	h.create(h.certificate("web", "ca"))
 	h.waitReady("web", 1)
+	h.settle(op)
 
-	h.clock.Step(6 * time.Minute) // past certificate.Config's default CacheGrace
+	versions := h.watchCertificate("web")
 	s, err := h.secret("web-tls")
 	require.NoError(t, err)
 	require.NoError(t, k8s.Delete(h.ctx, s))
-	crt := h.waitReady("web", 2)
+	crt := h.waitReady("web", 2) // within a minute: no cache grace
 	s2, err := h.secret("web-tls")
 	require.NoError(t, err)
 	assert.NotEqual(t, s.UID, s2.UID, "a new secret")
 	_, err = tls.X509KeyPair(s2.Data[keys.SecretCertificate], s2.Data[keys.SecretPrivateKey])
 	assert.NoError(t, err)
 	assert.Equal(t, crt.UID, s2.OwnerReferences[0].UID)
+
+	h.eventually("the watch to reach revision 2", func() bool {
+		return slices.ContainsFunc(versions(), func(v v1alpha1.Certificate) bool {
+			return v.Status.Revision != nil && *v.Status.Revision == 2
+		})
+	})
+	missing := 0
+	for _, v := range versions() {
+		if v.Status.Revision == nil || *v.Status.Revision != 1 {
+			continue
+		}
+		missing++
+		ready := condition(v.Status.Conditions, certificate.ConditionReady)
+		require.NotNil(t, ready)
+		assert.Equal(t, metav1.ConditionFalse, ready.Status, "not Ready while the secret is missing (resourceVersion %s)", v.ResourceVersion)
+		assert.Equal(t, certificate.ReasonDoesNotExist, ready.Reason)
+		assert.Contains(t, ready.Message, "secret web-tls does not exist")
+	}
+	assert.Positive(t, missing, "the status said the secret was missing before revision 2")
+	h.eventually("an Event saying why it re-issued", func() bool {
+		return slices.ContainsFunc(h.eventNotes("web", certificate.ReasonIssued), func(n string) bool {
+			return strings.Contains(n, "issued revision 2") && strings.Contains(n, "issued because DoesNotExist: secret web-tls does not exist")
+		})
+	})
 }
 
 // Changing the spec re-issues with a new revision and a new request.
@@ -177,21 +206,18 @@ func TestSpecChangeReissues(t *testing.T) {
 	})
 }
 
-// A failing issuer (a CA Secret that holds no CA) fails the request; the
-// certificate backs off and its status says until when; fixed, it issues
-// once the backoff has passed, not before.
+// A failing issuer (a CA whose certificate has expired: certificate/localca
+// fails the request) fails the request; the certificate backs off and its
+// status says until when; fixed, it issues once the backoff has passed,
+// not before.
 func TestFailingIssuerBacksOff(t *testing.T) {
 	h := newHarness(t)
-	// A leaf certificate where the CA should be.
-	notCA, err := localca.NewRoot(rand.Reader, "not a CA", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, h.clock.Now().Add(-time.Hour), 24*time.Hour)
+	expired, err := localca.NewRoot(rand.Reader, "expired CA", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, h.clock.Now().Add(-48*time.Hour), 24*time.Hour)
 	require.NoError(t, err)
-	leafKey, _ := keys.Generate(rand.Reader, keys.KeySpec{Algorithm: keys.AlgorithmECDSA})
-	leafPEM, _ := keys.EncodePrivateKey(leafKey, keys.EncodingPKCS8)
-	csr, _ := keys.BuildCSR(rand.Reader, keys.RequestTemplate{CommonName: "leaf"}, leafKey)
-	cr := &certificate.CertificateRequest{ObjectMeta: certificate.ObjectMeta{Name: "x"}, Spec: certificate.RequestSpec{Request: csr}}
-	require.NoError(t, notCA.Issue(rand.Reader, cr, h.clock.Now()))
+	keyPEM, err := expired.KeyPEM()
+	require.NoError(t, err)
 	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ca-ca"}, Data: map[string][]byte{
-		keys.SecretCertificate: cr.Status.Certificate, keys.SecretPrivateKey: leafPEM}})
+		keys.SecretCertificate: expired.CertificatePEM(), keys.SecretPrivateKey: keyPEM}})
 	h.create(&v1alpha1.Issuer{ObjectMeta: metav1.ObjectMeta{Name: "ca"}, Spec: v1alpha1.IssuerSpec{CA: &v1alpha1.CAIssuer{SecretName: "ca-ca"}}})
 	op := h.start()
 	h.create(h.certificate("web", "ca"))
@@ -205,7 +231,7 @@ func TestFailingIssuerBacksOff(t *testing.T) {
 	require.NotNil(t, issuing)
 	assert.Equal(t, metav1.ConditionFalse, issuing.Status)
 	assert.Equal(t, certificate.ReasonIssuanceFailed, issuing.Reason)
-	assert.Contains(t, issuing.Message, "is not a CA")
+	assert.Contains(t, issuing.Message, `the CA certificate CN=expired CA expired at `+expired.Certificate().NotAfter.UTC().Format(time.RFC3339))
 	require.NotNil(t, crt.Status.LastFailureTime)
 	assert.Equal(t, 1, *crt.Status.FailedIssuanceAttempts)
 	// 1h after the first failure (backoff.Policy's default, no jitter).
@@ -320,6 +346,26 @@ func TestInvalidCertificate(t *testing.T) {
 			},
 			want: "renewBefore must be less than the duration",
 		},
+		"renewBefore that leaves under 10 minutes before renewal is due": {
+			spec: func(s *v1alpha1.CertificateSpec) {
+				s.Duration = &metav1.Duration{Duration: time.Hour}
+				s.RenewBefore = &metav1.Duration{Duration: 59*time.Minute + 58*time.Second}
+			},
+			want: "renewBefore must leave at least 10m of the duration (2160h when unset) before renewal is due",
+		},
+		"renewBefore that leaves under 10 minutes of the default duration": {
+			spec: func(s *v1alpha1.CertificateSpec) {
+				s.RenewBefore = &metav1.Duration{Duration: 2160*time.Hour - 9*time.Minute}
+			},
+			want: "renewBefore must leave at least 10m of the duration (2160h when unset) before renewal is due",
+		},
+		"renewBeforePercentage that leaves under 10 minutes before renewal is due": {
+			spec: func(s *v1alpha1.CertificateSpec) {
+				s.Duration = &metav1.Duration{Duration: time.Hour}
+				s.RenewBeforePercentage = new(int32(84)) // 9m36s left
+			},
+			want: "renewBeforePercentage must leave at least 10m of the duration (2160h when unset) before renewal is due",
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -415,4 +461,56 @@ func TestClusterIssuer(t *testing.T) {
 	s, err := h.secret("web-tls")
 	require.NoError(t, err)
 	assert.Equal(t, "ClusterIssuer", s.Annotations[certificate.AnnotationIssuerKind])
+}
+
+// The schema refuses a renewal that leaves a certificate less than
+// certificate.MinTimeBeforeRenewal before it is due exactly when
+// certificate.Validate does, on both sides of the boundary: a user hears
+// it from `kubectl apply`, and nothing the library accepts is refused.
+func TestSchemaAgreesOnTimeBeforeRenewal(t *testing.T) {
+	h := newHarness(t)
+	tests := map[string]struct {
+		duration    time.Duration // 0: unset (2160h)
+		renewBefore time.Duration
+		percentage  int32
+	}{
+		"1h renewing 50m before expiry leaves exactly 10m":         {duration: time.Hour, renewBefore: 50 * time.Minute},
+		"1h renewing 50m1s before expiry leaves 9m59s":             {duration: time.Hour, renewBefore: 50*time.Minute + time.Second},
+		"1h renewing 59m58s before expiry leaves 2s":               {duration: time.Hour, renewBefore: 59*time.Minute + 58*time.Second},
+		"the default duration renewing 2159h50m before leaves 10m": {renewBefore: 2159*time.Hour + 50*time.Minute},
+		"the default duration renewing 2159h51m before leaves 9m":  {renewBefore: 2159*time.Hour + 51*time.Minute},
+		"1h renewing at 83% left leaves 10m12s":                    {duration: time.Hour, percentage: 83},
+		"1h renewing at 84% left leaves 9m36s":                     {duration: time.Hour, percentage: 84},
+		"2h renewing at 91% left leaves 10m48s":                    {duration: 2 * time.Hour, percentage: 91},
+		"2h renewing at 92% left leaves 9m36s":                     {duration: 2 * time.Hour, percentage: 92},
+		"the default duration renewing at 99% left leaves 21h36m":  {percentage: 99},
+		"1h30m renewing at 89% left leaves 9m54s":                  {duration: 90 * time.Minute, percentage: 89},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			crt := h.certificate("renewal", "ca", func(s *v1alpha1.CertificateSpec) {
+				if tc.duration != 0 {
+					s.Duration = &metav1.Duration{Duration: tc.duration}
+				}
+				if tc.renewBefore != 0 {
+					s.RenewBefore = &metav1.Duration{Duration: tc.renewBefore}
+				}
+				if tc.percentage != 0 {
+					s.RenewBeforePercentage = new(tc.percentage)
+				}
+			})
+			crt.UID = "uid" // for the conversion; the dry run ignores it
+			libErr := certificate.Validate(&operator.CertificateToCore(crt, operator.Passwords{}).Spec)
+			crt.UID = ""
+			schemaErr := k8s.Create(h.ctx, crt, client.DryRunAll)
+			if libErr == nil {
+				assert.NoError(t, schemaErr, "certificate.Validate accepts it")
+				return
+			}
+			assert.Contains(t, libErr.Error(), "before renewal is due", "the library's reason")
+			require.Error(t, schemaErr, "certificate.Validate refuses it: %v", libErr)
+			assert.True(t, apierrors.IsInvalid(schemaErr), "%v", schemaErr)
+			assert.Contains(t, schemaErr.Error(), "before renewal is due")
+		})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -298,13 +300,19 @@ func (h *harness) caSecret(name string) *localca.CA {
 // eventNotes lists the notes of the Events about a certificate with the
 // given reason.
 func (h *harness) eventNotes(name, reason string) []string {
+	return h.eventNotesOfType(name, "", reason)
+}
+
+// eventNotesOfType lists the notes of the Events of a type (Normal,
+// Warning; "" for any) about a certificate with the given reason.
+func (h *harness) eventNotesOfType(name, typ, reason string) []string {
 	var evs eventsv1.EventList
 	if err := k8s.List(h.ctx, &evs, client.InNamespace(h.ns)); err != nil {
 		return nil
 	}
 	var out []string
 	for _, e := range evs.Items {
-		if e.Regarding.Kind == "Certificate" && e.Regarding.Name == name && e.Reason == reason {
+		if e.Regarding.Kind == "Certificate" && e.Regarding.Name == name && e.Reason == reason && (typ == "" || e.Type == typ) {
 			out = append(out, e.Note)
 		}
 	}
@@ -446,4 +454,37 @@ func (h *harness) requests() []v1alpha1.CertificateRequest {
 	var l v1alpha1.CertificateRequestList
 	require.NoError(h.t, k8s.List(h.ctx, &l, client.InNamespace(h.ns)))
 	return l.Items
+}
+
+// watchCertificate records every version of a certificate the API server
+// serves after the one it has now, in order, until the test ends.
+func (h *harness) watchCertificate(name string) func() []v1alpha1.Certificate {
+	h.t.Helper()
+	wc, err := client.NewWithWatch(restConfig, client.Options{Scheme: operator.Scheme()})
+	require.NoError(h.t, err)
+	w, err := wc.Watch(h.ctx, &v1alpha1.CertificateList{}, &client.ListOptions{
+		Namespace:     h.ns,
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", name),
+		Raw:           &metav1.ListOptions{ResourceVersion: h.get(name).ResourceVersion},
+	})
+	require.NoError(h.t, err)
+	h.t.Cleanup(w.Stop)
+	var (
+		mu   sync.Mutex
+		seen []v1alpha1.Certificate
+	)
+	go func() {
+		for ev := range w.ResultChan() {
+			if c, ok := ev.Object.(*v1alpha1.Certificate); ok {
+				mu.Lock()
+				seen = append(seen, *c)
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []v1alpha1.Certificate {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
 }

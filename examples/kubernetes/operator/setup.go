@@ -34,7 +34,11 @@ type Options struct {
 	// delays (RequeueAfter); nil means the real clock. Tests pass a fake
 	// one.
 	Clock clock.WithTicker
-	// Config is passed to every certificate decision.
+	// Config is passed to every certificate decision; its zero value is
+	// certlife's defaults (certificate.Config documents each field: the
+	// backoff, the cache grace, how long a request may go unanswered by
+	// any issuer before the certificate says so, …). Setup refuses one
+	// that certificate.Config.Validate refuses.
 	Config certificate.Config
 	// ClusterResourceNamespace holds the Secrets ClusterIssuers name.
 	ClusterResourceNamespace string
@@ -117,6 +121,9 @@ func NewManager(cfg *rest.Config, mo manager.Options, o Options) (manager.Manage
 // Setup adds the field indexes and the controllers to mgr, whose cache
 // must be set up with CacheOptions.
 func Setup(mgr manager.Manager, o Options) error {
+	if err := o.Config.Validate(); err != nil {
+		return fmt.Errorf("operator: options.config: %w", err)
+	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}

@@ -40,6 +40,8 @@ type CertificateList struct {
 // +kubebuilder:validation:XValidation:rule="!(has(self.renewBefore) && has(self.renewBeforePercentage))",message="set renewBefore or renewBeforePercentage, not both"
 // +kubebuilder:validation:XValidation:rule="has(self.commonName) || (has(self.dnsNames) && size(self.dnsNames) > 0) || (has(self.ipAddresses) && size(self.ipAddresses) > 0) || (has(self.uris) && size(self.uris) > 0) || (has(self.emailAddresses) && size(self.emailAddresses) > 0)",message="name at least one of commonName, dnsNames, ipAddresses, uris, emailAddresses"
 // +kubebuilder:validation:XValidation:rule="!has(self.renewBefore) || duration(self.renewBefore) < (has(self.duration) ? duration(self.duration) : duration('2160h'))",message="renewBefore must be less than the duration (2160h when unset)"
+// +kubebuilder:validation:XValidation:rule="!has(self.renewBefore) || duration(self.renewBefore) >= (has(self.duration) ? duration(self.duration) : duration('2160h')) || (has(self.duration) ? duration(self.duration) : duration('2160h')) - duration(self.renewBefore) >= duration('10m')",message="renewBefore must leave at least 10m of the duration (2160h when unset) before renewal is due, or the certificate would be due for renewal as soon as it arrives"
+// +kubebuilder:validation:XValidation:rule="!has(self.renewBeforePercentage) || (has(self.duration) ? duration(self.duration) : duration('2160h')).getSeconds() * (100 - self.renewBeforePercentage) >= 60000",message="renewBeforePercentage must leave at least 10m of the duration (2160h when unset) before renewal is due, or the certificate would be due for renewal as soon as it arrives"
 type CertificateSpec struct {
 	// SecretName is the Secret the certificate and its key are written
 	// to (tls.crt, tls.key, ca.crt).
@@ -86,13 +88,16 @@ type CertificateSpec struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1h')",message="must be at least 1h"
 	Duration *metav1.Duration `json:"duration,omitempty"`
-	// RenewBefore renews this long before expiry. At least 5m.
+	// RenewBefore renews this long before expiry. At least 5m, and at
+	// least 10m less than the duration: a certificate is in use that long
+	// before its renewal is due.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5m')",message="must be at least 5m"
 	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
 	// RenewBeforePercentage renews when this percentage of the lifetime
-	// remains. Exclusive with renewBefore.
+	// remains, which must leave at least 10m of the duration before the
+	// renewal is due. Exclusive with renewBefore.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=99
