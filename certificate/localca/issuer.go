@@ -40,9 +40,10 @@ func (caIssuer) Forget(context.Context, string, string) error { return nil }
 
 // FromSecret returns an issuer that signs with the CA key pair the secret
 // namespace/name holds (tls.crt, tls.key), read at each answer. While the
-// secret is missing or does not hold a CA and its key, requests stay
-// Pending with the reason, and Answer asks to be called again after
-// NotReadyRecheck.
+// secret is missing, does not hold a CA and its key, or holds a CA that
+// has expired, requests stay Pending with the reason, and Answer asks to
+// be called again after NotReadyRecheck: replacing the secret lets
+// issuance go on, with no failure recorded and no backoff.
 func FromSecret(get SecretGetter, namespace, name string, rnd io.Reader) certificate.Issuer {
 	return secretIssuer{get: get, namespace: namespace, name: name, rand: orRand(rnd)}
 }
@@ -66,6 +67,10 @@ func (i secretIssuer) Answer(ctx context.Context, r *certificate.CertificateRequ
 	ca, err := FromPEM(sec.Data[keys.SecretCertificate], sec.Data[keys.SecretPrivateKey])
 	if err != nil {
 		certificate.SetPending(r, fmt.Sprintf("the issuer is not ready: %s does not hold a usable CA: %v", where, err), now)
+		return now.Add(NotReadyRecheck), nil
+	}
+	if na := ca.Certificate().NotAfter; !now.Before(na) {
+		certificate.SetPending(r, fmt.Sprintf("the issuer is not ready: the CA certificate in %s expired at %s", where, na.UTC().Format(time.RFC3339)), now)
 		return now.Add(NotReadyRecheck), nil
 	}
 	return time.Time{}, ca.Issue(i.rand, r, now)
