@@ -24,9 +24,10 @@ import (
 // secret replaced by hand never counts as a CA failure.
 //
 // While the request is not answered, the Issuing condition's message says
+// why the certificate is being issued, as the trigger put it, and then
 // what the issuance waits for — its reason (DoesNotExist, Renewing, …)
-// stays: "request web-1 is waiting for the issuer: <the message the issuer
-// recorded on it>", or, once Config.IssuerGrace has passed with no issuer
+// stays: "secret web-tls does not exist; request web-1 is waiting for the
+// issuer: <the message the issuer recorded on it>", or, once Config.IssuerGrace has passed with no issuer
 // touching the request, that no issuer has answered it for its issuerRef
 // (ReasonIssuerNotAnswering; not a failure, nothing backs off). The status
 // is written only when that message changes, and the result asks to look
@@ -180,12 +181,31 @@ func waitForIssuer(p *pass, req *request, now time.Time, cfg Config) Result {
 	res.Message = pr.report
 	c := p.cert
 	cond := issuing(c)
-	if cond.Message != pr.report {
+	if msg := withProgress(cond.Message, pr.report); cond.Message != msg {
 		st := cloneStatus(c.Status)
-		st.Conditions = setCondition(st.Conditions, Condition{Type: ConditionIssuing, Status: StatusTrue, Reason: cond.Reason, Message: pr.report}, now, c.Generation)
+		st.Conditions = setCondition(st.Conditions, Condition{Type: ConditionIssuing, Status: StatusTrue, Reason: cond.Reason, Message: msg}, now, c.Generation)
 		res.Actions = []Action{UpdateStatus{Status: st}}
 	}
 	return res
+}
+
+// withProgress is the Issuing condition's message while the issuer works:
+// why the certificate is being issued (the words the condition was set
+// with, kept), then what the issuance waits for.
+func withProgress(current, report string) string {
+	why := current
+	for _, sep := range []string{"; request ", "; no issuer has answered request "} {
+		if i := strings.Index(why, sep); i >= 0 {
+			why = why[:i]
+		}
+	}
+	if strings.HasPrefix(why, "request ") && strings.Contains(why, " is waiting for the issuer") || strings.HasPrefix(why, "no issuer has answered request ") {
+		why = "" // written before the reason was kept
+	}
+	if why == "" {
+		return report
+	}
+	return why + "; " + report
 }
 
 // progress is what an issuance waits for from the issuer.

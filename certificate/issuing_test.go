@@ -443,7 +443,7 @@ func TestIssuingSaysWhatItWaitsFor(t *testing.T) {
 			mutate:  func(r renewing) { SetPending(r.req, acme, t0.Add(-10*time.Second)) },
 			now:     t0,
 			reason:  ReasonRequestPending,
-			issuing: "request web-1 is waiting for the issuer: " + acme,
+			issuing: "secret web-tls does not exist; request web-1 is waiting for the issuer: " + acme,
 			ready:   "secret web-tls does not exist; request web-1 is waiting for the issuer: " + acme,
 		},
 		"the issuer recorded Pending without a message: its reason is quoted": {
@@ -452,7 +452,7 @@ func TestIssuingSaysWhatItWaitsFor(t *testing.T) {
 			},
 			now:     t0,
 			reason:  ReasonRequestPending,
-			issuing: "request web-1 is waiting for the issuer (Pending)",
+			issuing: "secret web-tls does not exist; request web-1 is waiting for the issuer (Pending)",
 			ready:   "secret web-tls does not exist; request web-1 is waiting for the issuer (Pending)",
 		},
 		"no issuer has touched the request within the grace: nothing to report yet, and a look again when it ends": {
@@ -465,7 +465,7 @@ func TestIssuingSaysWhatItWaitsFor(t *testing.T) {
 		"no issuer has touched the request when the grace ends: the certificate says so": {
 			now:     created.Add(5 * time.Minute),
 			reason:  ReasonIssuerNotAnswering,
-			issuing: noIssuer,
+			issuing: "secret web-tls does not exist; " + noIssuer,
 			ready:   "secret web-tls does not exist; " + noIssuer,
 		},
 		"a longer IssuerGrace is waited out": {
@@ -483,14 +483,14 @@ func TestIssuingSaysWhatItWaitsFor(t *testing.T) {
 			},
 			now:     created.Add(5 * time.Minute),
 			reason:  ReasonIssuerNotAnswering,
-			issuing: "no issuer has answered request web-1 for issuerRef ClusterIssuer example.com/vault since 2026-03-01T11:59:30Z: is an issuer for it running?",
+			issuing: "secret web-tls does not exist; no issuer has answered request web-1 for issuerRef ClusterIssuer example.com/vault since 2026-03-01T11:59:30Z: is an issuer for it running?",
 			ready:   "secret web-tls does not exist; no issuer has answered request web-1 for issuerRef ClusterIssuer example.com/vault since 2026-03-01T11:59:30Z: is an issuer for it running?",
 		},
 		"a request without a creation time is timed from the start of the issuance": {
 			mutate:  func(r renewing) { r.req.CreationTimestamp = time.Time{} },
 			now:     t0.Add(4 * time.Minute),
 			reason:  ReasonIssuerNotAnswering,
-			issuing: "no issuer has answered request web-1 for issuerRef Issuer certlife.dev/ca since 2026-03-01T11:59:00Z: is an issuer for it running?",
+			issuing: "secret web-tls does not exist; no issuer has answered request web-1 for issuerRef Issuer certlife.dev/ca since 2026-03-01T11:59:00Z: is an issuer for it running?",
 			ready:   "secret web-tls does not exist; no issuer has answered request web-1 for issuerRef Issuer certlife.dev/ca since 2026-03-01T11:59:00Z: is an issuer for it running?",
 		},
 		"a renewal: Issuing quotes the issuer, and Ready stays True with its own message": {
@@ -501,7 +501,7 @@ func TestIssuingSaysWhatItWaitsFor(t *testing.T) {
 			},
 			now:     t0,
 			reason:  ReasonRequestPending,
-			issuing: "request web-2 is waiting for the issuer: waiting for the ACME order web-2-2a10b336",
+			issuing: "renewal due; request web-2 is waiting for the issuer: waiting for the ACME order web-2-2a10b336",
 			ready:   "the certificate is up to date and has not expired",
 			requeue: t0.Add(30 * 24 * time.Hour), // readiness: when the certificate in use expires
 		},
