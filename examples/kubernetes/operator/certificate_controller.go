@@ -129,7 +129,7 @@ func (r *CertificateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if len(done) > 0 && !quietReasons[res.Reason] {
 		note := res.Message
 		if c := condition(before.Conditions, certificate.ConditionIssuing); res.Reason == certificate.ReasonIssued && c != nil && c.Status == metav1.ConditionTrue {
-			note += "; issued because " + issuedBecause(c, crt.Name, before.Revision)
+			note += "; issued because " + issuedBecause(c)
 		}
 		r.event(&crt, eventType(res.Reason), res.Reason, string(res.Stage), note)
 	}
@@ -399,20 +399,20 @@ func failureOf(before, after *v1alpha1.CertificateStatus) string {
 }
 
 // issuedBecause says why an issuance began, from its Issuing condition:
-// the reason and the trigger's message — unless, while the request waited,
-// certlife replaced that message with what the issuer said about the
-// request ("request web-1 is waiting for the issuer: …"), which is no
-// reason for the issuance: then the reason alone.
-// The request is the next revision's, <certificate>-<revision>.
-func issuedBecause(issuing *metav1.Condition, name string, revision *int) string {
-	next := 1
-	if revision != nil {
-		next = *revision + 1
+// the reason and the trigger's words, which certlife keeps at the head of
+// the message while it adds what the issuance waits for ("secret web-tls
+// does not exist; request web-1 is waiting for the issuer: …").
+func issuedBecause(issuing *metav1.Condition) string {
+	why := issuing.Message
+	for _, sep := range []string{"; request ", "; no issuer has answered request "} {
+		if i := strings.Index(why, sep); i >= 0 {
+			why = why[:i]
+		}
 	}
-	if strings.Contains(issuing.Message, fmt.Sprintf("request %s-%d ", name, next)) {
+	if why == "" {
 		return issuing.Reason
 	}
-	return issuing.Reason + ": " + issuing.Message
+	return issuing.Reason + ": " + why
 }
 
 // quietReasons are the steps of an issuance no Event reports: an Event

@@ -206,21 +206,17 @@ func TestSpecChangeReissues(t *testing.T) {
 	})
 }
 
-// A failing issuer (a CA whose certificate has expired: certificate/localca
-// fails the request) fails the request; the certificate backs off and its
+// A failing issuer fails the request; the certificate backs off and its
 // status says until when; fixed, it issues once the backoff has passed,
-// not before.
+// not before. The issuer is an external one (another API group), played
+// by the test through the issuer contract, as any external issuer answers.
 func TestFailingIssuerBacksOff(t *testing.T) {
 	h := newHarness(t)
-	expired, err := localca.NewRoot(rand.Reader, "expired CA", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, h.clock.Now().Add(-48*time.Hour), 24*time.Hour)
-	require.NoError(t, err)
-	keyPEM, err := expired.KeyPEM()
-	require.NoError(t, err)
-	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ca-ca"}, Data: map[string][]byte{
-		keys.SecretCertificate: expired.CertificatePEM(), keys.SecretPrivateKey: keyPEM}})
-	h.create(&v1alpha1.Issuer{ObjectMeta: metav1.ObjectMeta{Name: "ca"}, Spec: v1alpha1.IssuerSpec{CA: &v1alpha1.CAIssuer{SecretName: "ca-ca"}}})
 	op := h.start()
-	h.create(h.certificate("web", "ca"))
+	h.create(h.certificate("web", "vault", func(s *v1alpha1.CertificateSpec) { s.IssuerRef.Group = "issuers.example.com" }))
+	h.answer("web-1", func(r *certificate.CertificateRequest) {
+		certificate.SetFailed(r, "the vault is sealed", h.clock.Now(), time.Time{})
+	})
 
 	var crt *v1alpha1.Certificate
 	h.eventually("the backoff in status", func() bool {
@@ -231,7 +227,7 @@ func TestFailingIssuerBacksOff(t *testing.T) {
 	require.NotNil(t, issuing)
 	assert.Equal(t, metav1.ConditionFalse, issuing.Status)
 	assert.Equal(t, certificate.ReasonIssuanceFailed, issuing.Reason)
-	assert.Contains(t, issuing.Message, `the CA certificate CN=expired CA expired at `+expired.Certificate().NotAfter.UTC().Format(time.RFC3339))
+	assert.Contains(t, issuing.Message, "the vault is sealed")
 	require.NotNil(t, crt.Status.LastFailureTime)
 	assert.Equal(t, 1, *crt.Status.FailedIssuanceAttempts)
 	// 1h after the first failure (backoff.Policy's default, no jitter).
@@ -240,20 +236,41 @@ func TestFailingIssuerBacksOff(t *testing.T) {
 	ready := condition(crt.Status.Conditions, certificate.ConditionReady)
 	require.NotNil(t, ready)
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
-	assert.Equal(t, float64(1), op.metric("certlife_certificate_issuance_failures_total", h.ns, "Issuer", "ca", certificate.ReasonIssuanceFailed))
+	assert.Equal(t, float64(1), op.metric("certlife_certificate_issuance_failures_total", h.ns, "Issuer", "vault", certificate.ReasonIssuanceFailed))
 
-	// The CA is fixed; nothing happens before the backoff ends.
-	require.NoError(t, k8s.Delete(h.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ca-ca", Namespace: h.ns}}))
-	h.caSecret("ca-ca")
+	// The issuer is fixed; nothing happens before the backoff ends.
 	h.clock.SetTime(crt.Status.Backoff.NextAttemptTime.Add(-time.Minute))
 	h.settle(op)
 	assert.Equal(t, []string{"web-1"}, requestNames(h), "no new attempt during the backoff")
 	assert.Nil(t, h.get("web").Status.Revision)
 
 	h.clock.SetTime(crt.Status.Backoff.NextAttemptTime.Add(time.Second))
+	ca, err := localca.NewRoot(rand.Reader, "vault", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, h.clock.Now().Add(-time.Hour), 24*time.Hour)
+	require.NoError(t, err)
+	h.answer("web-1", func(r *certificate.CertificateRequest) { require.NoError(t, ca.Issue(rand.Reader, r, h.clock.Now())) })
 	crt = h.waitReady("web", 1)
 	assert.Nil(t, crt.Status.Backoff, "the backoff is cleared")
 	assert.Nil(t, crt.Status.LastFailureTime)
+}
+
+// answer plays an external issuer: it waits for the request name that no
+// issuer has touched yet, answers it with answer, and writes its status.
+func (h *harness) answer(name string, answer func(*certificate.CertificateRequest)) {
+	h.t.Helper()
+	var req *v1alpha1.CertificateRequest
+	h.eventually("request "+name+", unanswered", func() bool {
+		for _, r := range h.requests() {
+			if r.Name == name && len(r.Status.Conditions) == 0 {
+				req = &r
+				return true
+			}
+		}
+		return false
+	})
+	core := operator.RequestToCore(req)
+	answer(core)
+	req.Status = operator.RequestStatusFromCore(core.Status)
+	require.NoError(h.t, k8s.Status().Update(h.ctx, req))
 }
 
 func requestNames(h *harness) []string {

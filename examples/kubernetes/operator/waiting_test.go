@@ -88,7 +88,7 @@ func TestIssuerNotReadyWaitsAndSaysWhy(t *testing.T) {
 			issuing := condition(crt.Status.Conditions, certificate.ConditionIssuing)
 			assert.Equal(t, metav1.ConditionTrue, issuing.Status)
 			assert.Equal(t, certificate.ReasonDoesNotExist, issuing.Reason, "why it is issued stays the reason")
-			assert.True(t, strings.HasPrefix(issuing.Message, "request web-1 is waiting for the issuer: "+want), "Issuing: %s", issuing.Message)
+			assert.True(t, strings.HasPrefix(issuing.Message, "secret web-tls does not exist; request web-1 is waiting for the issuer: "+want), "Issuing: %s", issuing.Message)
 			ready := condition(crt.Status.Conditions, certificate.ConditionReady)
 			assert.Equal(t, metav1.ConditionFalse, ready.Status)
 			assert.Equal(t, certificate.ReasonDoesNotExist, ready.Reason)
@@ -182,7 +182,7 @@ func TestIssuerRefNobodyServes(t *testing.T) {
 // the request waited.
 func issuedNote(crt *v1alpha1.Certificate) string {
 	return "issued revision 1 from request web-1, valid until " + crt.Status.NotAfter.UTC().Format(time.RFC3339) +
-		"; issued because " + certificate.ReasonDoesNotExist
+		"; issued because " + certificate.ReasonDoesNotExist + ": secret web-tls does not exist"
 }
 
 // issuer makes a CA Issuer signing with the Secret secretName, which the
