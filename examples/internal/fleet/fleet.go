@@ -56,11 +56,6 @@ type Config struct {
 	// the run while the fleet is still live (examples/fleet -memprofile).
 	HeapProfile io.Writer
 
-	// NoExpectations turns off the store's stand-in for the expectations
-	// the loop lacks (see README): with faults on, the loop then decides
-	// on reads that do not show its own last writes.
-	NoExpectations bool
-
 	// Trace, when set, receives a line for each write, loop pass and CA
 	// answer that concerns the certificate named TraceName (and its
 	// secrets and requests): how to read a violation's story.
@@ -374,7 +369,6 @@ func newShard(cfg Config, index int) (*shard, error) {
 	s.track = newTracker(cfg)
 	s.st = newStore(clk)
 	s.st.shared = [][]byte{s.ca.certPEM}
-	s.track.predecessorLeft = func(name, uid string) bool { return s.st.predecessorLeft("fleet", name, uid) }
 	s.st.observe = func(w write) {
 		s.trace(w.obj.Meta().Name, "write", describeWrite(w))
 		s.track.wrote(w, clk.Now())
@@ -385,7 +379,6 @@ func newShard(cfg Config, index int) (*shard, error) {
 			return time.Duration(int64(float64(2*StoreLag) * fraction("fleet-lag", key)))
 		}
 		s.st.crash = s.crash
-		s.st.expectations = !cfg.NoExpectations
 	}
 	if err := s.start(); err != nil {
 		return nil, err
@@ -407,7 +400,6 @@ func (s *shard) start() error {
 		iss = forgetless{s.ca}
 	}
 	s.st.unwatch()
-	s.st.restarted()
 	loop, err := host.New(host.Config{
 		Store: s.st, Clock: s.clk, Rand: rand.Reader,
 		Issuers:     map[certificate.IssuerRef]certificate.Issuer{issuerRef: iss},
