@@ -65,6 +65,10 @@ type store struct {
 
 	// keyLists are the key lists of labels and annotations objects carry.
 	keyLists map[string]*keyList
+
+	// staleReads counts the objects reads gave behind their latest write
+	// (or absent when created, or present when deleted).
+	staleReads int
 }
 
 type crashPoint uint8
@@ -472,6 +476,9 @@ func (c collection[T]) Get(_ context.Context, namespace, name string) (T, error)
 	k := objKey{namespace, name}
 	c.s.mu.Lock()
 	e := c.t.seen(k)
+	if _, ok := c.t.behind[k]; ok {
+		c.s.staleReads++
+	}
 	c.s.mu.Unlock()
 	if e == nil {
 		return nil, fmt.Errorf("%s %s/%s: %w", c.t.kind, namespace, name, host.ErrNotFound)
@@ -485,6 +492,9 @@ func (c collection[T]) List(_ context.Context, opts host.ListOptions) ([]T, erro
 	for _, k := range c.t.keys(opts) {
 		if e := c.t.seen(k); e != nil && (opts.Namespace == "" || k.namespace == opts.Namespace) {
 			es = append(es, e)
+			if _, ok := c.t.behind[k]; ok {
+				c.s.staleReads++
+			}
 		}
 	}
 	c.s.mu.Unlock()

@@ -138,6 +138,7 @@ func TestStoreLaggingReads(t *testing.T) {
 	require.NoError(t, err)
 	_, err = reqs.Get(ctx, "fleet", "web-1")
 	assert.ErrorIs(t, err, host.ErrNotFound, "not shown yet")
+	assert.Equal(t, 1, s.staleReads, "the read is counted as behind")
 	_, err = reqs.Create(ctx, request("web-1", "uid-web", "web"))
 	assert.ErrorIs(t, err, host.ErrAlreadyExists, "a create checks the latest state, not what reads show")
 
