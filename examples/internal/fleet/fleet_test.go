@@ -54,6 +54,7 @@ func TestDeterministic(t *testing.T) {
 		return out[:strings.Index(out, "wall time")]
 	}
 	require.Equal(t, strip(a), strip(b), "two runs of one seed differ")
+	require.Equal(t, a.Violations, b.Violations)
 	require.Empty(t, a.Violations, "violations")
 }
 
