@@ -64,12 +64,14 @@ type Config struct {
 
 	// For tests of the invariants: the CA is told of no deleted request
 	// (forgetless), the loop's backoff is another (backoff), every order
-	// stays pending this long (slowCA), the lagging store tells the loop
+	// stays pending this long (slowCA), the CA is down on these days
+	// instead of OutageDays (outageDays), the lagging store tells the loop
 	// that its reads show every write (claimAuthoritative), so the loop
 	// does not wait for its own writes to show before deciding again.
 	forgetless         bool
 	backoff            backoff.Policy
 	slowCA             time.Duration
+	outageDays         []int
 	claimAuthoritative bool
 }
 
@@ -535,7 +537,11 @@ func (s *shard) plan(r *certificate.CertificateRequest, now time.Time) (fault, t
 		return faultNone, wait
 	}
 	day := int(now.Sub(s.cfg.Start) / (24 * time.Hour))
-	for _, d := range OutageDays {
+	outages := OutageDays
+	if s.cfg.outageDays != nil {
+		outages = s.cfg.outageDays
+	}
+	for _, d := range outages {
 		if day == d {
 			return faultOutage, wait
 		}

@@ -230,10 +230,14 @@ func backoffDelay(n int32) time.Duration {
 }
 
 // nextAllowed is when the schedule allows the next attempt: zero when no
-// failure is recorded or a manual renewal came since.
+// failure is recorded, and the time of a manual renewal that came since
+// the last failure (which allows an attempt at once).
 func (st *certState) nextAllowed() int64 {
-	if st.lastFailure == 0 || st.manualAt > st.lastFailure {
+	switch {
+	case st.lastFailure == 0:
 		return 0
+	case st.manualAt > st.lastFailure:
+		return st.manualAt
 	}
 	next := st.lastFailure + int64(backoffDelay(max(st.failures, 1))/time.Second)
 	return max(next, st.retryAfter)
