@@ -30,7 +30,6 @@ func main() {
 	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "the run's seed")
 	flag.IntVar(&cfg.Shards, "shards", cfg.Shards, "independent hosts run in parallel (the result depends on this, not on the machine)")
 	all := flag.Bool("all", false, "print every violation (the summary shows the first 20)")
-	expectations := flag.Bool("expectations", true, "with -faults: the store refuses the loop reads that do not show its own last writes yet (a stand-in for expectations the loop lacks)")
 	flag.StringVar(&cfg.TraceName, "trace", "", "print every write, loop pass and CA answer of this certificate (and its secrets and requests)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	memProfile := flag.String("memprofile", "", "write a heap profile, taken at the end with the fleet live, to this file")
@@ -58,7 +57,6 @@ func main() {
 		cfg.HeapProfile = f
 		runtime.MemProfileRate = 4096 // a finer sample than the default 512 KB
 	}
-	cfg.NoExpectations = !*expectations
 	if cfg.TraceName != "" {
 		cfg.Trace = os.Stdout
 	}

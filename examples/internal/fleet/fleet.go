@@ -56,11 +56,6 @@ type Config struct {
 	// the run while the fleet is still live (examples/fleet -memprofile).
 	HeapProfile io.Writer
 
-	// NoExpectations turns off the store's stand-in for the expectations
-	// the loop lacks (see README): with faults on, the loop then decides
-	// on reads that do not show its own last writes.
-	NoExpectations bool
-
 	// Trace, when set, receives a line for each write, loop pass and CA
 	// answer that concerns the certificate named TraceName (and its
 	// secrets and requests): how to read a violation's story.
@@ -69,10 +64,15 @@ type Config struct {
 
 	// For tests of the invariants: the CA is told of no deleted request
 	// (forgetless), the loop's backoff is another (backoff), every order
-	// stays pending this long (slowCA).
-	forgetless bool
-	backoff    backoff.Policy
-	slowCA     time.Duration
+	// stays pending this long (slowCA), the CA is down on these days
+	// instead of OutageDays (outageDays), the lagging store tells the loop
+	// that its reads show every write (claimAuthoritative), so the loop
+	// does not wait for its own writes to show before deciding again.
+	forgetless         bool
+	backoff            backoff.Policy
+	slowCA             time.Duration
+	outageDays         []int
+	claimAuthoritative bool
 }
 
 // Defaults are the command's defaults: 10,000 certificates for a year,
@@ -177,6 +177,10 @@ type Summary struct {
 	// passes that met a conflict (a stale read), manual renewals, spec
 	// changes and re-creations mid-order.
 	Crashes, Restarts, Conflicts, ManualTriggers, SpecChanges, Recreations int
+	// StaleReads are the objects the store's reads (gets and list
+	// entries) gave older than their latest write, or gave when deleted
+	// or not when created: the lag the loop's expectations meet.
+	StaleReads int
 	// Passes of the loop over certificates, and its calls to the CA.
 	Passes, Answers int
 	// The CA: orders kept at most at once, orders answered after a delay,
@@ -227,7 +231,7 @@ func (s Summary) String() string {
 			parts[i] = k + " " + strconv.Itoa(s.Faults[k])
 		}
 		fmt.Fprintf(&b, "faults:                  CA: %s\n", strings.Join(parts, ", "))
-		fmt.Fprintf(&b, "                         host: %d crashed writes (%d process restarts), %d passes met a conflict\n", s.Crashes, s.Restarts, s.Conflicts)
+		fmt.Fprintf(&b, "                         host: %d crashed writes (%d process restarts), %d passes met a conflict, %d reads behind the latest write\n", s.Crashes, s.Restarts, s.Conflicts, s.StaleReads)
 		fmt.Fprintf(&b, "                         users: %d manual renewals, %d spec changes and %d re-creations mid-order\n", s.ManualTriggers, s.SpecChanges, s.Recreations)
 	}
 	fmt.Fprintf(&b, "wall time:               %.1fs\n", s.Wall.Seconds())
@@ -283,6 +287,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		sum.Crashes += s.crashes
 		sum.Restarts += s.restarts
 		sum.Conflicts += s.conflicts
+		sum.StaleReads += s.st.staleReads
 		sum.ManualTriggers += s.manual
 		sum.SpecChanges += s.specChanges
 		sum.Recreations += s.recreations
@@ -374,7 +379,6 @@ func newShard(cfg Config, index int) (*shard, error) {
 	s.track = newTracker(cfg)
 	s.st = newStore(clk)
 	s.st.shared = [][]byte{s.ca.certPEM}
-	s.track.predecessorLeft = func(name, uid string) bool { return s.st.predecessorLeft("fleet", name, uid) }
 	s.st.observe = func(w write) {
 		s.trace(w.obj.Meta().Name, "write", describeWrite(w))
 		s.track.wrote(w, clk.Now())
@@ -385,7 +389,6 @@ func newShard(cfg Config, index int) (*shard, error) {
 			return time.Duration(int64(float64(2*StoreLag) * fraction("fleet-lag", key)))
 		}
 		s.st.crash = s.crash
-		s.st.expectations = !cfg.NoExpectations
 	}
 	if err := s.start(); err != nil {
 		return nil, err
@@ -407,9 +410,12 @@ func (s *shard) start() error {
 		iss = forgetless{s.ca}
 	}
 	s.st.unwatch()
-	s.st.restarted()
+	var st host.Store = s.st
+	if s.cfg.claimAuthoritative {
+		st = authoritative{s.st}
+	}
 	loop, err := host.New(host.Config{
-		Store: s.st, Clock: s.clk, Rand: rand.Reader,
+		Store: st, Clock: s.clk, Rand: rand.Reader,
 		Issuers:     map[certificate.IssuerRef]certificate.Issuer{issuerRef: iss},
 		Certificate: certificate.Config{Renewal: renewal.Options{Timing: renewal.Timing{Jitter: s.cfg.Jitter}}, Backoff: s.cfg.backoff},
 		Observe:     s.observe,
@@ -431,6 +437,13 @@ func (s *shard) drop() {
 type forgetless struct{ *ca }
 
 func (forgetless) Forget(context.Context, string, string) error { return nil }
+
+// authoritative is the store claiming that its reads show every write,
+// lagging or not: the invariants must catch the loop deciding on reads
+// that do not show its own last writes.
+type authoritative struct{ *store }
+
+func (authoritative) Authoritative() bool { return true }
 
 // chance is a deterministic draw: true with probability num/den for the
 // given parts and the seed.
@@ -524,7 +537,11 @@ func (s *shard) plan(r *certificate.CertificateRequest, now time.Time) (fault, t
 		return faultNone, wait
 	}
 	day := int(now.Sub(s.cfg.Start) / (24 * time.Hour))
-	for _, d := range OutageDays {
+	outages := OutageDays
+	if s.cfg.outageDays != nil {
+		outages = s.cfg.outageDays
+	}
+	for _, d := range outages {
 		if day == d {
 			return faultOutage, wait
 		}

@@ -3,7 +3,6 @@ package fleet
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/certlife/certlife/certificate"
@@ -38,20 +37,6 @@ const (
 	StateGrace = 10 * time.Minute
 )
 
-// Two kinds of violation come from known gaps of certificate/host, and
-// say so: KnownGap recognises them.
-const (
-	gapForget   = " [known gap of certificate/host: it tells the issuer of a deleted request after the delete lands, so a crash in between is never made good]"
-	gapCleanup  = " [known gap of certificate/host: a clean-up of what a deleted certificate owned that fails is left to the resync, which a store that reports its writes never gets by default]"
-	gapRecreate = " [known gap of certificate/host: it removes what a deleted certificate owned when a pass finds the certificate gone; one created again under the same name before that pass keeps its predecessor's requests and next keys, and its own requests' names collide with theirs]"
-)
-
-// KnownGap reports whether a violation comes from a known gap of the host
-// loop (certificate/host), which the README lists.
-func KnownGap(violation string) bool {
-	return strings.Contains(violation, "[known gap of certificate/host")
-}
-
 // tracker checks the invariants of one shard. It sees every write as it
 // lands in the store (the latest state, which no stale read can hide)
 // and every answer of the CA, and it checks them with rules of its own
@@ -72,9 +57,6 @@ type tracker struct {
 	// leaked are the requests whose orders were reported as outliving
 	// them.
 	leaked map[objKey]bool
-	// predecessorLeft reports whether requests of an earlier certificate
-	// of the same name are still there (the store's predecessorLeft).
-	predecessorLeft func(name, uid string) bool
 
 	issuances, renewals, failures, requests, expiries, excused int
 	// The longest waits seen against the bounds: a retry after the
@@ -114,16 +96,13 @@ type certState struct {
 	// needRevision: the spec changed; Ready=True counts only with a
 	// revision issued since.
 	needRevision bool
-	// gapped: it fell in a known gap of the host loop (and is left out of
-	// the longest un-Ready wait).
-	gapped      bool
-	notAfter    int64
-	renewalTime int64
-	lastFailure int64
-	retryAfter  int64
-	manualAt    int64
-	lastAttempt int64
-	lastRequest int64
+	notAfter     int64
+	renewalTime  int64
+	lastFailure  int64
+	retryAfter   int64
+	manualAt     int64
+	lastAttempt  int64
+	lastRequest  int64
 	// unreadySince is when the certificate last stopped being Ready (its
 	// creation, a spec change, an expiry, a status that says not Ready);
 	// zero while it is Ready: its status says Ready=True, for the current
@@ -251,10 +230,14 @@ func backoffDelay(n int32) time.Duration {
 }
 
 // nextAllowed is when the schedule allows the next attempt: zero when no
-// failure is recorded or a manual renewal came since.
+// failure is recorded, and the time of a manual renewal that came since
+// the last failure (which allows an attempt at once).
 func (st *certState) nextAllowed() int64 {
-	if st.lastFailure == 0 || st.manualAt > st.lastFailure {
+	switch {
+	case st.lastFailure == 0:
 		return 0
+	case st.manualAt > st.lastFailure:
+		return st.manualAt
 	}
 	next := st.lastFailure + int64(backoffDelay(max(st.failures, 1))/time.Second)
 	return max(next, st.retryAfter)
@@ -365,28 +348,13 @@ func (t *tracker) wroteStatus(st *certState, s certificate.Status, now time.Time
 func (t *tracker) readyAgain(st *certState, allowed int64, now time.Time) {
 	start := max(st.unreadySince, allowed)
 	if late := now.Sub(fromUnix(start)); late > 0 && st.policy != disabled {
-		gap := ""
 		if late > ReadyBound {
-			gap = t.gap(st)
-			t.violation("not ready", st.name, "Ready at %s, %v after %s (un-Ready since %s, next attempt allowed %s); the bound is %v%s",
-				stamp(now), late, stamp(fromUnix(start)), stamp(fromUnix(st.unreadySince)), stamp(fromUnix(allowed)), ReadyBound, gap)
+			t.violation("not ready", st.name, "Ready at %s, %v after %s (un-Ready since %s, next attempt allowed %s); the bound is %v",
+				stamp(now), late, stamp(fromUnix(start)), stamp(fromUnix(st.unreadySince)), stamp(fromUnix(allowed)), ReadyBound)
 		}
-		if gap == "" && !st.gapped {
-			t.maxUnready = max(t.maxUnready, late)
-		}
+		t.maxUnready = max(t.maxUnready, late)
 	}
 	st.unreadySince, st.needRevision = 0, false
-}
-
-// gap is the known gap a certificate that is not Ready falls in: created
-// again under its name while its predecessor's requests are still there,
-// it takes their names for its own.
-func (t *tracker) gap(st *certState) string {
-	if t.predecessorLeft != nil && t.predecessorLeft(st.name, st.uid) {
-		st.gapped = true
-		return gapRecreate
-	}
-	return ""
 }
 
 // renewalStarted counts a renewal in its minute, and for a certificate
@@ -426,12 +394,8 @@ func (t *tracker) afterStep(s *store, c *ca, now time.Time) {
 		case !c.holds(k.namespace, k.name) || s.hasRequest(k.namespace, k.name):
 			delete(t.gone, k)
 		case now.Unix()-g.since > int64(StateGrace/time.Second):
-			gap := ""
-			if s.crashedDelete(k) {
-				gap = gapForget
-			}
-			t.violation("issuer state", g.cert, "request %s has been gone since %s and the CA still keeps its order at %s: nobody told it%s",
-				k, stamp(fromUnix(g.since)), stamp(now), gap)
+			t.violation("issuer state", g.cert, "request %s has been gone since %s and the CA still keeps its order at %s: nobody told it",
+				k, stamp(fromUnix(g.since)), stamp(now))
 			delete(t.gone, k)
 			t.leaked[k] = true
 		}
@@ -473,8 +437,8 @@ func (t *tracker) sweep(now time.Time) {
 			case st.attemptsDue > 0 && st.notAfter-st.lastAttempt <= int64((BackoffMax+time.Hour)/time.Second):
 				t.excused++
 			default:
-				t.violation("expiry", st.name, "expired at %s: %d attempts since the renewal time %s (last %s)%s",
-					stamp(fromUnix(st.notAfter)), st.attemptsDue, stamp(fromUnix(st.renewalTime)), stamp(fromUnix(st.lastAttempt)), t.gap(st))
+				t.violation("expiry", st.name, "expired at %s: %d attempts since the renewal time %s (last %s)",
+					stamp(fromUnix(st.notAfter)), st.attemptsDue, stamp(fromUnix(st.renewalTime)), stamp(fromUnix(st.lastAttempt)))
 			}
 		}
 		if st.policy == disabled {
@@ -483,8 +447,8 @@ func (t *tracker) sweep(now time.Time) {
 		if st.unreadySince != 0 {
 			start := max(st.unreadySince, st.nextAllowed())
 			if late := n - start; late > int64(ReadyBound/time.Second) {
-				t.violation("not ready", st.name, "still not Ready at %s, %v after %s (un-Ready since %s, next attempt allowed %s); the bound is %v%s",
-					stamp(now), time.Duration(late)*time.Second, stamp(fromUnix(start)), stamp(fromUnix(st.unreadySince)), stamp(fromUnix(st.nextAllowed())), ReadyBound, t.gap(st))
+				t.violation("not ready", st.name, "still not Ready at %s, %v after %s (un-Ready since %s, next attempt allowed %s); the bound is %v",
+					stamp(now), time.Duration(late)*time.Second, stamp(fromUnix(start)), stamp(fromUnix(st.unreadySince)), stamp(fromUnix(st.nextAllowed())), ReadyBound)
 			}
 		}
 		if owed := st.retryOwed(); owed != 0 && n-owed > int64(RetryBound/time.Second) {
@@ -508,13 +472,7 @@ func (t *tracker) orphans(s *store, gone map[string]time.Time, now time.Time) {
 			}
 			at, ok := gone[e.meta.OwnerUID]
 			if ok && now.Sub(at) > OrphanBound {
-				gap := ""
-				if crashed, ok := s.crashedAt[kindIndex(tab.kind)][k]; ok && !crashed.Before(at) {
-					gap = gapCleanup
-				} else if st := t.state(e.maps.annotation(certificate.AnnotationCertificateName)); st != nil && !st.deleted && st.uid != e.meta.OwnerUID {
-					gap = gapRecreate
-				}
-				t.violation("orphan", k.name, "%s %s of certificate UID %s, deleted at %s, is still there at %s%s", tab.kind, k, e.meta.OwnerUID, stamp(at), stamp(now), gap)
+				t.violation("orphan", k.name, "%s %s of certificate UID %s, deleted at %s, is still there at %s", tab.kind, k, e.meta.OwnerUID, stamp(at), stamp(now))
 			}
 		}
 	}

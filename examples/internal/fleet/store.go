@@ -3,7 +3,6 @@ package fleet
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -38,7 +37,8 @@ import (
 //     always check the latest state (a create of a name that exists fails,
 //     an update at an old resource version conflicts), as an API server
 //     does behind a stale informer cache. A lagging store is not
-//     host.Authoritative.
+//     host.Authoritative, so the loop waits for its own writes to show
+//     in the watch before it decides on their certificate again.
 //   - Crashing: a write may fail at chosen points (the host crashed
 //     before it, or after it landed and before it heard back).
 //
@@ -64,40 +64,13 @@ type store struct {
 	// a secret's copy is replaced by the shared one.
 	shared [][]byte
 
-	// expectations, when set, stands in for what the loop lacks: it does
-	// not decide on reads that do not show its own writes yet. A read of a
-	// certificate with writes of the current loop (epoch) to it, its
-	// secrets or its requests still pending fails with errNotCaughtUp, as
-	// does a read of a request with such writes pending; the loop tries
-	// again later (after 1 s, doubling). A restarted loop has no
-	// expectations: its predecessor's pending writes do not count.
-	expectations bool
-	epoch        uint64
-	expecting    map[string]int // certificate name → pending writes
-	expectingReq map[objKey]int // request → pending writes
-
 	// keyLists are the key lists of labels and annotations objects carry.
 	keyLists map[string]*keyList
 
-	// crashedDeletes are the requests whose delete landed and then
-	// crashed; crashedAt when each object's last crashed write was.
-	crashedDeletes map[objKey]bool
-	crashedAt      [3]map[objKey]time.Time
+	// staleReads counts the objects reads gave behind their latest write
+	// (or absent when created, or present when deleted).
+	staleReads int
 }
-
-// crashed records a write at a crash point. s.mu is not held.
-func (s *store) crashed(t *table, k objKey) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	i := kindIndex(t.kind)
-	if s.crashedAt[i] == nil {
-		s.crashedAt[i] = map[objKey]time.Time{}
-	}
-	s.crashedAt[i][k] = s.clock.Now()
-}
-
-// errNotCaughtUp is the read the expectations refuse.
-var errNotCaughtUp = errors.New("the cache does not show this host's last writes yet")
 
 type crashPoint uint8
 
@@ -121,16 +94,6 @@ type write struct {
 }
 
 var kinds = [3]host.Kind{host.KindCertificate, host.KindSecret, host.KindRequest}
-
-func kindIndex(k host.Kind) int {
-	switch k {
-	case host.KindCertificate:
-		return 0
-	case host.KindSecret:
-		return 1
-	}
-	return 2
-}
 
 func newStore(clk clock.PassiveClock) *store {
 	s := &store{clock: clk}
@@ -307,10 +270,6 @@ type pendingWrite struct {
 	e         *entry // nil for a delete
 	prev      *entry // the entry before, for a delete's watch event
 	visibleAt time.Time
-	// cert is the certificate a write of the loop of epoch concerns, for
-	// the expectations; epoch is 0 for a user's write.
-	cert  string
-	epoch uint64
 }
 
 func newTable(k host.Kind) *table {
@@ -397,9 +356,8 @@ func (t *table) keys(opts host.ListOptions) []objKey {
 
 // put makes a write to k: it lands in items at once and shows in reads
 // after lag (never before an earlier write of the kind). It returns the
-// changes that show now and the pending writes among them, and whether
-// this one waits.
-func (t *table) put(k objKey, e *entry, lag time.Duration, now time.Time, tag pendingWrite) (chs []host.Change, shown []pendingWrite, queued bool) {
+// changes that show now.
+func (t *table) put(k objKey, e *entry, lag time.Duration, now time.Time) []host.Change {
 	prev := t.items[k]
 	if e == nil {
 		delete(t.items, k)
@@ -416,7 +374,7 @@ func (t *table) put(k objKey, e *entry, lag time.Duration, now time.Time, tag pe
 		if len(t.pending) == 0 && !at.After(now) {
 			// Nothing of this kind is pending: reads see it at once.
 			t.unindex(k, []string{prev.owner()}, []string{prev.secretName()}, e)
-			return []host.Change{t.change(k, e, prev)}, nil, false
+			return []host.Change{t.change(k, e, prev)}
 		}
 		l = &lagging{seen: prev}
 		t.behind[k] = l
@@ -424,15 +382,13 @@ func (t *table) put(k objKey, e *entry, lag time.Duration, now time.Time, tag pe
 	l.pending++
 	l.staleOwners = append(l.staleOwners, prev.owner())
 	l.staleSecrets = append(l.staleSecrets, prev.secretName())
-	tag.key, tag.e, tag.prev, tag.visibleAt = k, e, prev, at
-	t.pending = append(t.pending, tag)
-	chs, shown = t.flush(now)
-	return chs, shown, true
+	t.pending = append(t.pending, pendingWrite{key: k, e: e, prev: prev, visibleAt: at})
+	return t.flush(now)
 }
 
 // flush shows every write due by now, in order, and returns their
-// changes and the writes.
-func (t *table) flush(now time.Time) (out []host.Change, shown []pendingWrite) {
+// changes.
+func (t *table) flush(now time.Time) (out []host.Change) {
 	i := 0
 	for ; i < len(t.pending); i++ {
 		p := t.pending[i]
@@ -447,7 +403,6 @@ func (t *table) flush(now time.Time) (out []host.Change, shown []pendingWrite) {
 			t.unindex(p.key, l.staleOwners, l.staleSecrets, t.items[p.key])
 		}
 		out = append(out, t.change(p.key, p.e, p.prev))
-		shown = append(shown, p)
 	}
 	if i > 0 {
 		n := copy(t.pending, t.pending[i:])
@@ -460,7 +415,7 @@ func (t *table) flush(now time.Time) (out []host.Change, shown []pendingWrite) {
 			t.behind = map[objKey]*lagging{}
 		}
 	}
-	return out, shown
+	return out
 }
 
 func (t *table) change(k objKey, e, prev *entry) host.Change {
@@ -497,9 +452,7 @@ func (s *store) show() {
 	s.mu.Lock()
 	var chs []host.Change
 	for _, t := range s.tables {
-		c, shown := t.flush(now)
-		chs = append(chs, c...)
-		s.caughtUp(t.kind, shown)
+		chs = append(chs, t.flush(now)...)
 	}
 	watchers := s.watchers
 	s.mu.Unlock()
@@ -523,11 +476,10 @@ type collection[T host.Object] struct {
 func (c collection[T]) Get(_ context.Context, namespace, name string) (T, error) {
 	k := objKey{namespace, name}
 	c.s.mu.Lock()
-	if c.s.expectations && (c.t.kind == host.KindCertificate && c.s.expecting[name] > 0 || c.t.kind == host.KindRequest && c.s.expectingReq[k] > 0) {
-		c.s.mu.Unlock()
-		return nil, fmt.Errorf("%s %s: %w", c.t.kind, k, errNotCaughtUp)
-	}
 	e := c.t.seen(k)
+	if _, ok := c.t.behind[k]; ok {
+		c.s.staleReads++
+	}
 	c.s.mu.Unlock()
 	if e == nil {
 		return nil, fmt.Errorf("%s %s/%s: %w", c.t.kind, namespace, name, host.ErrNotFound)
@@ -541,6 +493,9 @@ func (c collection[T]) List(_ context.Context, opts host.ListOptions) ([]T, erro
 	for _, k := range c.t.keys(opts) {
 		if e := c.t.seen(k); e != nil && (opts.Namespace == "" || k.namespace == opts.Namespace) {
 			es = append(es, e)
+			if _, ok := c.t.behind[k]; ok {
+				c.s.staleReads++
+			}
 		}
 	}
 	c.s.mu.Unlock()
@@ -585,7 +540,6 @@ func (s *store) write(t *table, obj object, create, user bool) (object, error) {
 	cp := noCrash
 	if s.crash != nil && !user {
 		if cp = s.crash(t.kind, m.Name); cp == crashBefore {
-			s.crashed(t, k)
 			return nil, fmt.Errorf("%s %s: %w", t.kind, k, errCrash)
 		}
 	}
@@ -626,7 +580,7 @@ func (s *store) write(t *table, obj object, create, user bool) (object, error) {
 	if s.lagOf != nil {
 		lag = s.lagOf(t.kind, m.Name, s.version)
 	}
-	chs := s.put(t, k, e, lag, now, user)
+	chs := t.put(k, e, lag, now)
 	watchers := s.watchers
 	s.mu.Unlock()
 	if s.observe != nil {
@@ -634,7 +588,6 @@ func (s *store) write(t *table, obj object, create, user bool) (object, error) {
 	}
 	s.tell(watchers, chs)
 	if cp == crashAfter {
-		s.crashed(t, k)
 		return nil, fmt.Errorf("%s %s was written, then %w", t.kind, k, errCrash)
 	}
 	return unpackAny(t.kind, e), nil
@@ -645,7 +598,6 @@ func (s *store) remove(t *table, k objKey, user bool) error {
 	cp := noCrash
 	if s.crash != nil && !user {
 		if cp = s.crash(t.kind, k.name); cp == crashBefore {
-			s.crashed(t, k)
 			return fmt.Errorf("%s %s: %w", t.kind, k, errCrash)
 		}
 	}
@@ -660,7 +612,7 @@ func (s *store) remove(t *table, k objKey, user bool) error {
 	if s.lagOf != nil {
 		lag = s.lagOf(t.kind, k.name, s.version)
 	}
-	chs := s.put(t, k, nil, lag, s.clock.Now(), user)
+	chs := t.put(k, nil, lag, s.clock.Now())
 	watchers := s.watchers
 	s.mu.Unlock()
 	if s.observe != nil {
@@ -668,81 +620,9 @@ func (s *store) remove(t *table, k objKey, user bool) error {
 	}
 	s.tell(watchers, chs)
 	if cp == crashAfter {
-		s.crashed(t, k)
-		if t.kind == host.KindRequest {
-			s.mu.Lock()
-			if s.crashedDeletes == nil {
-				s.crashedDeletes = map[objKey]bool{}
-			}
-			s.crashedDeletes[k] = true
-			s.mu.Unlock()
-		}
 		return fmt.Errorf("%s %s was deleted, then %w", t.kind, k, errCrash)
 	}
 	return nil
-}
-
-// put makes a write in t and keeps the expectations. s.mu is held.
-func (s *store) put(t *table, k objKey, e *entry, lag time.Duration, now time.Time, user bool) []host.Change {
-	tag := pendingWrite{}
-	if !user {
-		tag.epoch = s.epoch
-		tag.cert = k.name
-		if t.kind != host.KindCertificate {
-			src := e
-			if src == nil {
-				src = t.items[k]
-			}
-			if src == nil {
-				src = t.seen(k)
-			}
-			tag.cert = ""
-			if src != nil {
-				tag.cert = src.maps.annotation(certificate.AnnotationCertificateName)
-			}
-		}
-	}
-	chs, shown, queued := t.put(k, e, lag, now, tag)
-	if queued && !user {
-		if s.expecting == nil {
-			s.expecting, s.expectingReq = map[string]int{}, map[objKey]int{}
-		}
-		if tag.cert != "" {
-			s.expecting[tag.cert]++
-		}
-		if t.kind == host.KindRequest {
-			s.expectingReq[k]++
-		}
-	}
-	s.caughtUp(t.kind, shown)
-	return chs
-}
-
-// caughtUp drops the expectations of writes that show now. s.mu is held.
-func (s *store) caughtUp(kind host.Kind, shown []pendingWrite) {
-	for _, p := range shown {
-		if p.epoch == 0 || p.epoch != s.epoch || s.expecting == nil {
-			continue
-		}
-		if p.cert != "" {
-			if s.expecting[p.cert]--; s.expecting[p.cert] <= 0 {
-				delete(s.expecting, p.cert)
-			}
-		}
-		if kind == host.KindRequest {
-			if s.expectingReq[p.key]--; s.expectingReq[p.key] <= 0 {
-				delete(s.expectingReq, p.key)
-			}
-		}
-	}
-}
-
-// restarted: a new loop, with no expectations, writes from now on.
-func (s *store) restarted() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.epoch++
-	s.expecting, s.expectingReq = nil, nil
 }
 
 // share replaces the bytes of a secret that other objects already hold:
@@ -954,27 +834,6 @@ func (s *store) hasRequest(namespace, name string) bool {
 	return s.tables[2].items[objKey{namespace, name}] != nil
 }
 
-// crashedDelete reports whether the request's delete landed and then
-// crashed.
-func (s *store) crashedDelete(k objKey) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.crashedDeletes[k]
-}
-
-// predecessorLeft reports whether requests of an earlier certificate of
-// the same name (another UID) are still there.
-func (s *store) predecessorLeft(namespace, cert, uid string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, e := range s.tables[2].items {
-		if k.namespace == namespace && e.meta.OwnerUID != uid && e.maps.annotation(certificate.AnnotationCertificateName) == cert {
-			return true
-		}
-	}
-	return false
-}
-
 // latestCertificate is the certificate as it is now, whatever reads show;
 // nil when it does not exist. The caller must not change it.
 func (s *store) latestCertificate(namespace, name string) *certificate.Certificate {
@@ -986,8 +845,8 @@ func (s *store) latestCertificate(namespace, name string) *certificate.Certifica
 	return nil
 }
 
-// userUpdate writes a certificate as a user does (kubectl): it never
-// crashes, and checks the resource version.
+// userWrite creates or updates a certificate as a user does (kubectl):
+// it never crashes, and an update checks the resource version.
 func (s *store) userWrite(c *certificate.Certificate, create bool) error {
 	_, err := s.write(s.tables[0], c, create, true)
 	return err

@@ -138,6 +138,7 @@ func TestStoreLaggingReads(t *testing.T) {
 	require.NoError(t, err)
 	_, err = reqs.Get(ctx, "fleet", "web-1")
 	assert.ErrorIs(t, err, host.ErrNotFound, "not shown yet")
+	assert.Equal(t, 1, s.staleReads, "the read is counted as behind")
 	_, err = reqs.Create(ctx, request("web-1", "uid-web", "web"))
 	assert.ErrorIs(t, err, host.ErrAlreadyExists, "a create checks the latest state, not what reads show")
 
@@ -175,43 +176,6 @@ func names[T host.Object](objs []T) []string {
 		out = append(out, o.Meta().Name)
 	}
 	return out
-}
-
-// The expectations refuse the loop a read of a certificate while its own
-// writes for it do not show — but not a user's writes, and not a
-// restarted loop's predecessor's.
-func TestStoreExpectations(t *testing.T) {
-	ctx := context.Background()
-	clk := testingclock.NewFakeClock(t0)
-	s := newStore(clk)
-	s.expectations = true
-	s.lagOf = func(host.Kind, string, uint64) time.Duration { return 5 * time.Second }
-	s.restarted()
-	require.NoError(t, s.userWrite(fleetCertificate(Defaults(), 1), true))
-	clk.Step(5 * time.Second)
-	s.show()
-	_, err := s.Certificates().Get(ctx, "fleet", "c00001")
-	require.NoError(t, err, "a user's write is not expected")
-
-	_, err = s.Requests().Create(ctx, request("c00001-1", "uid-c00001", "c00001"))
-	require.NoError(t, err)
-	_, err = s.Certificates().Get(ctx, "fleet", "c00001")
-	assert.ErrorIs(t, err, errNotCaughtUp, "the loop's request for it does not show yet")
-	_, err = s.Requests().Get(ctx, "fleet", "c00001-1")
-	assert.ErrorIs(t, err, errNotCaughtUp)
-	_, err = s.Certificates().Get(ctx, "fleet", "c00002")
-	assert.ErrorIs(t, err, host.ErrNotFound, "other certificates are read as usual")
-
-	clk.Step(5 * time.Second)
-	s.show()
-	_, err = s.Certificates().Get(ctx, "fleet", "c00001")
-	require.NoError(t, err, "caught up")
-
-	_, err = s.Requests().Create(ctx, request("c00001-2", "uid-c00001", "c00001"))
-	require.NoError(t, err)
-	s.restarted()
-	_, err = s.Certificates().Get(ctx, "fleet", "c00001")
-	require.NoError(t, err, "a restarted loop expects nothing: it reads stale state")
 }
 
 // The store against a plain model: random creates, updates and deletes
