@@ -566,9 +566,10 @@ func TestFaultMatrix(t *testing.T) {
 		})
 		took := e.run("bad certificate", 5*time.Minute, e.failedWith("a", certificate.ReasonIssuanceFailed, "key"))
 		assert.Equal(t, 2, e.wire.count("newOrder"), "ordered again once before failing")
+		failure := e.cert("a").Status.Condition(certificate.ConditionIssuing).Message
 		e.wire.set(nil)
 		took2 := e.run("after the backoff", 2*time.Hour, e.ready("a"))
-		e.report("bad certificate: failed after %v having ordered twice (%q); Ready %v later, after the backoff", took.Round(time.Second), e.cert("a").Status.Conditions, took2.Round(time.Minute))
+		e.report("bad certificate: failed after %v having ordered twice (%q); Ready %v later, after the backoff", took.Round(time.Second), failure, took2.Round(time.Minute))
 		e.noStateOutlivesItsRequest()
 	})
 
