@@ -4,7 +4,7 @@
 // returns a [Result] — the actions to carry out, when to look again, and
 // why.
 //
-// The stages are [Trigger], [Keymanager], [Requestmanager], [Issuing] and
+// The stages are [Trigger], [KeyManager], [RequestManager], [Issue] and
 // [Readiness]; [Reconcile] runs them in order on one snapshot, each with the
 // effects of the ones before it applied, and returns one result with a
 // single UpdateStatus last. Calling the stages one after another, with the

@@ -19,15 +19,15 @@ const (
 	// ReasonIncorrectIssuer: the secret's issuer annotations name another
 	// issuer than spec.issuerRef.
 	ReasonIncorrectIssuer = "IncorrectIssuer"
-	// ReasonSecretOwnedByOther: the secret's certificate-name annotation
+	// ReasonSecretOwnedByOtherCertificate: the secret's certificate-name annotation
 	// names another certificate, which no longer claims the secret.
-	ReasonSecretOwnedByOther = "SecretOwnedByOtherCertificate"
-	// ReasonKeyMismatchesSpec: the key in the secret does not meet
+	ReasonSecretOwnedByOtherCertificate = "SecretOwnedByOtherCertificate"
+	// ReasonPrivateKeyMismatchesSpec: the key in the secret does not meet
 	// spec.privateKey.
-	ReasonKeyMismatchesSpec = "PrivateKeyMismatchesSpec"
-	// ReasonKeyMismatchesRequest: the key in the secret is not the key of
+	ReasonPrivateKeyMismatchesSpec = "PrivateKeyMismatchesSpec"
+	// ReasonSecretKeyMismatchesRequest: the key in the secret is not the key of
 	// the request that issued the current revision.
-	ReasonKeyMismatchesRequest = "SecretKeyMismatchesRequest"
+	ReasonSecretKeyMismatchesRequest = "SecretKeyMismatchesRequest"
 	// ReasonRequestChanged: the request of the current revision no longer
 	// matches the spec (names, subject, usages, isCA, issuer, duration, key
 	// spec).
@@ -128,9 +128,9 @@ const (
 	// ReasonSecretRepair: the secret drifted (see ReasonSecretDrifted) and
 	// is rewritten from the key and chain it holds.
 	ReasonSecretRepair = "SecretRepair"
-	// ReasonRotationBlocked: rotation policy Never, but the key in the
+	// ReasonRotationNeverKeyMismatch: rotation policy Never, but the key in the
 	// secret cannot be reused.
-	ReasonRotationBlocked = "RotationNeverKeyMismatch"
+	ReasonRotationNeverKeyMismatch = "RotationNeverKeyMismatch"
 	// ReasonIssuerNotAnswering: no issuer has touched the request of the
 	// next revision (no Ready condition) within Config.IssuerGrace of its
 	// creation. The Issuing condition's message (and Ready's, while the
@@ -150,9 +150,9 @@ const (
 	// ReasonInvalidRequest: the issuer found the request invalid (its
 	// InvalidRequest condition).
 	ReasonInvalidRequest = "InvalidRequest"
-	// ReasonIssuanceFailed: the issuer failed the request (Ready=False,
+	// ReasonFailed: the issuer failed the request (Ready=False,
 	// reason Failed).
-	ReasonIssuanceFailed = "Failed"
+	ReasonFailed = "Failed"
 	// ReasonIssuedUndecodable: the issuer returned a chain, or a CA, that
 	// cannot be decoded.
 	ReasonIssuedUndecodable = "IssuedUndecodable"

@@ -9,9 +9,9 @@ func runStage(st Stage, p *pass, now time.Time, cfg Config) Result {
 	switch st {
 	case StageTrigger:
 		return trigger(p, now, cfg)
-	case StageKeymanager:
+	case StageKeyManager:
 		return keymanager(p)
-	case StageRequestmanager:
+	case StageRequestManager:
 		return requestmanager(p, now)
 	case StageIssuing:
 		return issuingStage(p, now, cfg)

@@ -15,7 +15,7 @@ func TestReconcileSaysWhichStageActedAndWhy(t *testing.T) {
 	s, _ := f.healthy(t0.Add(-10 * 24 * time.Hour))
 	s.Secret = nil
 	res := Reconcile(s, t0, Config{})
-	assert.Equal(t, StageKeymanager, res.Stage)
+	assert.Equal(t, StageKeyManager, res.Stage)
 	assert.Equal(t, ReasonWaitingForKey, res.Reason)
 	assert.Equal(t, ReasonDoesNotExist, res.IssuanceReason)
 	assert.Equal(t, "secret web-tls does not exist", res.IssuanceMessage)
@@ -26,8 +26,8 @@ func TestReconcileSaysWhichStageActedAndWhy(t *testing.T) {
 		acted  bool
 	}{
 		{StageTrigger, ReasonDoesNotExist, true},
-		{StageKeymanager, ReasonWaitingForKey, true},
-		{StageRequestmanager, ReasonWaitingForKey, false},
+		{StageKeyManager, ReasonWaitingForKey, true},
+		{StageRequestManager, ReasonWaitingForKey, false},
 		{StageIssuing, ReasonRequestPending, false},
 		{StageReadiness, ReasonDoesNotExist, true},
 	}

@@ -24,8 +24,8 @@ import (
 // left for the next pass, as Reconcile documents.
 func stagesInTurn(t testing.TB, s *Snapshot, now time.Time, cfg Config) Result {
 	stage := map[Stage]func(*Snapshot, time.Time, Config) Result{
-		StageTrigger: Trigger, StageKeymanager: Keymanager, StageRequestmanager: Requestmanager,
-		StageIssuing: Issuing, StageReadiness: Readiness,
+		StageTrigger: Trigger, StageKeyManager: KeyManager, StageRequestManager: RequestManager,
+		StageIssuing: Issue, StageReadiness: Readiness,
 	}
 	cur := shallowSnapshot(s)
 	var out Result

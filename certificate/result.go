@@ -108,14 +108,14 @@ type Stage string
 // The stages, in the order Reconcile runs them.
 const (
 	StageTrigger        Stage = "trigger"
-	StageKeymanager     Stage = "keymanager"
-	StageRequestmanager Stage = "requestmanager"
+	StageKeyManager     Stage = "keymanager"
+	StageRequestManager Stage = "requestmanager"
 	StageIssuing        Stage = "issuing"
 	StageReadiness      Stage = "readiness"
 )
 
 // Stages lists the stages in the order Reconcile runs them.
-var Stages = []Stage{StageTrigger, StageKeymanager, StageRequestmanager, StageIssuing, StageReadiness}
+var Stages = []Stage{StageTrigger, StageKeyManager, StageRequestManager, StageIssuing, StageReadiness}
 
 // Result is a decision: the actions to carry out in order, when to look
 // again, and why.
