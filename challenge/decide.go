@@ -92,18 +92,19 @@ func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 // than a second apart.
 func stampMilli(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
 
-// Reasons of a Result.
+// Reasons of a Result. Each constant is named after its value: ReasonX is
+// "X".
 const (
-	ReasonNotScheduled = "NotScheduled"
-	ReasonSyncing      = "Syncing"
-	ReasonPresenting   = "Presenting"
-	ReasonSelfChecking = "SelfChecking"
-	ReasonWaitingBeforeAccept      = "WaitingBeforeAccept"
-	ReasonAccepting    = "Accepting"
-	ReasonWaitingForAuthorization   = "WaitingForAuthorization"
-	ReasonFinished     = "Finished"
-	ReasonRetryingAfterError     = "RetryingAfterError"
-	ReasonCleaningUp   = "CleaningUp"
+	ReasonNotScheduled            = "NotScheduled"
+	ReasonSyncing                 = "Syncing"
+	ReasonPresenting              = "Presenting"
+	ReasonSelfChecking            = "SelfChecking"
+	ReasonWaitingBeforeAccept     = "WaitingBeforeAccept"
+	ReasonAccepting               = "Accepting"
+	ReasonWaitingForAuthorization = "WaitingForAuthorization"
+	ReasonFinished                = "Finished"
+	ReasonRetryingAfterError      = "RetryingAfterError"
+	ReasonCleaningUp              = "CleaningUp"
 	// ReasonYieldingSlot: a challenge waiting long for a retry gives its
 	// scheduler slot back until its next attempt.
 	ReasonYieldingSlot = "YieldingSlot"

@@ -39,8 +39,10 @@ func TestChallengeRetriesArrive(t *testing.T) {
 	}{
 		"a failed accept without Retry-After is retried 5 s after it failed, not 5 s after each look": {
 			status: withError(presentedAndChecked(), 1, -2*time.Second),
-			want:   func(Status) Result { return Result{RequeueAt: t0.Add(3 * time.Second), Reason: ReasonRetryingAfterError} },
-			why:    "attempt 1 of 10",
+			want: func(Status) Result {
+				return Result{RequeueAt: t0.Add(3 * time.Second), Reason: ReasonRetryingAfterError}
+			},
+			why: "attempt 1 of 10",
 		},
 		"at that deadline, nothing changed, the challenge is read before it is accepted again (RFC 8555 §7.5)": {
 			status: withError(presentedAndChecked(), 1, -2*time.Second), now: 3 * time.Second,
@@ -66,8 +68,10 @@ func TestChallengeRetriesArrive(t *testing.T) {
 				st.FailedAttempts, st.SyncedAt, st.State = 1, tp(t0.Add(-time.Second)), StateProcessing
 				return st
 			}(),
-			want: func(Status) Result { return Result{RequeueAt: t0.Add(4 * time.Second), Reason: ReasonWaitingForAuthorization} },
-			why:  "the server is validating",
+			want: func(Status) Result {
+				return Result{RequeueAt: t0.Add(4 * time.Second), Reason: ReasonWaitingForAuthorization}
+			},
+			why: "the server is validating",
 		},
 		"after a 503 on the authorization read, the read comes 5 s later, not once a day": {
 			status: func() Status {
@@ -109,8 +113,10 @@ func TestChallengeRetriesArrive(t *testing.T) {
 				st.Accepted, st.State = true, StateProcessing
 				return st
 			}(),
-			want: func(Status) Result { return Result{RequeueAt: t0.Add(160 * time.Second), Reason: ReasonRetryingAfterError} },
-			why:  "attempt 6 of 10",
+			want: func(Status) Result {
+				return Result{RequeueAt: t0.Add(160 * time.Second), Reason: ReasonRetryingAfterError}
+			},
+			why: "attempt 6 of 10",
 		},
 		"an accepted challenge whose read failed reads again at the deadline, not a poll interval later": {
 			status: func() Status {

@@ -62,22 +62,23 @@ func (c Config) ttl() time.Duration {
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-// Reasons of a Result.
+// Reasons of a Result. Each constant is named after its value: ReasonX is
+// "X".
 const (
-	ReasonCreating     = "Creating"
-	ReasonFetchingAuthorizations  = "FetchingAuthorizations"
-	ReasonManagingChallenges   = "ManagingChallenges"
-	ReasonWaitingForChallenges      = "WaitingForChallenges"
-	ReasonFinalizing   = "Finalizing"
-	ReasonFetchingCertificate     = "FetchingCertificate"
-	ReasonSyncing      = "Syncing"
-	ReasonDone         = "Done"
-	ReasonFailed       = "Failed"
+	ReasonCreating               = "Creating"
+	ReasonFetchingAuthorizations = "FetchingAuthorizations"
+	ReasonManagingChallenges     = "ManagingChallenges"
+	ReasonWaitingForChallenges   = "WaitingForChallenges"
+	ReasonFinalizing             = "Finalizing"
+	ReasonFetchingCertificate    = "FetchingCertificate"
+	ReasonSyncing                = "Syncing"
+	ReasonDone                   = "Done"
+	ReasonFailed                 = "Failed"
 	ReasonRetryingAfterError     = "RetryingAfterError"
-	ReasonSpecChanged  = "SpecChanged"
-	ReasonInvalidSpec  = "InvalidSpec"
-	ReasonNoSolver     = "NoSolver"
-	ReasonNoOrder = "NoOrder"
+	ReasonSpecChanged            = "SpecChanged"
+	ReasonInvalidSpec            = "InvalidSpec"
+	ReasonNoSolver               = "NoSolver"
+	ReasonNoOrder                = "NoOrder"
 	// ReasonWaitingForServer: the server's answer leaves the machine nothing
 	// to do (an order valid without a certificate URL, or still pending
 	// after every challenge finished); it reads the order again after a

@@ -50,14 +50,18 @@ func TestRetriesArrive(t *testing.T) {
 	}{
 		"a transient error without Retry-After waits 5 s from when it happened, not from each look": {
 			order: func() *Order { return failing(ready(newOrder()), 1, -3*time.Second, "503 Service Unavailable") },
-			want:  func(*Order) Result { return Result{RequeueAt: t0.Add(2 * time.Second), Reason: ReasonRetryingAfterError} },
-			why:   "attempt 1 of 10",
+			want: func(*Order) Result {
+				return Result{RequeueAt: t0.Add(2 * time.Second), Reason: ReasonRetryingAfterError}
+			},
+			why: "attempt 1 of 10",
 		},
 		"a look one second later waits for the same deadline": {
 			order: func() *Order { return failing(ready(newOrder()), 1, -3*time.Second, "503 Service Unavailable") },
 			now:   time.Second,
-			want:  func(*Order) Result { return Result{RequeueAt: t0.Add(2 * time.Second), Reason: ReasonRetryingAfterError} },
-			why:   "retrying at 2026-03-01T12:00:02Z",
+			want: func(*Order) Result {
+				return Result{RequeueAt: t0.Add(2 * time.Second), Reason: ReasonRetryingAfterError}
+			},
+			why: "retrying at 2026-03-01T12:00:02Z",
 		},
 		"at the deadline a ready order is read before it is finalized again (RFC 8555 §7.1.3)": {
 			order: func() *Order { return failing(ready(newOrder()), 1, -3*time.Second, "503 Service Unavailable") },
@@ -69,13 +73,17 @@ func TestRetriesArrive(t *testing.T) {
 		},
 		"the delay doubles with each failed attempt": {
 			order: func() *Order { return failing(ready(newOrder()), 3, 0, "429 rateLimited") },
-			want:  func(*Order) Result { return Result{RequeueAt: t0.Add(20 * time.Second), Reason: ReasonRetryingAfterError} },
-			why:   "attempt 3 of 10",
+			want: func(*Order) Result {
+				return Result{RequeueAt: t0.Add(20 * time.Second), Reason: ReasonRetryingAfterError}
+			},
+			why: "attempt 3 of 10",
 		},
 		"the delay stops growing at 5 minutes": {
 			order: func() *Order { return failing(ready(newOrder()), 9, 0, "timeout") },
-			want:  func(*Order) Result { return Result{RequeueAt: t0.Add(5 * time.Minute), Reason: ReasonRetryingAfterError} },
-			why:   "timeout",
+			want: func(*Order) Result {
+				return Result{RequeueAt: t0.Add(5 * time.Minute), Reason: ReasonRetryingAfterError}
+			},
+			why: "timeout",
 		},
 		"a rate limit's Retry-After is honoured, not hammered": {
 			order: func() *Order {
@@ -93,8 +101,10 @@ func TestRetriesArrive(t *testing.T) {
 				o.Status.RetryAfter = tp(t0)
 				return o
 			},
-			want: func(*Order) Result { return Result{RequeueAt: t0.Add(5 * time.Second), Reason: ReasonRetryingAfterError} },
-			why:  "retrying at",
+			want: func(*Order) Result {
+				return Result{RequeueAt: t0.Add(5 * time.Second), Reason: ReasonRetryingAfterError}
+			},
+			why: "retrying at",
 		},
 		"the tenth failed attempt fails the order, so the certificate's backoff takes over": {
 			order: func() *Order { return failing(ready(newOrder()), 10, 0, "503 Service Unavailable") },

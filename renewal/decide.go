@@ -103,7 +103,9 @@ const (
 	ConditionRenewalWindowsIgnored = "RenewalWindowsIgnored"
 )
 
-// Reasons of a Decision.
+// Reasons of a Decision. Each constant is named after its value, without
+// the "Renewal" the values begin with where they would stutter:
+// renewal.ReasonDue is "RenewalDue", renewal.ReasonNotDue is "NotDue".
 const (
 	// ReasonNotDue: the renewal time has not come.
 	ReasonNotDue = "NotDue"

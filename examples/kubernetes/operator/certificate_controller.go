@@ -428,7 +428,7 @@ var warningReasons = map[string]bool{
 	certificate.ReasonDenied: true, certificate.ReasonInvalidRequest: true, certificate.ReasonFailed: true,
 	certificate.ReasonIssuedUndecodable: true, certificate.ReasonIssuedWrongKey: true, certificate.ReasonIssuedExpired: true,
 	certificate.ReasonIssuedOtherNames: true, certificate.ReasonInvalidSpec: true, certificate.ReasonSecretInUse: true,
-	certificate.ReasonRotationNeverKeyMismatch: true, certificate.ReasonExpired: true, certificate.ReasonBackoff: true,
+	certificate.ReasonExpired: true, certificate.ReasonBackoff: true,
 	certificate.ReasonIssuerNotAnswering: true,
 }
 
