@@ -13,7 +13,7 @@ import (
 	"github.com/certlife/certlife/keys"
 )
 
-// Issue is the issuing stage. While Issue is True it acts on the
+// Issue is the issuing stage. While Issuing is True it acts on the
 // issuer's answer to the request of the next revision — but only once that
 // request is settled: its CSR must be for the next private key and the
 // request must still match the spec (everything it was made from, the key
@@ -23,7 +23,7 @@ import (
 // that races a CA failure is never held back by backoff, and a next-key
 // secret replaced by hand never counts as a CA failure.
 //
-// While the request is not answered, the Issue condition's message says
+// While the request is not answered, the Issuing condition's message says
 // why the certificate is being issued, as the trigger put it, and then
 // what the issuance waits for — its reason (DoesNotExist, Renewing, …)
 // stays: "secret web-tls does not exist; request web-1 is waiting for the
@@ -37,10 +37,10 @@ import (
 // chain that is undecodable, for another key, already expired, for other
 // names, or already due for renewal on arrival — is recorded as a failure
 // (lastFailureTime, failedIssuanceAttempts+1, the CA's Retry-After,
-// Issue=False with the request's own reason) so the backoff applies:
+// Issuing=False with the request's own reason) so the backoff applies:
 // never a silent retry loop, nor a re-issue loop. A settled request that
 // succeeded is written into the secret; the new revision is recorded, the
-// failure fields cleared and Issue removed, and the result asks to look
+// failure fields cleared and Issuing removed, and the result asks to look
 // again at once so the next pass cleans up.
 //
 // When not issuing it repairs: it records a revision an interrupted pass
