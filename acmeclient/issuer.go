@@ -241,9 +241,9 @@ func OrderName(r *certificate.CertificateRequest) string {
 	return r.Name + "-" + hex.EncodeToString(h.Sum(nil)[:4])
 }
 
-// ReasonAccount is the Result.Reason of a step that could not register
-// the ACME account.
-const ReasonAccount = "RegisteringAccount"
+// ReasonRegisteringAccount is the Result.Reason of a step that could not
+// register the ACME account.
+const ReasonRegisteringAccount = "RegisteringAccount"
 
 // maxRounds bounds the decide–carry out rounds of one Step; a request
 // with more to do is stepped again at once.
@@ -340,13 +340,13 @@ func (i *Issuer) storeFailed(r *certificate.CertificateRequest, retry Result, no
 		certificate.SetPending(r, "the ACME issuer cannot use its state store; trying again at "+retry.RequeueAt.UTC().Format(time.RFC3339)+": "+err.Error(), now)
 		retry.Changed = true
 	}
-	retry.Reason, retry.Message = ReasonStore, err.Error()
+	retry.Reason, retry.Message = ReasonStoreFailed, err.Error()
 	return retry, err
 }
 
-// ReasonStore is the Result.Reason of a step that could not read or
+// ReasonStoreFailed is the Result.Reason of a step that could not read or
 // write the issuer's Store.
-const ReasonStore = "StoreFailed"
+const ReasonStoreFailed = "StoreFailed"
 
 // storeError is an error of the issuer's Store.
 type storeError struct{ error }
@@ -371,11 +371,11 @@ func (i *Issuer) step(ctx context.Context, r *certificate.CertificateRequest, ke
 			if !ok {
 				at = now.Add(i.cfg.Order.RetryDelay(1))
 			}
-			return Result{RequeueAt: at, Reason: ReasonAccount, Message: "registering the ACME account: " + err.Error(), Err: err}, nil
+			return Result{RequeueAt: at, Reason: ReasonRegisteringAccount, Message: "registering the ACME account: " + err.Error(), Err: err}, nil
 		}
 		at, _ := RetryAfter(err)
 		certificate.SetFailed(r, "the ACME account: "+err.Error(), now, at)
-		return Result{Answered: true, Changed: true, Reason: ReasonAccount, Message: err.Error(), Err: err}, nil
+		return Result{Answered: true, Changed: true, Reason: ReasonRegisteringAccount, Message: err.Error(), Err: err}, nil
 	}
 	if st == nil {
 		spec, problem := i.orderSpec(r, account, now)

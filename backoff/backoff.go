@@ -36,7 +36,9 @@ const (
 )
 
 // Reasons a [Decision] carries. They are stable strings a host may put in a
-// condition or a metric label.
+// condition or a metric label. Each constant is named after its value,
+// without the "Backoff" a value begins with where it would stutter:
+// backoff.ReasonDisabled is "BackoffDisabled".
 const (
 	// ReasonNoFailure: no failure is recorded, nothing to wait for.
 	ReasonNoFailure = "NoFailure"
@@ -48,10 +50,10 @@ const (
 	ReasonRetryAllowed = "RetryAllowed"
 	// ReasonDisabled: the policy turns backoff off (negative Min).
 	ReasonDisabled = "BackoffDisabled"
-	// ReasonBeforeExpiry: the backoff or the CA's Retry-After would have
-	// waited past the certificate's expiry, so the retry was brought
+	// ReasonRetryBeforeExpiry: the backoff or the CA's Retry-After would
+	// have waited past the certificate's expiry, so the retry was brought
 	// forward to land before it; the wait until then has not passed.
-	ReasonBeforeExpiry = "RetryBeforeExpiry"
+	ReasonRetryBeforeExpiry = "RetryBeforeExpiry"
 )
 
 // ErrInvalidPolicy is wrapped by every error [Policy.Validate] returns.
@@ -202,11 +204,12 @@ func (p Policy) Delay(failedAttempts *int) time.Duration {
 // smaller of ExpiryMargin and half the validity left at the failure. It is
 // brought forward no closer than RetryFloor to the failure, so that an
 // attempt that fails just before expiry is not retried in a loop. The
-// Reason is then ReasonBeforeExpiry (while waiting), and the message says
-// the retry was brought forward and when the certificate expires. With no failure
-// recorded, a Retry-After is brought forward to in.NotAfter − ExpiryMargin
-// while now is before in.NotAfter. A certificate that had already expired
-// at the failure follows the schedule above unchanged.
+// Reason is then ReasonRetryBeforeExpiry (while waiting), and the message
+// says the retry was brought forward and when the certificate expires.
+// With no failure recorded, a Retry-After is brought forward to
+// in.NotAfter − ExpiryMargin while now is before in.NotAfter. A
+// certificate that had already expired at the failure follows the
+// schedule above unchanged.
 func (p Policy) Decide(in Input, now time.Time) Decision {
 	if in.LastFailure.IsZero() {
 		return decideRetryAfterOnly(in, now)
@@ -260,7 +263,7 @@ func (p Policy) Decide(in Input, now time.Time) Decision {
 		d.Reason = ReasonRetryAllowed
 		d.Message = fmt.Sprintf("%s: retry allowed since %s", why, stamp(next))
 	case clamped:
-		d.Wait, d.Reason = true, ReasonBeforeExpiry
+		d.Wait, d.Reason = true, ReasonRetryBeforeExpiry
 		d.Message = fmt.Sprintf("%s: next attempt at %s", why, stamp(next))
 	case caWaits:
 		d.Wait, d.Reason, d.Message = true, ReasonRetryAfter, why
@@ -300,7 +303,7 @@ func decideRetryAfterOnly(in Input, now time.Time) Decision {
 			if !now.Before(deadline) {
 				return Decision{NextAttempt: deadline, Reason: ReasonRetryAllowed, Message: fmt.Sprintf("%s: retry allowed since %s", why, stamp(deadline))}
 			}
-			return Decision{Wait: true, NextAttempt: deadline, Reason: ReasonBeforeExpiry, Message: fmt.Sprintf("%s: next attempt at %s", why, stamp(deadline))}
+			return Decision{Wait: true, NextAttempt: deadline, Reason: ReasonRetryBeforeExpiry, Message: fmt.Sprintf("%s: next attempt at %s", why, stamp(deadline))}
 		}
 	}
 	return Decision{Wait: true, NextAttempt: in.RetryAfter, Reason: ReasonRetryAfter, Message: why}

@@ -279,35 +279,35 @@ func TestRetryBeforeExpiry(t *testing.T) {
 	}{
 		"a ten-year Retry-After is brought forward to an hour before expiry": {
 			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), RetryAfter: tenYears, NotAfter: t0.Add(30 * day)},
-			now: t0, wantWait: true, wantNext: t0.Add(30*day - time.Hour), reason: ReasonBeforeExpiry,
+			now: t0, wantWait: true, wantNext: t0.Add(30*day - time.Hour), reason: ReasonRetryBeforeExpiry,
 		},
 		"a 32h backoff with 10h left is brought forward to an hour before expiry": {
 			in:  Input{LastFailure: t0, FailedAttempts: ptr(6), NotAfter: t0.Add(10 * time.Hour)},
-			now: t0, wantWait: true, wantNext: t0.Add(9 * time.Hour), reason: ReasonBeforeExpiry,
+			now: t0, wantWait: true, wantNext: t0.Add(9 * time.Hour), reason: ReasonRetryBeforeExpiry,
 		},
 		"with exactly 2h left the margin is the whole hour": {
 			in:  Input{LastFailure: t0, FailedAttempts: ptr(3), NotAfter: t0.Add(2 * time.Hour)},
-			now: t0, wantWait: true, wantNext: t0.Add(time.Hour), reason: ReasonBeforeExpiry,
+			now: t0, wantWait: true, wantNext: t0.Add(time.Hour), reason: ReasonRetryBeforeExpiry,
 		},
 		"with 2h less a second left the margin is half of it": {
 			in:  Input{LastFailure: t0, FailedAttempts: ptr(3), NotAfter: t0.Add(2*time.Hour - time.Second)},
-			now: t0, wantWait: true, wantNext: t0.Add(time.Hour - 500*time.Millisecond), reason: ReasonBeforeExpiry,
+			now: t0, wantWait: true, wantNext: t0.Add(time.Hour - 500*time.Millisecond), reason: ReasonRetryBeforeExpiry,
 		},
 		"with 20 minutes left the retry lands 10 minutes before expiry": {
 			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), NotAfter: t0.Add(20 * time.Minute)},
-			now: t0, wantWait: true, wantNext: t0.Add(10 * time.Minute), reason: ReasonBeforeExpiry,
+			now: t0, wantWait: true, wantNext: t0.Add(10 * time.Minute), reason: ReasonRetryBeforeExpiry,
 		},
 		"with exactly 2 minutes left the floor and the margin meet": {
 			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), NotAfter: t0.Add(2 * time.Minute)},
-			now: t0, wantWait: true, wantNext: t0.Add(time.Minute), reason: ReasonBeforeExpiry,
+			now: t0, wantWait: true, wantNext: t0.Add(time.Minute), reason: ReasonRetryBeforeExpiry,
 		},
 		"with 90 seconds left the floor holds the retry a minute after the failure": {
 			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), NotAfter: t0.Add(90 * time.Second)},
-			now: t0, wantWait: true, wantNext: t0.Add(time.Minute), reason: ReasonBeforeExpiry,
+			now: t0, wantWait: true, wantNext: t0.Add(time.Minute), reason: ReasonRetryBeforeExpiry,
 		},
 		"with 30 seconds left the floor still holds, though the retry lands after expiry": {
 			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), NotAfter: t0.Add(30 * time.Second)},
-			now: t0, wantWait: true, wantNext: t0.Add(time.Minute), reason: ReasonBeforeExpiry,
+			now: t0, wantWait: true, wantNext: t0.Add(time.Minute), reason: ReasonRetryBeforeExpiry,
 		},
 		"a backoff that ends before the deadline is unchanged": {
 			in:  Input{LastFailure: t0, FailedAttempts: ptr(3), NotAfter: t0.Add(30 * day)},
@@ -323,11 +323,11 @@ func TestRetryBeforeExpiry(t *testing.T) {
 		},
 		"a Retry-After a second past the deadline is brought forward": {
 			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), RetryAfter: t0.Add(29*time.Hour + time.Second), NotAfter: t0.Add(30 * time.Hour)},
-			now: t0, wantWait: true, wantNext: t0.Add(29 * time.Hour), reason: ReasonBeforeExpiry,
+			now: t0, wantWait: true, wantNext: t0.Add(29 * time.Hour), reason: ReasonRetryBeforeExpiry,
 		},
 		"a second before the brought-forward time it still waits": {
 			in:  Input{LastFailure: t0, FailedAttempts: ptr(6), RetryAfter: tenYears, NotAfter: t0.Add(10 * time.Hour)},
-			now: t0.Add(9*time.Hour - time.Second), wantWait: true, wantNext: t0.Add(9 * time.Hour), reason: ReasonBeforeExpiry,
+			now: t0.Add(9*time.Hour - time.Second), wantWait: true, wantNext: t0.Add(9 * time.Hour), reason: ReasonRetryBeforeExpiry,
 		},
 		"exactly at the brought-forward time a retry is allowed": {
 			in:  Input{LastFailure: t0, FailedAttempts: ptr(6), RetryAfter: tenYears, NotAfter: t0.Add(10 * time.Hour)},
@@ -347,7 +347,7 @@ func TestRetryBeforeExpiry(t *testing.T) {
 		},
 		"a failure a second before expiry is retried a minute later": {
 			in:  Input{LastFailure: t0, FailedAttempts: ptr(6), NotAfter: t0.Add(time.Second)},
-			now: t0, wantWait: true, wantNext: t0.Add(time.Minute), reason: ReasonBeforeExpiry,
+			now: t0, wantWait: true, wantNext: t0.Add(time.Minute), reason: ReasonRetryBeforeExpiry,
 		},
 		"a policy whose minimum is below the floor is never lengthened by it": {
 			policy: Policy{Min: 10 * time.Second, Max: time.Hour},
@@ -357,11 +357,11 @@ func TestRetryBeforeExpiry(t *testing.T) {
 		"with backoff off a ten-year Retry-After is brought forward too": {
 			policy: Policy{Min: -1},
 			in:     Input{LastFailure: t0, FailedAttempts: ptr(1), RetryAfter: tenYears, NotAfter: t0.Add(3 * day)},
-			now:    t0, wantWait: true, wantNext: t0.Add(3*day - time.Hour), reason: ReasonBeforeExpiry,
+			now:    t0, wantWait: true, wantNext: t0.Add(3*day - time.Hour), reason: ReasonRetryBeforeExpiry,
 		},
 		"with no failure recorded a ten-year Retry-After is brought forward to an hour before expiry": {
 			in:  Input{RetryAfter: tenYears, NotAfter: t0.Add(3 * day)},
-			now: t0, wantWait: true, wantNext: t0.Add(3*day - time.Hour), reason: ReasonBeforeExpiry,
+			now: t0, wantWait: true, wantNext: t0.Add(3*day - time.Hour), reason: ReasonRetryBeforeExpiry,
 		},
 		"with no failure recorded and less than an hour left a Retry-After holds nothing back": {
 			in:  Input{RetryAfter: tenYears, NotAfter: t0.Add(30 * time.Minute)},
@@ -378,7 +378,7 @@ func TestRetryBeforeExpiry(t *testing.T) {
 			require.Equal(t, tc.wantWait, got.Wait, "Decide().Wait (%s)", got.Message)
 			require.True(t, got.NextAttempt.Equal(tc.wantNext), "Decide().NextAttempt = %v, want %v (%s)", got.NextAttempt, tc.wantNext, got.Message)
 			require.Equal(t, tc.reason, got.Reason, "Decide().Reason (%s)", got.Message)
-			if got.Reason == ReasonBeforeExpiry || (got.Reason == ReasonRetryAllowed && !tc.in.NotAfter.IsZero()) {
+			if got.Reason == ReasonRetryBeforeExpiry || (got.Reason == ReasonRetryAllowed && !tc.in.NotAfter.IsZero()) {
 				require.Contains(t, got.Message, "brought forward to "+stamp(got.NextAttempt)+" because the certificate expires at "+stamp(tc.in.NotAfter))
 			} else {
 				require.NotContains(t, got.Message, "brought forward")
@@ -394,7 +394,7 @@ func TestRetryBeforeExpiryMessage(t *testing.T) {
 		Wait:        true,
 		NextAttempt: t0.Add(47 * time.Hour),
 		Delay:       2 * time.Hour,
-		Reason:      ReasonBeforeExpiry,
+		Reason:      ReasonRetryBeforeExpiry,
 		Message: "issuance failed 2 times in a row, last at 2026-03-01T12:00:00Z; backoff 2h0m0s, and the CA asked to wait until 2036-02-27T12:00:00Z; " +
 			"the retry is brought forward to 2026-03-03T11:00:00Z because the certificate expires at 2026-03-03T12:00:00Z: next attempt at 2026-03-03T11:00:00Z",
 	}

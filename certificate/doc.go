@@ -4,7 +4,7 @@
 // returns a [Result] — the actions to carry out, when to look again, and
 // why.
 //
-// The stages are [Trigger], [Keymanager], [Requestmanager], [Issuing] and
+// The stages are [Trigger], [KeyManager], [RequestManager], [Issue] and
 // [Readiness]; [Reconcile] runs them in order on one snapshot, each with the
 // effects of the ones before it applied, and returns one result with a
 // single UpdateStatus last. Calling the stages one after another, with the
@@ -99,8 +99,7 @@
 //
 // Decisions never read the clock, never draw randomness and never do I/O,
 // and keep nothing between calls: the same snapshot and time give the same
-// result, parsed from the snapshot's bytes each time. A healthy decision
-// costs microseconds (about five x509.ParseCertificate calls); a secret
-// with keystores costs milliseconds, since each keystore is opened with its
-// password to check it.
+// result, parsed from the snapshot's bytes each time. A secret with
+// keystores takes milliseconds to decide on, since each keystore is opened
+// with its password to check it.
 package certificate

@@ -129,7 +129,7 @@ func (p *fuzzPool) snapshot(r *fuzzReader) (*Snapshot, time.Time, Config) {
 	case 1, 2:
 		st.Conditions = append(st.Conditions, Condition{Type: ConditionIssuing, Status: StatusTrue, Reason: ReasonRenewing, LastTransitionTime: t0.Add(offsets[r.pick(3)]), ObservedGeneration: 1})
 	case 3:
-		st.Conditions = append(st.Conditions, Condition{Type: ConditionIssuing, Status: StatusFalse, Reason: ReasonIssuanceFailed, LastTransitionTime: t0.Add(-time.Hour), ObservedGeneration: 1})
+		st.Conditions = append(st.Conditions, Condition{Type: ConditionIssuing, Status: StatusFalse, Reason: ReasonFailed, LastTransitionTime: t0.Add(-time.Hour), ObservedGeneration: 1})
 	}
 	keySpec := c.Spec.KeySpec()
 	nextName := nextKeySecretName(c, nextRevision(c), keySpec)
@@ -402,7 +402,7 @@ func checkDecision(t *testing.T, s *Snapshot, now time.Time, cfg Config) {
 	checkActions(t, s, now, cfg, res)
 	// The issuing stage alone keeps them too: a host may run it on a
 	// snapshot where no requestmanager has removed an outdated request.
-	checkActions(t, s, now, cfg, Issuing(s, now, cfg))
+	checkActions(t, s, now, cfg, Issue(s, now, cfg))
 	// What the host stored is never lost: a write only replaces a secret
 	// the decision read, at the version it read.
 	for _, a := range res.Actions {

@@ -13,7 +13,7 @@ import (
 	"github.com/certlife/certlife/keys"
 )
 
-// Issuing is the issuing stage. While Issuing is True it acts on the
+// Issue is the issuing stage. While Issuing is True it acts on the
 // issuer's answer to the request of the next revision — but only once that
 // request is settled: its CSR must be for the next private key and the
 // request must still match the spec (everything it was made from, the key
@@ -48,7 +48,7 @@ import (
 // rewrites a secret that drifted around a certificate that is otherwise in
 // line (ReasonSecretDrifted) from the key and chain it holds — one write,
 // no new key, no new request, no backoff.
-func Issuing(s *Snapshot, now time.Time, cfg Config) Result {
+func Issue(s *Snapshot, now time.Time, cfg Config) Result {
 	if res, ok := checkInput(s, now, StageIssuing); !ok {
 		return res
 	}

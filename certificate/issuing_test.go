@@ -119,7 +119,7 @@ func TestIssuingSettlesBeforeActing(t *testing.T) {
 				tc.mutate(t, r)
 				attempts := r.s.Certificate.Status.FailedIssuanceAttempts
 
-				alone := Issuing(r.s, t0, Config{})
+				alone := Issue(r.s, t0, Config{})
 				assert.Equal(t, ReasonRequestOutdated, alone.Reason, alone.Message)
 				assert.Empty(t, alone.Actions, "the issuing stage acts on an answer that is not settled")
 				assert.Contains(t, alone.Message, "request web-2 is answered, but ")
@@ -172,7 +172,7 @@ func TestIssuingActsOnSettledAnswers(t *testing.T) {
 			mutate: func(r renewing) {
 				failRequest(r.req, Condition{Type: RequestConditionReady, Status: StatusFalse, Reason: RequestReasonFailed, Message: "rate limited"})
 			},
-			reason: ReasonIssuanceFailed, msg: "request web-2 failed: rate limited",
+			reason: ReasonFailed, msg: "request web-2 failed: rate limited",
 		},
 		"a certificate for another key": {
 			mutate: func(r renewing) {
@@ -330,7 +330,7 @@ func TestIssuerContractIsReadByTheStages(t *testing.T) {
 			SetIssued(r.req, f.sign(r.nextKey.Public(), r.s.Certificate.Spec.Template(), t0, t0.Add(90*24*time.Hour)), f.caPEM, t0)
 		}},
 		"SetFailed with a Retry-After": {answer: func(r renewing) { SetFailed(r.req, "rate limited", t0, retry) },
-			reason: ReasonIssuanceFailed, retryAt: &retry},
+			reason: ReasonFailed, retryAt: &retry},
 		"SetDenied":  {answer: func(r renewing) { SetDenied(r.req, "not allowed", t0) }, reason: ReasonDenied},
 		"SetInvalid": {answer: func(r renewing) { SetInvalid(r.req, "bad CSR", t0) }, reason: ReasonInvalidRequest},
 	}
@@ -341,7 +341,7 @@ func TestIssuerContractIsReadByTheStages(t *testing.T) {
 			require.False(t, Answered(r.req))
 			SetPending(r.req, "waiting for the CA", t0)
 			require.False(t, Answered(r.req))
-			pending := Issuing(r.s, t0, Config{})
+			pending := Issue(r.s, t0, Config{})
 			assert.Equal(t, ReasonRequestPending, pending.Reason)
 			assert.Contains(t, pending.Message, "waiting for the CA")
 
@@ -544,7 +544,7 @@ func TestIssuingSaysWhatItWaitsFor(t *testing.T) {
 			}
 
 			// Each stage alone says the same.
-			stIssuing, stReady := finalStatus(r.s, Issuing(r.s, tc.now, tc.cfg)), finalStatus(r.s, Readiness(r.s, tc.now, tc.cfg))
+			stIssuing, stReady := finalStatus(r.s, Issue(r.s, tc.now, tc.cfg)), finalStatus(r.s, Readiness(r.s, tc.now, tc.cfg))
 			aloneIssuing := stIssuing.Condition(ConditionIssuing)
 			require.NotNil(t, aloneIssuing)
 			assert.Equal(t, tc.issuing, aloneIssuing.Message, "the issuing stage alone")

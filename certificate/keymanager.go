@@ -20,7 +20,7 @@ func nextRevision(c *Certificate) int {
 	return 1
 }
 
-// Keymanager is the keymanager stage. While Issuing is True it makes sure
+// KeyManager is the keymanager stage. While Issuing is True it makes sure
 // exactly one next-private-key secret exists, meets the key spec, and is
 // named in status.nextPrivateKeySecretName: it creates one when none
 // exists, adopts the one that exists when status lost it, regenerates on a
@@ -28,8 +28,8 @@ func nextRevision(c *Certificate) int {
 // With rotation policy Never it reuses the key of the target secret while
 // that key meets the spec, and says so when it cannot. With an invalid spec
 // it makes no key.
-func Keymanager(s *Snapshot, now time.Time, cfg Config) Result {
-	if res, ok := checkInput(s, now, StageKeymanager); !ok {
+func KeyManager(s *Snapshot, now time.Time, cfg Config) Result {
+	if res, ok := checkInput(s, now, StageKeyManager); !ok {
 		return res
 	}
 	p := newPass(s, now, cfg)
@@ -52,7 +52,7 @@ func keymanager(p *pass) Result {
 		if st.NextPrivateKeySecretName != c.Status.NextPrivateKeySecretName {
 			acts = append(acts, UpdateStatus{Status: cloneStatus(st)})
 		}
-		return Result{Stage: StageKeymanager, Actions: acts, Reason: reason, Message: msg}
+		return Result{Stage: StageKeyManager, Actions: acts, Reason: reason, Message: msg}
 	}
 	if issuing(c) == nil {
 		deleteAllBut("", "not issuing")

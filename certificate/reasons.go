@@ -3,6 +3,7 @@ package certificate
 // Every reason a decision gives, in one place. Each is a stable string for a
 // condition's reason, an event, a log field or a metric label; the message
 // that goes with it says what was found, and when something happens next.
+// Each constant is named after its value: ReasonX is "X".
 
 // Why a certificate is (re)issued: the trigger's checks, in the order the
 // chain runs them, then renewal. The reason is recorded on the Issuing
@@ -19,15 +20,16 @@ const (
 	// ReasonIncorrectIssuer: the secret's issuer annotations name another
 	// issuer than spec.issuerRef.
 	ReasonIncorrectIssuer = "IncorrectIssuer"
-	// ReasonSecretOwnedByOther: the secret's certificate-name annotation
-	// names another certificate, which no longer claims the secret.
-	ReasonSecretOwnedByOther = "SecretOwnedByOtherCertificate"
-	// ReasonKeyMismatchesSpec: the key in the secret does not meet
+	// ReasonSecretOwnedByOtherCertificate: the secret's certificate-name
+	// annotation names another certificate, which no longer claims the
+	// secret.
+	ReasonSecretOwnedByOtherCertificate = "SecretOwnedByOtherCertificate"
+	// ReasonPrivateKeyMismatchesSpec: the key in the secret does not meet
 	// spec.privateKey.
-	ReasonKeyMismatchesSpec = "PrivateKeyMismatchesSpec"
-	// ReasonKeyMismatchesRequest: the key in the secret is not the key of
-	// the request that issued the current revision.
-	ReasonKeyMismatchesRequest = "SecretKeyMismatchesRequest"
+	ReasonPrivateKeyMismatchesSpec = "PrivateKeyMismatchesSpec"
+	// ReasonSecretKeyMismatchesRequest: the key in the secret is not the key
+	// of the request that issued the current revision.
+	ReasonSecretKeyMismatchesRequest = "SecretKeyMismatchesRequest"
 	// ReasonRequestChanged: the request of the current revision no longer
 	// matches the spec (names, subject, usages, isCA, issuer, duration, key
 	// spec).
@@ -38,8 +40,9 @@ const (
 	// ReasonRenewing: renewal is due (renewal time, ARI window, renewal
 	// windows and their fail-safe).
 	ReasonRenewing = "Renewing"
-	// ReasonManualTrigger: Issuing was set to True by hand; the trigger,
-	// backoff included, stands aside.
+	// ReasonManualTrigger: for a host to give when it sets Issuing to True
+	// itself, to renew now; no stage gives it. While Issuing is True, with
+	// any reason, the trigger, backoff included, stands aside.
 	ReasonManualTrigger = "ManualTrigger"
 )
 
@@ -128,9 +131,6 @@ const (
 	// ReasonSecretRepair: the secret drifted (see ReasonSecretDrifted) and
 	// is rewritten from the key and chain it holds.
 	ReasonSecretRepair = "SecretRepair"
-	// ReasonRotationBlocked: rotation policy Never, but the key in the
-	// secret cannot be reused.
-	ReasonRotationBlocked = "RotationNeverKeyMismatch"
 	// ReasonIssuerNotAnswering: no issuer has touched the request of the
 	// next revision (no Ready condition) within Config.IssuerGrace of its
 	// creation. The Issuing condition's message (and Ready's, while the
@@ -150,9 +150,9 @@ const (
 	// ReasonInvalidRequest: the issuer found the request invalid (its
 	// InvalidRequest condition).
 	ReasonInvalidRequest = "InvalidRequest"
-	// ReasonIssuanceFailed: the issuer failed the request (Ready=False,
+	// ReasonFailed: the issuer failed the request (Ready=False,
 	// reason Failed).
-	ReasonIssuanceFailed = "Failed"
+	ReasonFailed = "Failed"
 	// ReasonIssuedUndecodable: the issuer returned a chain, or a CA, that
 	// cannot be decoded.
 	ReasonIssuedUndecodable = "IssuedUndecodable"

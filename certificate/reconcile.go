@@ -9,9 +9,9 @@ func runStage(st Stage, p *pass, now time.Time, cfg Config) Result {
 	switch st {
 	case StageTrigger:
 		return trigger(p, now, cfg)
-	case StageKeymanager:
+	case StageKeyManager:
 		return keymanager(p)
-	case StageRequestmanager:
+	case StageRequestManager:
 		return requestmanager(p, now)
 	case StageIssuing:
 		return issuingStage(p, now, cfg)
@@ -46,7 +46,7 @@ func Reconcile(s *Snapshot, now time.Time, cfg Config) Result {
 	p := newPass(s, now, cfg)
 	var out Result
 	head := -1
-	for i, st := range Stages {
+	for i, st := range stageOrder {
 		r := runStage(st, p, now, cfg)
 		out.Steps = append(out.Steps, Step{Stage: st, Reason: r.Reason, Message: r.Message, Acted: len(r.Actions) > 0, Actions: r.Actions, RequeueAt: r.RequeueAt})
 		for _, a := range r.Actions {

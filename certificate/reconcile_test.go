@@ -15,7 +15,7 @@ func TestReconcileSaysWhichStageActedAndWhy(t *testing.T) {
 	s, _ := f.healthy(t0.Add(-10 * 24 * time.Hour))
 	s.Secret = nil
 	res := Reconcile(s, t0, Config{})
-	assert.Equal(t, StageKeymanager, res.Stage)
+	assert.Equal(t, StageKeyManager, res.Stage)
 	assert.Equal(t, ReasonWaitingForKey, res.Reason)
 	assert.Equal(t, ReasonDoesNotExist, res.IssuanceReason)
 	assert.Equal(t, "secret web-tls does not exist", res.IssuanceMessage)
@@ -26,8 +26,8 @@ func TestReconcileSaysWhichStageActedAndWhy(t *testing.T) {
 		acted  bool
 	}{
 		{StageTrigger, ReasonDoesNotExist, true},
-		{StageKeymanager, ReasonWaitingForKey, true},
-		{StageRequestmanager, ReasonWaitingForKey, false},
+		{StageKeyManager, ReasonWaitingForKey, true},
+		{StageRequestManager, ReasonWaitingForKey, false},
 		{StageIssuing, ReasonRequestPending, false},
 		{StageReadiness, ReasonDoesNotExist, true},
 	}
@@ -44,4 +44,23 @@ func TestReconcileSaysWhichStageActedAndWhy(t *testing.T) {
 	assert.Equal(t, ReasonUpToDate, res.Reason)
 	assert.Empty(t, res.IssuanceReason)
 	assert.Contains(t, res.Message, "renewal due at")
+}
+
+// Stages gives a fresh list each call: a host that changes what it got
+// changes neither the next list nor the order Reconcile runs the stages in.
+func TestStagesCannotBeChangedByAHost(t *testing.T) {
+	want := []Stage{StageTrigger, StageKeyManager, StageRequestManager, StageIssuing, StageReadiness}
+	got := Stages()
+	require.Equal(t, want, got)
+	got[0], got[4] = StageReadiness, StageTrigger
+
+	assert.Equal(t, want, Stages(), "a changed list changed the next one")
+	f := newFixture(t)
+	s, _ := f.healthy(t0.Add(-10 * 24 * time.Hour))
+	res := Reconcile(s, t0, Config{})
+	ran := make([]Stage, len(res.Steps))
+	for i, st := range res.Steps {
+		ran[i] = st.Stage
+	}
+	assert.Equal(t, want, ran, "a changed list changed the order Reconcile runs the stages in")
 }

@@ -24,13 +24,13 @@ import (
 // left for the next pass, as Reconcile documents.
 func stagesInTurn(t testing.TB, s *Snapshot, now time.Time, cfg Config) Result {
 	stage := map[Stage]func(*Snapshot, time.Time, Config) Result{
-		StageTrigger: Trigger, StageKeymanager: Keymanager, StageRequestmanager: Requestmanager,
-		StageIssuing: Issuing, StageReadiness: Readiness,
+		StageTrigger: Trigger, StageKeyManager: KeyManager, StageRequestManager: RequestManager,
+		StageIssuing: Issue, StageReadiness: Readiness,
 	}
 	cur := shallowSnapshot(s)
 	var out Result
 	head := 0
-	for i, st := range Stages {
+	for i, st := range Stages() {
 		r := stage[st](cur, now, cfg)
 		require.Equal(t, st, r.Stage, "stage %s says it is another", st)
 		out.Steps = append(out.Steps, Step{Stage: st, Reason: r.Reason, Message: r.Message, Acted: len(r.Actions) > 0, Actions: r.Actions, RequeueAt: r.RequeueAt})

@@ -37,7 +37,7 @@ func requestFailed(r *CertificateRequest) (failed bool, reason, message string) 
 		return true, ReasonInvalidRequest, "request " + r.Name + " is invalid: " + c.Message
 	}
 	if c := r.Condition(RequestConditionReady); c != nil && c.Status == StatusFalse && c.Reason == RequestReasonFailed {
-		return true, ReasonIssuanceFailed, "request " + r.Name + " failed: " + c.Message
+		return true, ReasonFailed, "request " + r.Name + " failed: " + c.Message
 	}
 	return false, "", ""
 }
@@ -53,7 +53,7 @@ func failedBefore(r *CertificateRequest, issuingCond *Condition) bool {
 // deleting an outdated request.
 const deletedRequestRecheck = 5 * time.Second
 
-// Requestmanager is the requestmanager stage. While Issuing is True and
+// RequestManager is the requestmanager stage. While Issuing is True and
 // the next private key exists, it keeps exactly one request, for revision
 // status.revision+1, named RequestName(certificate, revision): it deletes
 // requests with a missing or bad revision, and requests of the next
@@ -67,8 +67,8 @@ const deletedRequestRecheck = 5 * time.Second
 // When not issuing and Ready, it keeps the revision history: requests of
 // issued revisions beyond spec.revisionHistoryLimit, oldest first, are
 // deleted.
-func Requestmanager(s *Snapshot, now time.Time, cfg Config) Result {
-	if res, ok := checkInput(s, now, StageRequestmanager); !ok {
+func RequestManager(s *Snapshot, now time.Time, cfg Config) Result {
+	if res, ok := checkInput(s, now, StageRequestManager); !ok {
 		return res
 	}
 	p := newPass(s, now, cfg)
@@ -76,7 +76,7 @@ func Requestmanager(s *Snapshot, now time.Time, cfg Config) Result {
 }
 
 func requestmanager(p *pass, now time.Time) Result {
-	res := Result{Stage: StageRequestmanager}
+	res := Result{Stage: StageRequestManager}
 	c := p.cert
 	cond := issuing(c)
 	if cond == nil {

@@ -129,7 +129,7 @@ func TestCreateRequestReplaces(t *testing.T) {
 				require.NoError(t, err)
 			}
 
-			res := Requestmanager(r.s, t0, Config{})
+			res := RequestManager(r.s, t0, Config{})
 			var creates []CreateRequest
 			for _, a := range res.Actions {
 				if c, ok := a.(CreateRequest); ok {

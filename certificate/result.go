@@ -3,6 +3,7 @@ package certificate
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/certlife/certlife/backoff"
@@ -108,14 +109,18 @@ type Stage string
 // The stages, in the order Reconcile runs them.
 const (
 	StageTrigger        Stage = "trigger"
-	StageKeymanager     Stage = "keymanager"
-	StageRequestmanager Stage = "requestmanager"
+	StageKeyManager     Stage = "keymanager"
+	StageRequestManager Stage = "requestmanager"
 	StageIssuing        Stage = "issuing"
 	StageReadiness      Stage = "readiness"
 )
 
-// Stages lists the stages in the order Reconcile runs them.
-var Stages = []Stage{StageTrigger, StageKeymanager, StageRequestmanager, StageIssuing, StageReadiness}
+// stageOrder is the order Reconcile runs the stages in.
+var stageOrder = [...]Stage{StageTrigger, StageKeyManager, StageRequestManager, StageIssuing, StageReadiness}
+
+// Stages lists the stages in the order Reconcile runs them, in a new
+// slice each call: changing it changes nothing else.
+func Stages() []Stage { return slices.Clone(stageOrder[:]) }
 
 // Result is a decision: the actions to carry out in order, when to look
 // again, and why.

@@ -103,7 +103,7 @@ func secretCertificateNameMismatch(p *pass) (string, string) {
 		return "", ""
 	}
 	if owner := p.secret.Annotations[AnnotationCertificateName]; owner != "" && owner != p.cert.Name {
-		return ReasonSecretOwnedByOther, "secret " + p.secret.Name + " was issued for certificate " + owner + ", which no longer claims it"
+		return ReasonSecretOwnedByOtherCertificate, "secret " + p.secret.Name + " was issued for certificate " + owner + ", which no longer claims it"
 	}
 	return "", ""
 }
@@ -113,7 +113,7 @@ func secretKeyMismatchesSpec(p *pass) (string, string) {
 		return "", ""
 	}
 	if m := keys.SpecMismatches(p.parsed.Key.Public(), p.cert.Spec.KeySpec()); m != nil {
-		return ReasonKeyMismatchesSpec, "the private key in secret " + p.secret.Name + " does not meet spec.privateKey: " + strings.Join(m, "; ")
+		return ReasonPrivateKeyMismatchesSpec, "the private key in secret " + p.secret.Name + " does not meet spec.privateKey: " + strings.Join(m, "; ")
 	}
 	return "", ""
 }
@@ -124,7 +124,7 @@ func secretKeyMismatchesRequest(p *pass) (string, string) {
 		return "", "" // an unreadable request is the request check's business
 	}
 	if !keys.PublicKeysEqual(req.csr.PublicKey, p.parsed.Key.Public()) {
-		return ReasonKeyMismatchesRequest, "the private key in secret " + p.secret.Name + " is not the key of request " + req.Name + ", which issued revision " + strconv.Itoa(req.revision)
+		return ReasonSecretKeyMismatchesRequest, "the private key in secret " + p.secret.Name + " is not the key of request " + req.Name + ", which issued revision " + strconv.Itoa(req.revision)
 	}
 	return "", ""
 }

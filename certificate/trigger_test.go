@@ -55,17 +55,17 @@ func TestTrigger(t *testing.T) {
 		},
 		"a certificate-name annotation of a certificate that no longer claims the secret triggers issuance": {
 			mutate: func(s *Snapshot) { s.Secret.Annotations[AnnotationCertificateName] = "gone" }, now: t0,
-			want: want{reason: ReasonSecretOwnedByOther, issuing: true, msg: "certificate gone"},
+			want: want{reason: ReasonSecretOwnedByOtherCertificate, issuing: true, msg: "certificate gone"},
 		},
 		"a key spec change to ECDSA 384 triggers issuance": {
 			mutate: func(s *Snapshot) { s.Certificate.Spec.PrivateKey.Size = 384 }, now: t0,
-			want: want{reason: ReasonKeyMismatchesSpec, issuing: true, msg: "size: spec wants 384, key is 256"},
+			want: want{reason: ReasonPrivateKeyMismatchesSpec, issuing: true, msg: "size: spec wants 384, key is 256"},
 		},
 		"a secret key that differs from the current request's triggers issuance": {
 			mutate: func(s *Snapshot) {
 				s.Requests[0] = f.request(s.Certificate, 1, f.key(keys.KeySpec{Algorithm: keys.AlgorithmECDSA}))
 			}, now: t0,
-			want: want{reason: ReasonKeyMismatchesRequest, issuing: true, msg: "not the key of request web-1"},
+			want: want{reason: ReasonSecretKeyMismatchesRequest, issuing: true, msg: "not the key of request web-1"},
 		},
 		"a new DNS name in the spec triggers issuance through the request check": {
 			mutate: func(s *Snapshot) {
@@ -274,7 +274,7 @@ func TestSecretNotCaughtUpIsNotReissuedOver(t *testing.T) {
 		"the old secret with a confirmation the host cannot mean: the secret wins, wait": {
 			secret: old.Secret, confirmed: true, at: t0, want: ReasonSecretNotCaughtUp},
 		"the old secret, after the grace: issue again": {
-			secret: old.Secret, at: graceEnd, want: ReasonKeyMismatchesRequest, ready: StatusFalse},
+			secret: old.Secret, at: graceEnd, want: ReasonSecretKeyMismatchesRequest, ready: StatusFalse},
 		"no secret, after the grace: issue again": {
 			at: graceEnd, want: ReasonDoesNotExist, ready: StatusFalse},
 		"the new secret: nothing to wait for": {
@@ -335,7 +335,7 @@ func TestSecretNotCaughtUpIsNotReissuedOver(t *testing.T) {
 	s.Secret = old.Secret
 	c := issuingCondOf(Reconcile(&s, t0, Config{CacheGrace: -1}))
 	require.NotNil(t, c, "grace off: Issuing is not set")
-	require.Equal(t, ReasonKeyMismatchesRequest, c.Reason, "grace off")
+	require.Equal(t, ReasonSecretKeyMismatchesRequest, c.Reason, "grace off")
 }
 
 func issuingCondOf(res Result) *Condition {

@@ -127,8 +127,8 @@ func TestInvalidSpecShowsInReady(t *testing.T) {
 func TestBadInputGetsAnErrorAndNoActions(t *testing.T) {
 	f := newFixture(t)
 	stages := map[string]func(*Snapshot, time.Time, Config) Result{
-		"Reconcile": Reconcile, "Trigger": Trigger, "Keymanager": Keymanager, "Requestmanager": Requestmanager,
-		"Issuing": Issuing, "Readiness": Readiness,
+		"Reconcile": Reconcile, "Trigger": Trigger, "KeyManager": KeyManager, "RequestManager": RequestManager,
+		"Issue": Issue, "Readiness": Readiness,
 	}
 	tests := map[string]struct {
 		snap func() *Snapshot

@@ -62,7 +62,7 @@ func TestDecide(t *testing.T) {
 		},
 		"with a fixed wait, it accepts only after the wait, without self-checking": {
 			status: Status{Processing: true, SyncedAt: tp(t0), State: StatePending, Presented: true, PresentedAt: tp(t0.Add(-time.Minute))},
-			cfg:    Config{FixedWait: 2 * time.Minute}, reason: ReasonWaiting, requeue: time.Minute,
+			cfg:    Config{FixedWait: 2 * time.Minute}, reason: ReasonWaitingBeforeAccept, requeue: time.Minute,
 		},
 		"with a fixed wait that has passed, it accepts": {
 			status: Status{Processing: true, SyncedAt: tp(t0), State: StatePending, Presented: true, PresentedAt: tp(t0.Add(-3 * time.Minute))},
@@ -70,11 +70,11 @@ func TestDecide(t *testing.T) {
 		},
 		"an accepted challenge polls its authorization (§7.5.1)": {
 			status:  Status{Processing: true, SyncedAt: tp(t0.Add(-5 * time.Second)), State: StateProcessing, Presented: true, Accepted: true},
-			actions: []string{"Sync"}, reason: ReasonValidating,
+			actions: []string{"Sync"}, reason: ReasonWaitingForAuthorization,
 		},
 		"an accepted challenge polled moments ago waits": {
 			status: Status{Processing: true, SyncedAt: tp(t0.Add(-time.Second)), State: StateProcessing, Presented: true, Accepted: true},
-			reason: ReasonValidating, requeue: 4 * time.Second,
+			reason: ReasonWaitingForAuthorization, requeue: 4 * time.Second,
 		},
 		"an invalid authorization cleans up and stops processing (§7.1.6)": {
 			status:  Status{Processing: true, SyncedAt: tp(t0), State: StateInvalid, Presented: true, Accepted: true, Reason: "urn:ietf:params:acme:error:unauthorized"},
@@ -83,7 +83,7 @@ func TestDecide(t *testing.T) {
 		"an accepted challenge is polled no sooner than the server's Retry-After": {
 			status: Status{Processing: true, SyncedAt: tp(t0.Add(-5 * time.Second)), State: StateProcessing, Presented: true, Accepted: true,
 				Attempts: retry.Attempts{RetryAfter: tp(t0.Add(40 * time.Second))}},
-			reason: ReasonValidating, requeue: 40 * time.Second,
+			reason: ReasonWaitingForAuthorization, requeue: 40 * time.Second,
 		},
 		"a challenge read long ago is read again before it is presented": {
 			status: Status{Processing: true, SyncedAt: tp(t0.Add(-time.Hour)), State: StatePending}, actions: []string{"Sync"}, reason: ReasonSyncing,
@@ -91,11 +91,11 @@ func TestDecide(t *testing.T) {
 		"a transient error is retried at the server's Retry-After and never made final": {
 			status: Status{Processing: true, SyncedAt: tp(t0), State: StatePending, Presented: true, SelfCheckPassed: true,
 				Attempts: retry.Attempts{LastError: "503 Service Unavailable", Transient: true, RetryAfter: tp(t0.Add(40 * time.Second)), LastErrorTime: tp(t0), FailedAttempts: 1}},
-			reason: ReasonRetrying, requeue: 40 * time.Second,
+			reason: ReasonRetryingAfterError, requeue: 40 * time.Second,
 		},
 		"an unknown state is not final: the machine goes on": {
 			status:  Status{Processing: true, SyncedAt: tp(t0), State: "weird", Presented: true, Accepted: true, SelfCheckPassed: true},
-			reason:  ReasonValidating,
+			reason:  ReasonWaitingForAuthorization,
 			requeue: 5 * time.Second,
 		},
 		"a challenge left presented after processing ended is cleaned up": {

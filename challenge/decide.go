@@ -92,21 +92,22 @@ func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 // than a second apart.
 func stampMilli(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
 
-// Reasons of a Result.
+// Reasons of a Result. Each constant is named after its value: ReasonX is
+// "X".
 const (
-	ReasonNotScheduled = "NotScheduled"
-	ReasonSyncing      = "Syncing"
-	ReasonPresenting   = "Presenting"
-	ReasonSelfChecking = "SelfChecking"
-	ReasonWaiting      = "WaitingBeforeAccept"
-	ReasonAccepting    = "Accepting"
-	ReasonValidating   = "WaitingForAuthorization"
-	ReasonFinished     = "Finished"
-	ReasonRetrying     = "RetryingAfterError"
-	ReasonCleaningUp   = "CleaningUp"
-	// ReasonYielding: a challenge waiting long for a retry gives its
+	ReasonNotScheduled            = "NotScheduled"
+	ReasonSyncing                 = "Syncing"
+	ReasonPresenting              = "Presenting"
+	ReasonSelfChecking            = "SelfChecking"
+	ReasonWaitingBeforeAccept     = "WaitingBeforeAccept"
+	ReasonAccepting               = "Accepting"
+	ReasonWaitingForAuthorization = "WaitingForAuthorization"
+	ReasonFinished                = "Finished"
+	ReasonRetryingAfterError      = "RetryingAfterError"
+	ReasonCleaningUp              = "CleaningUp"
+	// ReasonYieldingSlot: a challenge waiting long for a retry gives its
 	// scheduler slot back until its next attempt.
-	ReasonYielding = "YieldingSlot"
+	ReasonYieldingSlot = "YieldingSlot"
 	// ReasonRetriesExhausted: the challenge ended errored after
 	// Config.MaxAttempts failed attempts without progress.
 	ReasonRetriesExhausted = "RetriesExhausted"
@@ -162,7 +163,7 @@ func Decide(c *Challenge, now time.Time, cfg Config) Result {
 				Message: "not scheduled, but still presented: cleaning up"}
 		}
 		if at := st.NextAttemptAt; at != nil && now.Before(*at) && !st.State.Final() {
-			return Result{RequeueAt: *at, Reason: ReasonYielding,
+			return Result{RequeueAt: *at, Reason: ReasonYieldingSlot,
 				Message: "waiting to retry after a transient error (" + st.LastError + "); the scheduler may start it again at " + stamp(*at)}
 		}
 		return Result{Reason: ReasonNotScheduled, Message: "waiting for the scheduler"}
@@ -205,9 +206,9 @@ func Decide(c *Challenge, now time.Time, cfg Config) Result {
 		// whose answer was lost took effect): poll, never accept again.
 		next, _ := cfg.PollAt(&st.Attempts, st.SyncedAt, st.ChangedAt)
 		if now.Before(next) && st.LastError == "" {
-			return Result{RequeueAt: next, Reason: ReasonValidating, Message: "the server is validating; looking again at " + stampMilli(next)}
+			return Result{RequeueAt: next, Reason: ReasonWaitingForAuthorization, Message: "the server is validating; looking again at " + stampMilli(next)}
 		}
-		return Result{Actions: []Action{sync}, Reason: ReasonValidating, Message: "reading the authorization's status (RFC 8555 §7.5.1)"}
+		return Result{Actions: []Action{sync}, Reason: ReasonWaitingForAuthorization, Message: "reading the authorization's status (RFC 8555 §7.5.1)"}
 	case st.LastError != "" && st.Presented:
 		// The last call failed, perhaps after it took effect at the
 		// server: read the challenge before accepting it again.
@@ -225,12 +226,12 @@ func Decide(c *Challenge, now time.Time, cfg Config) Result {
 			t := now
 			next.PresentedAt = &t
 			at := now.Add(cfg.FixedWait)
-			return Result{Actions: []Action{UpdateStatus{next}}, RequeueAt: at, Reason: ReasonWaiting,
+			return Result{Actions: []Action{UpdateStatus{next}}, RequeueAt: at, Reason: ReasonWaitingBeforeAccept,
 				Message: "presented without a recorded time: recording it and waiting a fixed time instead of self-checking; accepting at " + stamp(at)}
 		}
 		at := st.PresentedAt.Add(cfg.FixedWait)
 		if now.Before(at) {
-			return Result{RequeueAt: at, Reason: ReasonWaiting, Message: "waiting a fixed time instead of self-checking; accepting at " + stamp(at)}
+			return Result{RequeueAt: at, Reason: ReasonWaitingBeforeAccept, Message: "waiting a fixed time instead of self-checking; accepting at " + stamp(at)}
 		}
 		return accept
 	}
@@ -278,7 +279,7 @@ func retryGate(c *Challenge, now time.Time, cfg Config) (Result, bool) {
 	case retry.Record:
 		next := st
 		next.Attempts = st.Attempts.Timed(now)
-		return Result{Actions: []Action{UpdateStatus{next}}, RequeueAt: at, Reason: ReasonRetrying, Message: why}, true
+		return Result{Actions: []Action{UpdateStatus{next}}, RequeueAt: at, Reason: ReasonRetryingAfterError, Message: why}, true
 	}
 	if !st.Accepted && at.Sub(now) > cfg.maxHeldWait() {
 		next := unpresented(st)
@@ -289,11 +290,11 @@ func retryGate(c *Challenge, now time.Time, cfg Config) (Result, bool) {
 		if st.Presented {
 			acts = append(acts, cleanUpOf(c.Spec))
 		}
-		return Result{Actions: append(acts, UpdateStatus{next}), RequeueAt: at, Reason: ReasonYielding,
+		return Result{Actions: append(acts, UpdateStatus{next}), RequeueAt: at, Reason: ReasonYieldingSlot,
 			Message: fmt.Sprintf("a transient error (%s); the retry at %s is more than %v away: giving the scheduler slot back until then",
 				st.LastError, stamp(at), cfg.maxHeldWait())}, true
 	}
-	return Result{RequeueAt: at, Reason: ReasonRetrying, Message: why}, true
+	return Result{RequeueAt: at, Reason: ReasonRetryingAfterError, Message: why}, true
 }
 
 // selfCheckEnd is when self-checking the challenge ends, and the bound

@@ -39,8 +39,10 @@ func TestChallengeRetriesArrive(t *testing.T) {
 	}{
 		"a failed accept without Retry-After is retried 5 s after it failed, not 5 s after each look": {
 			status: withError(presentedAndChecked(), 1, -2*time.Second),
-			want:   func(Status) Result { return Result{RequeueAt: t0.Add(3 * time.Second), Reason: ReasonRetrying} },
-			why:    "attempt 1 of 10",
+			want: func(Status) Result {
+				return Result{RequeueAt: t0.Add(3 * time.Second), Reason: ReasonRetryingAfterError}
+			},
+			why: "attempt 1 of 10",
 		},
 		"at that deadline, nothing changed, the challenge is read before it is accepted again (RFC 8555 §7.5)": {
 			status: withError(presentedAndChecked(), 1, -2*time.Second), now: 3 * time.Second,
@@ -66,8 +68,10 @@ func TestChallengeRetriesArrive(t *testing.T) {
 				st.FailedAttempts, st.SyncedAt, st.State = 1, tp(t0.Add(-time.Second)), StateProcessing
 				return st
 			}(),
-			want: func(Status) Result { return Result{RequeueAt: t0.Add(4 * time.Second), Reason: ReasonValidating} },
-			why:  "the server is validating",
+			want: func(Status) Result {
+				return Result{RequeueAt: t0.Add(4 * time.Second), Reason: ReasonWaitingForAuthorization}
+			},
+			why: "the server is validating",
 		},
 		"after a 503 on the authorization read, the read comes 5 s later, not once a day": {
 			status: func() Status {
@@ -86,7 +90,7 @@ func TestChallengeRetriesArrive(t *testing.T) {
 				next := st
 				next.Processing, next.Presented, next.PresentedAt, next.SelfCheckAt, next.SelfCheckPassed = false, false, nil, nil, false
 				next.NextAttemptAt = tp(t0.Add(160 * time.Second))
-				return Result{Actions: []Action{cleanUp, UpdateStatus{next}}, RequeueAt: t0.Add(160 * time.Second), Reason: ReasonYielding}
+				return Result{Actions: []Action{cleanUp, UpdateStatus{next}}, RequeueAt: t0.Add(160 * time.Second), Reason: ReasonYieldingSlot}
 			},
 			why: "giving the scheduler slot back",
 		},
@@ -99,7 +103,7 @@ func TestChallengeRetriesArrive(t *testing.T) {
 			want: func(st Status) Result {
 				next := st
 				next.Processing, next.NextAttemptAt = false, tp(t0.Add(time.Hour))
-				return Result{Actions: []Action{UpdateStatus{next}}, RequeueAt: t0.Add(time.Hour), Reason: ReasonYielding}
+				return Result{Actions: []Action{UpdateStatus{next}}, RequeueAt: t0.Add(time.Hour), Reason: ReasonYieldingSlot}
 			},
 			why: "more than 1m0s away",
 		},
@@ -109,8 +113,10 @@ func TestChallengeRetriesArrive(t *testing.T) {
 				st.Accepted, st.State = true, StateProcessing
 				return st
 			}(),
-			want: func(Status) Result { return Result{RequeueAt: t0.Add(160 * time.Second), Reason: ReasonRetrying} },
-			why:  "attempt 6 of 10",
+			want: func(Status) Result {
+				return Result{RequeueAt: t0.Add(160 * time.Second), Reason: ReasonRetryingAfterError}
+			},
+			why: "attempt 6 of 10",
 		},
 		"an accepted challenge whose read failed reads again at the deadline, not a poll interval later": {
 			status: func() Status {
@@ -119,7 +125,7 @@ func TestChallengeRetriesArrive(t *testing.T) {
 				return st
 			}(),
 			want: func(Status) Result {
-				return Result{Actions: []Action{Sync{URL: c.Spec.URL, AuthorizationURL: c.Spec.AuthorizationURL}}, Reason: ReasonValidating}
+				return Result{Actions: []Action{Sync{URL: c.Spec.URL, AuthorizationURL: c.Spec.AuthorizationURL}}, Reason: ReasonWaitingForAuthorization}
 			},
 			why: "reading the authorization",
 		},
@@ -130,7 +136,7 @@ func TestChallengeRetriesArrive(t *testing.T) {
 				return st
 			}(),
 			now:  time.Minute,
-			want: func(Status) Result { return Result{RequeueAt: t0.Add(160 * time.Second), Reason: ReasonYielding} },
+			want: func(Status) Result { return Result{RequeueAt: t0.Add(160 * time.Second), Reason: ReasonYieldingSlot} },
 			why:  "the scheduler may start it again at 2026-03-01T12:02:40Z",
 		},
 		"after its retry time it waits for the scheduler": {
@@ -162,7 +168,7 @@ func TestChallengeRetriesArrive(t *testing.T) {
 			want: func(st Status) Result {
 				next := st
 				next.LastErrorTime, next.FailedAttempts = tp(t0), 1
-				return Result{Actions: []Action{UpdateStatus{next}}, RequeueAt: t0.Add(5 * time.Second), Reason: ReasonRetrying}
+				return Result{Actions: []Action{UpdateStatus{next}}, RequeueAt: t0.Add(5 * time.Second), Reason: ReasonRetryingAfterError}
 			},
 			why: "without a recorded time",
 		},
@@ -176,7 +182,7 @@ func TestChallengeRetriesArrive(t *testing.T) {
 			want: func(st Status) Result {
 				next := st
 				next.PresentedAt = tp(t0)
-				return Result{Actions: []Action{UpdateStatus{next}}, RequeueAt: t0.Add(2 * time.Minute), Reason: ReasonWaiting}
+				return Result{Actions: []Action{UpdateStatus{next}}, RequeueAt: t0.Add(2 * time.Minute), Reason: ReasonWaitingBeforeAccept}
 			},
 			why: "presented without a recorded time",
 		},
@@ -359,25 +365,25 @@ func TestPollsStartSoonAndSlowDownWhileNothingChanges(t *testing.T) {
 		want   time.Duration // RequeueAt after t0
 	}{
 		"the first read 200 ms after the accept (RFC 8555 §7.5.1)": {
-			status: accepted(0, 0), reason: ReasonValidating, want: 200 * ms,
+			status: accepted(0, 0), reason: ReasonWaitingForAuthorization, want: 200 * ms,
 		},
 		"a read that found nothing new 200 ms after: the next 200 ms later": {
-			status: accepted(200*ms, 0), reason: ReasonValidating, want: 400 * ms,
+			status: accepted(200*ms, 0), reason: ReasonWaitingForAuthorization, want: 400 * ms,
 		},
 		"then a second after a read 1 s after the accept": {
-			status: accepted(time.Second, 0), reason: ReasonValidating, want: 2 * time.Second,
+			status: accepted(time.Second, 0), reason: ReasonWaitingForAuthorization, want: 2 * time.Second,
 		},
 		"never more than PollInterval apart": {
-			status: accepted(time.Minute, 0), reason: ReasonValidating, want: time.Minute + 5*time.Second,
+			status: accepted(time.Minute, 0), reason: ReasonWaitingForAuthorization, want: time.Minute + 5*time.Second,
 		},
 		"without a recorded change the reads are PollInterval apart": {
-			status: func() Status { st := accepted(0, 0); st.ChangedAt = nil; return st }(), reason: ReasonValidating, want: 5 * time.Second,
+			status: func() Status { st := accepted(0, 0); st.ChangedAt = nil; return st }(), reason: ReasonWaitingForAuthorization, want: 5 * time.Second,
 		},
 		"the server's Retry-After is followed (RFC 9110 §10.2.3)": {
-			status: func() Status { st := accepted(0, 0); st.RetryAfter = tp(t0.Add(3 * time.Second)); return st }(), reason: ReasonValidating, want: 3 * time.Second,
+			status: func() Status { st := accepted(0, 0); st.RetryAfter = tp(t0.Add(3 * time.Second)); return st }(), reason: ReasonWaitingForAuthorization, want: 3 * time.Second,
 		},
 		"a Retry-After of 0 never makes reads come sooner than the first poll": {
-			status: func() Status { st := accepted(0, 0); st.RetryAfter = tp(t0); return st }(), reason: ReasonValidating, want: 200 * ms,
+			status: func() Status { st := accepted(0, 0); st.RetryAfter = tp(t0); return st }(), reason: ReasonWaitingForAuthorization, want: 200 * ms,
 		},
 		"a self-check that failed at the presentation is repeated 200 ms later": {
 			status: checkFailed(0, 0), reason: ReasonSelfChecking, want: 200 * ms,

@@ -98,7 +98,7 @@ func TestSelfCheckIsBounded(t *testing.T) {
 				st := selfChecking(30*time.Minute-2*time.Second, time.Second, noTXT)
 				return withError(st, 1, 0)
 			}(),
-			want: waits(2*time.Second, ReasonRetrying,
+			want: waits(2*time.Second, ReasonRetryingAfterError,
 				"a transient error (503 Service Unavailable), attempt 1 of 10; retrying at 2026-03-01T12:00:05Z; self-checking ends first, at 2026-03-01T12:00:02Z"),
 		},
 		"and at the bound it ends errored, though its retry is not yet due": {
@@ -117,12 +117,12 @@ func TestSelfCheckIsBounded(t *testing.T) {
 				st.Accepted, st.State, st.SyncedAt = true, StateProcessing, tp(t0.Add(-time.Second))
 				return st
 			}(),
-			want: waits(4*time.Second, ReasonValidating, "the server is validating; looking again at 2026-03-01T12:00:04.000Z"),
+			want: waits(4*time.Second, ReasonWaitingForAuthorization, "the server is validating; looking again at 2026-03-01T12:00:04.000Z"),
 		},
 		"a fixed wait replaces the self-check and its bound": {
 			status: selfChecking(31*time.Minute, 0, ""),
 			cfg:    Config{FixedWait: 40 * time.Minute},
-			want: waits(9*time.Minute, ReasonWaiting,
+			want: waits(9*time.Minute, ReasonWaitingBeforeAccept,
 				"waiting a fixed time instead of self-checking; accepting at 2026-03-01T12:09:00Z"),
 		},
 	}

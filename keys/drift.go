@@ -22,19 +22,17 @@ import (
 //
 // tls.key must be in out.KeyEncoding (its PEM block type: the key itself is
 // p's). What else SecretData makes without randomness is compared byte for
-// byte: tls-combined.pem and key.der. Keystores carry
-// random salts, so they are opened with their passwords instead and must
-// hold this key and chain (and the CA from ca.crt in the truststores), in
-// the PKCS#12 profile or under the JKS alias out names. A keystore that
-// cannot be opened — wrong password, another profile, damaged bytes — is
-// stale. Opening a PKCS#12 file runs its password-based key derivation, so
-// a secret with keystores costs milliseconds to check, not microseconds;
-// a PKCS#12 file that asks for more than MaxKeystoreIterations is stale
-// and is not opened, so a Secret written with a huge count cannot stall
-// the check. JKS has no work factor (opening it costs a few SHA-1 blocks
-// per kilobyte), but a JKS file whose declared lengths or counts overrun
-// its bytes is stale and is not opened either: the JKS reader would
-// allocate what it declares, and a 40-byte file can ask for 160 GB.
+// byte: tls-combined.pem and key.der. Keystores carry random salts, so they
+// are opened with their passwords instead and must hold this key and chain
+// (and the CA from ca.crt in the truststores), in the PKCS#12 profile or
+// under the JKS alias out names. A keystore that cannot be opened — wrong
+// password, another profile, damaged bytes — is stale. Opening a PKCS#12
+// file runs its password-based key derivation; a PKCS#12 file that asks for
+// more than MaxKeystoreIterations is stale and is not opened, so a Secret
+// written with a huge count cannot stall the check. JKS has no work factor,
+// but a JKS file whose declared lengths or counts overrun its bytes is stale
+// and is not opened either: the JKS reader would allocate what it declares,
+// and a 40-byte file can ask for 160 GB.
 //
 // ca.crt is not judged: only the issuer knows what it should be. The check
 // is pure: it reads only its arguments and never includes key material or

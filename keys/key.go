@@ -61,10 +61,8 @@ func EncodePrivateKey(key crypto.Signer, enc Encoding) ([]byte, error) {
 	return encodePEM(typ, der), nil
 }
 
-// encodePEM encodes one block into a slice of exactly its length, so that
-// a host storing thousands of PEMs keeps no spare capacity (an encoding
-// buffer grows to as much as twice what it holds). The encoder's buffer is
-// zeroed after the copy: it may hold a private key.
+// encodePEM encodes one block into a slice of its own and zeroes the
+// encoder's buffer, which may hold a private key.
 func encodePEM(typ string, der []byte) []byte {
 	b := pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
 	out := make([]byte, len(b))

@@ -197,7 +197,7 @@ func TestDecideBounds(t *testing.T) {
 				o.Status.RetryAfter = tp(t0.Add(time.Hour))
 				return o, nil
 			},
-			reason: ReasonRetrying, requeue: time.Hour,
+			reason: ReasonRetryingAfterError, requeue: time.Hour,
 		},
 		"a longer bound is configurable": {
 			order: func() (*Order, []*challenge.Challenge) {
@@ -206,7 +206,7 @@ func TestDecideBounds(t *testing.T) {
 				return o, nil
 			},
 			cfg:    Config{MaxRetryAfter: 3 * time.Hour},
-			reason: ReasonRetrying, requeue: 2 * time.Hour,
+			reason: ReasonRetryingAfterError, requeue: 2 * time.Hour,
 		},
 		"a challenge the server asks to wait three hours fails the order with its Retry-After": {
 			order: func() (*Order, []*challenge.Challenge) {
@@ -238,7 +238,7 @@ func TestDecideBounds(t *testing.T) {
 				o.Status.Expires = tp(t0.Add(-time.Second))
 				return o, wanted(o, challenge.StatePending)
 			},
-			want: "UpdateStatus{state=errored}", reason: ReasonExpired, words: []string{"expired at 2026-03-01T11:59:59Z"},
+			want: "UpdateStatus{state=errored}", reason: ReasonOrderExpired, words: []string{"expired at 2026-03-01T11:59:59Z"},
 		},
 		"an expiry before the order was created here is a clock that disagrees, not believed: 7 days from its creation": {
 			order: func() (*Order, []*challenge.Challenge) {
@@ -246,7 +246,7 @@ func TestDecideBounds(t *testing.T) {
 				o.Status.Expires = tp(t0.Add(-24 * time.Hour)) // a CA on real time, a host on a fake clock days ahead
 				return o, wanted(o, challenge.StatePending)
 			},
-			reason: ReasonWaiting, requeue: 7 * 24 * time.Hour,
+			reason: ReasonWaitingForChallenges, requeue: 7 * 24 * time.Hour,
 		},
 		"an order the server is issuing is followed past its expiry": {
 			order: func() (*Order, []*challenge.Challenge) {
@@ -270,7 +270,7 @@ func TestDecideBounds(t *testing.T) {
 				o.Status.SyncedAt = tp(t0)
 				return o, nil
 			},
-			reason: ReasonRetrying, requeue: 5 * time.Second,
+			reason: ReasonRetryingAfterError, requeue: 5 * time.Second,
 		},
 		"an order whose replaces the server refused is created without it (RFC 9773 §5)": {
 			order: func() (*Order, []*challenge.Challenge) {
@@ -301,7 +301,7 @@ func TestDecideBounds(t *testing.T) {
 				o.Status.Expires = tp(t0.Add(time.Hour))
 				return o, nil
 			},
-			want: "CreateChallenge{web-1-0 dns-01 web.example} CreateChallenge{web-1-1 dns-01 web.example}", reason: ReasonChallenges,
+			want: "CreateChallenge{web-1-0 dns-01 web.example} CreateChallenge{web-1-1 dns-01 web.example}", reason: ReasonManagingChallenges,
 			check: func(t *testing.T, _ *Order, res Result) {
 				for _, a := range res.Actions {
 					c := a.(CreateChallenge).Challenge
@@ -451,7 +451,7 @@ func TestSpecHash(t *testing.T) {
 		o := authorized(newOrder())
 		o.Status.SpecHash = "0f3c1f2a9d8e7b6a5c4d3e2f1a0b9c8d" // before versions: fmt output of the spec
 		res := Decide(o, wanted(o, challenge.StatePending), t0, Config{})
-		assert.Equal(t, ReasonWaiting, res.Reason, "an order created before an upgrade goes on: %s", res.Message)
+		assert.Equal(t, ReasonWaitingForChallenges, res.Reason, "an order created before an upgrade goes on: %s", res.Message)
 
 		o.Status.SpecHash = SpecHashVersion + ":0f3c1f2a9d8e7b6a5c4d3e2f1a0b9c8d"
 		res = Decide(o, wanted(o, challenge.StatePending), t0, Config{})

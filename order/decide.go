@@ -62,33 +62,34 @@ func (c Config) ttl() time.Duration {
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-// Reasons of a Result.
+// Reasons of a Result. Each constant is named after its value: ReasonX is
+// "X".
 const (
-	ReasonCreating     = "Creating"
-	ReasonAuthorizing  = "FetchingAuthorizations"
-	ReasonChallenges   = "ManagingChallenges"
-	ReasonWaiting      = "WaitingForChallenges"
-	ReasonFinalizing   = "Finalizing"
-	ReasonFetching     = "FetchingCertificate"
-	ReasonSyncing      = "Syncing"
-	ReasonDone         = "Done"
-	ReasonFailed       = "Failed"
-	ReasonRetrying     = "RetryingAfterError"
-	ReasonSpecChanged  = "SpecChanged"
-	ReasonInvalidSpec  = "InvalidSpec"
-	ReasonNoSolver     = "NoSolver"
-	ReasonNoOrderState = "NoOrder"
-	// ReasonServerStuck: the server's answer leaves the machine nothing
+	ReasonCreating               = "Creating"
+	ReasonFetchingAuthorizations = "FetchingAuthorizations"
+	ReasonManagingChallenges     = "ManagingChallenges"
+	ReasonWaitingForChallenges   = "WaitingForChallenges"
+	ReasonFinalizing             = "Finalizing"
+	ReasonFetchingCertificate    = "FetchingCertificate"
+	ReasonSyncing                = "Syncing"
+	ReasonDone                   = "Done"
+	ReasonFailed                 = "Failed"
+	ReasonRetryingAfterError     = "RetryingAfterError"
+	ReasonSpecChanged            = "SpecChanged"
+	ReasonInvalidSpec            = "InvalidSpec"
+	ReasonNoSolver               = "NoSolver"
+	ReasonNoOrder                = "NoOrder"
+	// ReasonWaitingForServer: the server's answer leaves the machine nothing
 	// to do (an order valid without a certificate URL, or still pending
 	// after every challenge finished); it reads the order again after a
 	// growing delay.
-	ReasonServerStuck = "WaitingForServer"
+	ReasonWaitingForServer = "WaitingForServer"
 	// ReasonRetriesExhausted: the order failed after Config.MaxAttempts
 	// failed attempts without progress.
 	ReasonRetriesExhausted = "RetriesExhausted"
-	// ReasonExpired: the order's next attempt would come after its
+	// ReasonOrderExpired: the order's next attempt would come after its
 	// expiry, or the expiry has passed, before it was issued.
-	ReasonExpired = "OrderExpired"
+	ReasonOrderExpired = "OrderExpired"
 	// ReasonChallengeFailed: one of the order's challenges failed on our
 	// side (errored), so the order cannot be authorized.
 	ReasonChallengeFailed = "ChallengeFailed"
@@ -256,7 +257,7 @@ func ChallengeName(order string, i int) string { return fmt.Sprintf("%s-%d", ord
 // have moved on (Status.ReadFirst) is followed by a read at once.
 func Decide(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) Result {
 	if o == nil {
-		return Result{Reason: ReasonNoOrderState, Message: "no order"}
+		return Result{Reason: ReasonNoOrder, Message: "no order"}
 	}
 	st := o.Status
 	if st.State.Failed() {
@@ -280,7 +281,7 @@ func Decide(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) R
 			if st.LastError != "" {
 				msg += "; the last error: " + st.LastError
 			}
-			return fail(o, now, ReasonExpired, msg)
+			return fail(o, now, ReasonOrderExpired, msg)
 		}
 	}
 	if res, stop := retryGate(o, now, cfg); stop {
@@ -315,7 +316,7 @@ func Decide(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) R
 		switch {
 		case st.CertificateURL != "":
 			return Result{Actions: []Action{FetchCertificate{URL: st.CertificateURL, PreferredChain: o.Spec.PreferredChain}},
-				Reason: ReasonFetching, Message: "downloading the certificate (RFC 8555 §7.4.2)"}
+				Reason: ReasonFetchingCertificate, Message: "downloading the certificate (RFC 8555 §7.4.2)"}
 		case st.LastError != "":
 			return sync(o, ReasonSyncing, readFirst)
 		case st.SyncedAt == nil:
@@ -337,7 +338,7 @@ func Decide(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) R
 		}
 	}
 	if len(fetch) > 0 {
-		return Result{Actions: fetch, Reason: ReasonAuthorizing, Message: fmt.Sprintf("fetching %d authorization(s)", len(fetch))}
+		return Result{Actions: fetch, Reason: ReasonFetchingAuthorizations, Message: fmt.Sprintf("fetching %d authorization(s)", len(fetch))}
 	}
 	want, problem := wantedChallenges(o)
 	if problem != "" {
@@ -380,10 +381,10 @@ func Decide(o *Order, owned []*challenge.Challenge, now time.Time, cfg Config) R
 		}
 	}
 	if len(acts) > 0 {
-		return Result{Actions: acts, Reason: ReasonChallenges, Message: "creating and deleting challenges for the authorizations"}
+		return Result{Actions: acts, Reason: ReasonManagingChallenges, Message: "creating and deleting challenges for the authorizations"}
 	}
 	if !allFinal {
-		res := Result{Reason: ReasonWaiting, Message: "waiting for the challenges to finish; the order is looked at again when one does"}
+		res := Result{Reason: ReasonWaitingForChallenges, Message: "waiting for the challenges to finish; the order is looked at again when one does"}
 		if exp, ok := Expiry(o); ok {
 			res.RequeueAt = exp
 			res.Message += ", or at its expiry at " + stamp(exp)
@@ -436,14 +437,14 @@ func retryGate(o *Order, now time.Time, cfg Config) (Result, bool) {
 	if gate == retry.Record {
 		next := st
 		next.Attempts = st.Attempts.Timed(now)
-		return Result{Actions: []Action{UpdateStatus{Status: next}}, RequeueAt: at, Reason: ReasonRetrying, Message: why}, true
+		return Result{Actions: []Action{UpdateStatus{Status: next}}, RequeueAt: at, Reason: ReasonRetryingAfterError, Message: why}, true
 	}
 	if exp, ok := Expiry(o); ok && st.State != StateValid && (!at.Before(exp) || !now.Before(exp)) {
-		return fail(o, now, ReasonExpired, fmt.Sprintf("the order expires at %s, before its next attempt at %s; the last error: %s",
+		return fail(o, now, ReasonOrderExpired, fmt.Sprintf("the order expires at %s, before its next attempt at %s; the last error: %s",
 			stamp(exp), stamp(at), st.LastError)), true
 	}
 	if gate == retry.Wait {
-		return Result{RequeueAt: at, Reason: ReasonRetrying, Message: why}, true
+		return Result{RequeueAt: at, Reason: ReasonRetryingAfterError, Message: why}, true
 	}
 	return Result{}, false
 }
@@ -458,7 +459,7 @@ func stuck(o *Order, now time.Time, cfg Config, why string) Result {
 		return fail(o, now, ReasonRetriesExhausted, fmt.Sprintf("gave up after %d attempts without progress: %s", next.FailedAttempts, why))
 	}
 	at, _ := cfg.RetryAt(&next.Attempts)
-	return Result{Actions: []Action{UpdateStatus{Status: next}}, RequeueAt: at, Reason: ReasonServerStuck,
+	return Result{Actions: []Action{UpdateStatus{Status: next}}, RequeueAt: at, Reason: ReasonWaitingForServer,
 		Message: why + "; reading the order again at " + stamp(at)}
 }
 

@@ -67,13 +67,13 @@ func TestDecide(t *testing.T) {
 			order: newOrder, want: "CreateOrder{[web.example *.web.example]}", reason: ReasonCreating,
 		},
 		"authorizations are fetched once the order exists": {
-			order: func() *Order { return created(newOrder()) }, reason: ReasonAuthorizing,
+			order: func() *Order { return created(newOrder()) }, reason: ReasonFetchingAuthorizations,
 			want: "GetAuthorization{https://ca/authz/a} GetAuthorization{https://ca/authz/b}",
 		},
 		"one challenge per authorization, the wildcard with DNS-01 (§7.1.3)": {
 			order:  func() *Order { return authorized(newOrder()) },
 			want:   "CreateChallenge{web-1-0 dns-01 web.example} CreateChallenge{web-1-1 dns-01 web.example}",
-			reason: ReasonChallenges,
+			reason: ReasonManagingChallenges,
 		},
 		"an authorization already valid gets no challenge (reuse)": {
 			order: func() *Order {
@@ -81,7 +81,7 @@ func TestDecide(t *testing.T) {
 				o.Status.Authorizations[1].InitialState = StateValid
 				return o
 			},
-			want: "CreateChallenge{web-1-0 dns-01 web.example}", reason: ReasonChallenges,
+			want: "CreateChallenge{web-1-0 dns-01 web.example}", reason: ReasonManagingChallenges,
 		},
 		"a leftover challenge is deleted": {
 			order: func() *Order { return authorized(newOrder()) },
@@ -89,12 +89,12 @@ func TestDecide(t *testing.T) {
 				return []*challenge.Challenge{{Name: "web-1-9", Spec: challenge.Spec{URL: "x"}}}
 			},
 			want:   "DeleteChallenge{web-1-9: not needed by the order's authorizations} CreateChallenge{web-1-0 dns-01 web.example} CreateChallenge{web-1-1 dns-01 web.example}",
-			reason: ReasonChallenges,
+			reason: ReasonManagingChallenges,
 		},
 		"while challenges run, the order waits for one to change, or at the latest for its expiry (7 days when the server gave none)": {
 			order:  func() *Order { return authorized(newOrder()) },
 			owned:  func(o *Order) []*challenge.Challenge { return wanted(o, challenge.StatePending) },
-			reason: ReasonWaiting, requeue: 7 * 24 * time.Hour,
+			reason: ReasonWaitingForChallenges, requeue: 7 * 24 * time.Hour,
 		},
 		"while challenges run, the order waits for one to change, or at the latest for the expiry the server gave (RFC 8555 §7.1.3)": {
 			order: func() *Order {
@@ -103,7 +103,7 @@ func TestDecide(t *testing.T) {
 				return o
 			},
 			owned:  func(o *Order) []*challenge.Challenge { return wanted(o, challenge.StatePending) },
-			reason: ReasonWaiting, requeue: 50 * time.Minute,
+			reason: ReasonWaitingForChallenges, requeue: 50 * time.Minute,
 		},
 		"all challenges valid: finalize without reading the order first, keeping the challenges (§7.4)": {
 			order: func() *Order { return authorized(newOrder()) },
@@ -152,7 +152,7 @@ func TestDecide(t *testing.T) {
 				o.Status.State, o.Status.CertificateURL = StateValid, "https://ca/cert/1"
 				return o
 			},
-			want: "FetchCertificate{https://ca/cert/1}", reason: ReasonFetching,
+			want: "FetchCertificate{https://ca/cert/1}", reason: ReasonFetchingCertificate,
 		},
 		"a processing order is polled": {
 			order: func() *Order {
@@ -201,7 +201,7 @@ func TestDecide(t *testing.T) {
 				o.Status.LastError, o.Status.Transient, o.Status.RetryAfter = "429 rateLimited", true, tp(t0.Add(time.Hour))
 				return o
 			},
-			reason: ReasonRetrying, requeue: time.Hour,
+			reason: ReasonRetryingAfterError, requeue: time.Hour,
 		},
 		"an unknown state is not final: the authorizations are worked on": {
 			order: func() *Order {
@@ -210,7 +210,7 @@ func TestDecide(t *testing.T) {
 				return o
 			},
 			want:   "CreateChallenge{web-1-0 dns-01 web.example} CreateChallenge{web-1-1 dns-01 web.example}",
-			reason: ReasonChallenges,
+			reason: ReasonManagingChallenges,
 		},
 	}
 	for name, tc := range tests {
@@ -440,7 +440,7 @@ func FuzzOrder(f *testing.F) {
 // final are the reasons of a decision that is done with the order: it may
 // wait for no time. Every other decision without actions waits for a
 // deadline.
-var final = map[string]bool{ReasonDone: true, ReasonNoOrderState: true}
+var final = map[string]bool{ReasonDone: true, ReasonNoOrder: true}
 
 // checkLiveness holds a decision made at now to the liveness invariant:
 // deadlines arrive. A result without actions says why (a reason and a

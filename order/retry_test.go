@@ -50,14 +50,18 @@ func TestRetriesArrive(t *testing.T) {
 	}{
 		"a transient error without Retry-After waits 5 s from when it happened, not from each look": {
 			order: func() *Order { return failing(ready(newOrder()), 1, -3*time.Second, "503 Service Unavailable") },
-			want:  func(*Order) Result { return Result{RequeueAt: t0.Add(2 * time.Second), Reason: ReasonRetrying} },
-			why:   "attempt 1 of 10",
+			want: func(*Order) Result {
+				return Result{RequeueAt: t0.Add(2 * time.Second), Reason: ReasonRetryingAfterError}
+			},
+			why: "attempt 1 of 10",
 		},
 		"a look one second later waits for the same deadline": {
 			order: func() *Order { return failing(ready(newOrder()), 1, -3*time.Second, "503 Service Unavailable") },
 			now:   time.Second,
-			want:  func(*Order) Result { return Result{RequeueAt: t0.Add(2 * time.Second), Reason: ReasonRetrying} },
-			why:   "retrying at 2026-03-01T12:00:02Z",
+			want: func(*Order) Result {
+				return Result{RequeueAt: t0.Add(2 * time.Second), Reason: ReasonRetryingAfterError}
+			},
+			why: "retrying at 2026-03-01T12:00:02Z",
 		},
 		"at the deadline a ready order is read before it is finalized again (RFC 8555 §7.1.3)": {
 			order: func() *Order { return failing(ready(newOrder()), 1, -3*time.Second, "503 Service Unavailable") },
@@ -69,13 +73,17 @@ func TestRetriesArrive(t *testing.T) {
 		},
 		"the delay doubles with each failed attempt": {
 			order: func() *Order { return failing(ready(newOrder()), 3, 0, "429 rateLimited") },
-			want:  func(*Order) Result { return Result{RequeueAt: t0.Add(20 * time.Second), Reason: ReasonRetrying} },
-			why:   "attempt 3 of 10",
+			want: func(*Order) Result {
+				return Result{RequeueAt: t0.Add(20 * time.Second), Reason: ReasonRetryingAfterError}
+			},
+			why: "attempt 3 of 10",
 		},
 		"the delay stops growing at 5 minutes": {
 			order: func() *Order { return failing(ready(newOrder()), 9, 0, "timeout") },
-			want:  func(*Order) Result { return Result{RequeueAt: t0.Add(5 * time.Minute), Reason: ReasonRetrying} },
-			why:   "timeout",
+			want: func(*Order) Result {
+				return Result{RequeueAt: t0.Add(5 * time.Minute), Reason: ReasonRetryingAfterError}
+			},
+			why: "timeout",
 		},
 		"a rate limit's Retry-After is honoured, not hammered": {
 			order: func() *Order {
@@ -84,7 +92,7 @@ func TestRetriesArrive(t *testing.T) {
 				return o
 			},
 			now:  30 * time.Minute,
-			want: func(*Order) Result { return Result{RequeueAt: t0.Add(time.Hour), Reason: ReasonRetrying} },
+			want: func(*Order) Result { return Result{RequeueAt: t0.Add(time.Hour), Reason: ReasonRetryingAfterError} },
 			why:  "rateLimited",
 		},
 		"a Retry-After sooner than the first delay waits the first delay": {
@@ -93,8 +101,10 @@ func TestRetriesArrive(t *testing.T) {
 				o.Status.RetryAfter = tp(t0)
 				return o
 			},
-			want: func(*Order) Result { return Result{RequeueAt: t0.Add(5 * time.Second), Reason: ReasonRetrying} },
-			why:  "retrying at",
+			want: func(*Order) Result {
+				return Result{RequeueAt: t0.Add(5 * time.Second), Reason: ReasonRetryingAfterError}
+			},
+			why: "retrying at",
 		},
 		"the tenth failed attempt fails the order, so the certificate's backoff takes over": {
 			order: func() *Order { return failing(ready(newOrder()), 10, 0, "503 Service Unavailable") },
@@ -122,7 +132,7 @@ func TestRetriesArrive(t *testing.T) {
 			},
 			want: func(o *Order) Result {
 				msg := "the order expires at 2026-03-01T12:01:00Z, before its next attempt at 2026-03-01T12:02:40Z; the last error: 503"
-				return Result{Actions: []Action{UpdateStatus{Status: errored(o, t0, msg)}}, Reason: ReasonExpired}
+				return Result{Actions: []Action{UpdateStatus{Status: errored(o, t0, msg)}}, Reason: ReasonOrderExpired}
 			},
 			why: "expires",
 		},
@@ -135,7 +145,7 @@ func TestRetriesArrive(t *testing.T) {
 			want: func(o *Order) Result {
 				st := o.Status
 				st.LastErrorTime, st.FailedAttempts = tp(t0), 1
-				return Result{Actions: []Action{UpdateStatus{Status: st}}, RequeueAt: t0.Add(5 * time.Second), Reason: ReasonRetrying}
+				return Result{Actions: []Action{UpdateStatus{Status: st}}, RequeueAt: t0.Add(5 * time.Second), Reason: ReasonRetryingAfterError}
 			},
 			why: "without a recorded time",
 		},
@@ -149,7 +159,7 @@ func TestRetriesArrive(t *testing.T) {
 		"a failed authorization read is read again at its deadline": {
 			order: func() *Order { return failing(created(newOrder()), 1, -5*time.Second, "502 Bad Gateway") },
 			want: func(o *Order) Result {
-				return Result{Actions: []Action{GetAuthorization{URL: "https://ca/authz/a"}, GetAuthorization{URL: "https://ca/authz/b"}}, Reason: ReasonAuthorizing}
+				return Result{Actions: []Action{GetAuthorization{URL: "https://ca/authz/a"}, GetAuthorization{URL: "https://ca/authz/b"}}, Reason: ReasonFetchingAuthorizations}
 			},
 			why: "fetching 2",
 		},
@@ -173,7 +183,7 @@ func TestRetriesArrive(t *testing.T) {
 			want: func(o *Order) Result {
 				st := o.Status
 				st.NoteFailure("the server says the order is valid but gives no certificate URL (RFC 8555 §7.1.3)", true, nil, t0)
-				return Result{Actions: []Action{UpdateStatus{Status: st}}, RequeueAt: t0.Add(20 * time.Second), Reason: ReasonServerStuck}
+				return Result{Actions: []Action{UpdateStatus{Status: st}}, RequeueAt: t0.Add(20 * time.Second), Reason: ReasonWaitingForServer}
 			},
 			why: "gives no certificate URL",
 		},
@@ -204,7 +214,7 @@ func TestRetriesArrive(t *testing.T) {
 			want: func(o *Order) Result {
 				st := o.Status
 				st.NoteFailure("every challenge is final but the server still says the order is pending", true, nil, t0)
-				return Result{Actions: []Action{UpdateStatus{Status: st}}, RequeueAt: t0.Add(5 * time.Second), Reason: ReasonServerStuck}
+				return Result{Actions: []Action{UpdateStatus{Status: st}}, RequeueAt: t0.Add(5 * time.Second), Reason: ReasonWaitingForServer}
 			},
 			why: "still says the order is pending",
 		},
@@ -280,7 +290,7 @@ func TestRecoveryReadsFirst(t *testing.T) {
 			},
 			owned: allValid,
 			want: func(*Order, []*challenge.Challenge) Result {
-				return Result{Actions: []Action{FetchCertificate{URL: "https://ca/cert/1"}}, Reason: ReasonFetching}
+				return Result{Actions: []Action{FetchCertificate{URL: "https://ca/cert/1"}}, Reason: ReasonFetchingCertificate}
 			},
 		},
 		"once the certificate is fetched, the challenges are deleted": {
@@ -392,7 +402,7 @@ func TestSolverChoiceAmongOfferedTypes(t *testing.T) {
 	o.Status.SpecHash = SpecHash(&o.Spec)
 	o.Status.Authorizations[0].Challenges = o.Status.Authorizations[0].Challenges[1:]
 	got := Decide(o, nil, t0, Config{})
-	require.Equal(t, ReasonChallenges, got.Reason, got.Message)
+	require.Equal(t, ReasonManagingChallenges, got.Reason, got.Message)
 	for _, a := range got.Actions {
 		c := a.(CreateChallenge).Challenge
 		assert.Equal(t, challenge.TypeDNS01, c.Spec.Type, "%s", c.Name)

@@ -111,12 +111,5 @@ func chooseInWindow(w *ARIWindow, notBefore, notAfter time.Time, key string) ari
 		end = notAfter
 	}
 	at := w.Start.Add(time.Duration(stablehash.Scale(int64(end.Sub(w.Start)), "ari", key)))
-	// The note is built in one allocation: every pass over an ARI
-	// certificate makes it.
-	var buf [96]byte
-	b := append(buf[:0], "; chosen in the ARI window "...)
-	b = w.Start.UTC().AppendFormat(b, time.RFC3339)
-	b = append(b, "–"...)
-	b = w.End.UTC().AppendFormat(b, time.RFC3339)
-	return ariChoice{at: truncate(at, w.Start), ok: true, note: string(b)}
+	return ariChoice{at: truncate(at, w.Start), ok: true, note: "; chosen in the ARI window " + stamp(w.Start) + "–" + stamp(w.End)}
 }

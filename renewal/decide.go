@@ -103,7 +103,9 @@ const (
 	ConditionRenewalWindowsIgnored = "RenewalWindowsIgnored"
 )
 
-// Reasons of a Decision.
+// Reasons of a Decision. Each constant is named after its value, without
+// the "Renewal" the values begin with where they would stutter:
+// renewal.ReasonDue is "RenewalDue", renewal.ReasonNotDue is "NotDue".
 const (
 	// ReasonNotDue: the renewal time has not come.
 	ReasonNotDue = "NotDue"
@@ -299,25 +301,15 @@ func Decide(in Input, now time.Time, opts Options) Decision {
 }
 
 // timed finishes a decision that depends on the renewal time alone.
-//
-// Its message is built in one allocation: this is the path every healthy
-// certificate takes on every pass.
 func timed(d *Decision, due bool, now time.Time, note string) {
-	var buf [128]byte
-	b := buf[:0]
+	when := "renewal due at "
 	if due {
 		d.Renew, d.Reason = true, ReasonDue
-		b = append(b, "renewal due since "...)
+		when = "renewal due since "
 	} else {
 		d.Reason, d.NextCheck = ReasonNotDue, d.RenewalTime
-		b = append(b, "renewal due at "...)
 	}
-	b = d.RenewalTime.UTC().AppendFormat(b, time.RFC3339)
-	b = append(b, " ("...)
-	b = append(b, d.Source...)
-	b = append(b, ')')
-	b = append(b, note...)
-	d.Message = string(b)
+	d.Message = when + stamp(d.RenewalTime) + " (" + string(d.Source) + ")" + note
 }
 
 func appendIgnored(cs []Condition, s Spec, p Policy) []Condition {

@@ -29,7 +29,7 @@ var (
 	zonesErr  error
 	// zones holds each location resolved so far, by name. The database is
 	// embedded and immutable, so a name always resolves to the same rules:
-	// the cache can make Compile cheaper, never different.
+	// the cache never changes what Compile returns.
 	zones sync.Map // string → *time.Location
 )
 

@@ -28,8 +28,8 @@ type Window struct {
 // ErrInvalidWindow is wrapped by every error about a window.
 var ErrInvalidWindow = errors.New("renewal: invalid window")
 
-// Schedule is a compiled, validated set of windows. Compile once and reuse:
-// Contains and NextStart do not allocate. A Schedule is immutable.
+// Schedule is a compiled, validated set of windows: compile once and reuse
+// it. A Schedule is immutable, so goroutines may share one.
 type Schedule struct {
 	windows []compiled
 }

@@ -485,7 +485,7 @@ func TestFaultMatrix(t *testing.T) {
 		e.create("a", "a.example")
 		e.create("b", "b.example")
 		took := e.run("self-check gives up", 10*time.Minute, func() bool {
-			return e.failedWith("a", certificate.ReasonIssuanceFailed, "self-check")() && e.failedWith("b", certificate.ReasonIssuanceFailed, "self-check")()
+			return e.failedWith("a", certificate.ReasonFailed, "self-check")() && e.failedWith("b", certificate.ReasonFailed, "self-check")()
 		})
 		// One slot: the second challenge ran only because the first gave
 		// its slot back.
@@ -514,7 +514,7 @@ func TestFaultMatrix(t *testing.T) {
 			return nil
 		})
 		e.clk.SetTime(e.leafOf("a").NotBefore.Add(20*24*time.Hour + time.Minute)) // renewal is due (2/3 of 30 days)
-		e.run("renewal refused", 10*time.Minute, e.failedWith("a", certificate.ReasonIssuanceFailed, "too many certificates"))
+		e.run("renewal refused", 10*time.Minute, e.failedWith("a", certificate.ReasonFailed, "too many certificates"))
 		at := e.nextAttempt("a")
 		assert.True(t, at.Before(notAfter), "the retry (%v) comes before the certificate expires (%v)", at, notAfter)
 		e.wire.set(nil)
@@ -564,7 +564,7 @@ func TestFaultMatrix(t *testing.T) {
 			}
 			return nil
 		})
-		took := e.run("bad certificate", 5*time.Minute, e.failedWith("a", certificate.ReasonIssuanceFailed, "key"))
+		took := e.run("bad certificate", 5*time.Minute, e.failedWith("a", certificate.ReasonFailed, "key"))
 		assert.Equal(t, 2, e.wire.count("newOrder"), "ordered again once before failing")
 		failure := e.cert("a").Status.Condition(certificate.ConditionIssuing).Message
 		e.wire.set(nil)
@@ -602,7 +602,7 @@ func TestFaultMatrix(t *testing.T) {
 			return nil
 		})
 		e.create("a", "a.example")
-		took := e.run("the order gives up", 2*time.Hour, e.failedWith("a", certificate.ReasonIssuanceFailed, "connection refused"))
+		took := e.run("the order gives up", 2*time.Hour, e.failedWith("a", certificate.ReasonFailed, "connection refused"))
 		took2 := e.run("after the outage", 12*time.Hour, e.ready("a"))
 		assert.True(t, !e.clk.Now().Before(outage))
 		back := e.clk.Now().Sub(outage)

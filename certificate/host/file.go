@@ -25,11 +25,10 @@ import (
 // written, never half-written; a write that returned is on disk. It also
 // keeps an ACME issuer's states (ACME), in the same way.
 //
-// Reads come from memory (the directory is read once, by OpenFileStore),
-// so they cost what MemoryStore's do; the store reports its writes
-// (Watcher) and its reads show them (Authoritative). One process uses a
-// directory at a time: OpenFileStore takes a lock on it (on Unix), and
-// Close releases it.
+// Reads come from memory (the directory is read once, by OpenFileStore); the
+// store reports its writes (Watcher) and its reads show them
+// (Authoritative). One process uses a directory at a time: OpenFileStore
+// takes a lock on it (on Unix), and Close releases it.
 //
 // Secrets hold private keys: the directory is made readable by its owner
 // only (0700) and every file 0600.

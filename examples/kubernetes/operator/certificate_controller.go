@@ -425,10 +425,10 @@ var quietReasons = map[string]bool{
 
 // warningReasons are the reasons an Event reports as a warning.
 var warningReasons = map[string]bool{
-	certificate.ReasonDenied: true, certificate.ReasonInvalidRequest: true, certificate.ReasonIssuanceFailed: true,
+	certificate.ReasonDenied: true, certificate.ReasonInvalidRequest: true, certificate.ReasonFailed: true,
 	certificate.ReasonIssuedUndecodable: true, certificate.ReasonIssuedWrongKey: true, certificate.ReasonIssuedExpired: true,
 	certificate.ReasonIssuedOtherNames: true, certificate.ReasonInvalidSpec: true, certificate.ReasonSecretInUse: true,
-	certificate.ReasonRotationBlocked: true, certificate.ReasonExpired: true, certificate.ReasonBackoff: true,
+	certificate.ReasonExpired: true, certificate.ReasonBackoff: true,
 	certificate.ReasonIssuerNotAnswering: true,
 }
 

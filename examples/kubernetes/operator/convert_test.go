@@ -152,7 +152,7 @@ func fullStatus() certificate.Status {
 	return certificate.Status{
 		Conditions: []certificate.Condition{
 			{Type: certificate.ConditionReady, Status: certificate.StatusTrue, Reason: certificate.ReasonReady, Message: "ok", LastTransitionTime: t0, ObservedGeneration: 2},
-			{Type: certificate.ConditionIssuing, Status: certificate.StatusFalse, Reason: certificate.ReasonIssuanceFailed, Message: "no", LastTransitionTime: t0.Add(time.Second), ObservedGeneration: 2},
+			{Type: certificate.ConditionIssuing, Status: certificate.StatusFalse, Reason: certificate.ReasonFailed, Message: "no", LastTransitionTime: t0.Add(time.Second), ObservedGeneration: 2},
 		},
 		Revision: new(3), NextPrivateKeySecretName: "web-next-key-4-abc",
 		LastFailureTime: new(t0.Add(time.Minute)), FailedIssuanceAttempts: new(2), RetryAfter: new(t0.Add(time.Hour)),

@@ -226,7 +226,7 @@ func TestFailingIssuerBacksOff(t *testing.T) {
 	issuing := condition(crt.Status.Conditions, certificate.ConditionIssuing)
 	require.NotNil(t, issuing)
 	assert.Equal(t, metav1.ConditionFalse, issuing.Status)
-	assert.Equal(t, certificate.ReasonIssuanceFailed, issuing.Reason)
+	assert.Equal(t, certificate.ReasonFailed, issuing.Reason)
 	assert.Contains(t, issuing.Message, "the vault is sealed")
 	require.NotNil(t, crt.Status.LastFailureTime)
 	assert.Equal(t, 1, *crt.Status.FailedIssuanceAttempts)
@@ -236,7 +236,7 @@ func TestFailingIssuerBacksOff(t *testing.T) {
 	ready := condition(crt.Status.Conditions, certificate.ConditionReady)
 	require.NotNil(t, ready)
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
-	assert.Equal(t, float64(1), op.metric("certlife_certificate_issuance_failures_total", h.ns, "Issuer", "vault", certificate.ReasonIssuanceFailed))
+	assert.Equal(t, float64(1), op.metric("certlife_certificate_issuance_failures_total", h.ns, "Issuer", "vault", certificate.ReasonFailed))
 
 	// The issuer is fixed; nothing happens before the backoff ends.
 	h.clock.SetTime(crt.Status.Backoff.NextAttemptTime.Add(-time.Minute))
