@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/certlife/certlife/backoff"
 	"github.com/certlife/certlife/keys"
 )
 
@@ -111,7 +112,7 @@ func issuingStage(p *pass, now time.Time, cfg Config) Result {
 		if req.Status.FailureTime != nil {
 			at = *req.Status.FailureTime
 		}
-		return recordFailure(c, req.CertificateRequest, failReason, failMsg, at, now)
+		return recordFailure(p, req.CertificateRequest, failReason, failMsg, at, now)
 	}
 	leaf, reason, bad := checkIssued(req.CertificateRequest, k, keyName, &c.Spec, now)
 	if bad == "" {
@@ -130,7 +131,7 @@ func issuingStage(p *pass, now time.Time, cfg Config) Result {
 		// this status start that attempt at once. A request without a
 		// creation time cannot be told from the next attempt's, so it is
 		// deleted now.
-		r := recordFailure(c, req.CertificateRequest, reason, "request "+req.Name+" was issued "+bad, now, now)
+		r := recordFailure(p, req.CertificateRequest, reason, "request "+req.Name+" was issued "+bad, now, now)
 		if req.created.IsZero() {
 			r.Actions = append([]Action{DeleteRequest{Name: req.Name, IssuerRef: req.Spec.IssuerRef, Reason: "its certificate was rejected: " + bad}}, r.Actions...)
 		}
@@ -420,7 +421,8 @@ func repairSecret(p *pass, now time.Time, cfg Config) (Result, bool) {
 		Message: "secret " + p.secret.Name + " drifted: " + strings.Join(p.drift, "; ") + "; rewriting it from the key and certificate it holds"}, true
 }
 
-func recordFailure(c *Certificate, req *CertificateRequest, reason, msg string, at, now time.Time) Result {
+func recordFailure(p *pass, req *CertificateRequest, reason, msg string, at, now time.Time) Result {
+	c := p.cert
 	st := cloneStatus(c.Status)
 	st.LastFailureTime = &at
 	n := 1
@@ -429,11 +431,39 @@ func recordFailure(c *Certificate, req *CertificateRequest, reason, msg string, 
 	}
 	st.FailedIssuanceAttempts = &n
 	st.RetryAfter = req.Status.RetryAfter
-	st.Conditions = setCondition(st.Conditions, Condition{Type: ConditionIssuing, Status: StatusFalse, Reason: reason, Message: msg}, now, c.Generation)
+	cond := msg
+	if next := nextAttempt(p, st, now); next != "" {
+		cond += "; " + next
+	}
+	st.Conditions = setCondition(st.Conditions, Condition{Type: ConditionIssuing, Status: StatusFalse, Reason: reason, Message: cond}, now, c.Generation)
 	times := "once"
 	if n > 1 {
 		times = strconv.Itoa(n) + " times in a row"
 	}
 	return Result{Stage: StageIssuing, Actions: []Action{UpdateStatus{Status: st}}, Reason: reason,
 		Message: fmt.Sprintf("%s (issuance has failed %s)", msg, times)}
+}
+
+// nextAttempt says when the backoff lets the failed issuance be tried
+// again, for the Issuing=False condition: "next attempt at T", with why
+// when it is not the backoff's own delay — the CA's Retry-After, or a
+// retry brought forward so that it comes before the certificate in use
+// expires. "" when nothing holds a retry back.
+func nextAttempt(p *pass, st Status, now time.Time) string {
+	in := backoffInput(&Certificate{ObjectMeta: p.cert.ObjectMeta, Status: st})
+	if leaf := p.leaf(); leaf != nil {
+		in.NotAfter = leaf.NotAfter
+	}
+	b := p.cfg.Backoff.Decide(in, now)
+	if !b.Wait {
+		return ""
+	}
+	words := "next attempt at " + stamp(b.NextAttempt)
+	switch b.Reason {
+	case backoff.ReasonRetryAfter:
+		words += ", as the CA asked (Retry-After)"
+	case backoff.ReasonRetryBeforeExpiry:
+		words += ", brought forward to come before the certificate in use expires at " + stamp(in.NotAfter)
+	}
+	return words
 }

@@ -562,3 +562,51 @@ func TestIssuingSaysWhatItWaitsFor(t *testing.T) {
 		})
 	}
 }
+
+// A failed issuance says in its Issuing=False condition when it is tried
+// again, and why when it is not the backoff's own delay: the CA's
+// Retry-After, or a retry brought forward so that it comes before the
+// certificate in use expires.
+func TestAFailureSaysWhenItIsTriedAgain(t *testing.T) {
+	f := newFixture(t)
+	tests := map[string]struct {
+		renewal    bool // a renewal (the secret holds a certificate until t0+30d); else a first issuance
+		attempts   int  // failed attempts recorded before this one
+		retryAfter time.Duration
+		want       string
+	}{
+		"a first failure: an hour later": {want: "; next attempt at 2026-03-01T12:59:50Z"},
+		"the CA's Retry-After is later than the backoff": {retryAfter: 3 * time.Hour,
+			want: "; next attempt at 2026-03-01T15:00:00Z, as the CA asked (Retry-After)"},
+		"a renewal the CA asks to wait ten years for is brought forward to before the certificate expires": {renewal: true, retryAfter: 10 * 365 * 24 * time.Hour,
+			want: "; next attempt at 2026-03-31T11:00:00Z, brought forward to come before the certificate in use expires at 2026-03-31T12:00:00Z"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := f.firstIssuance()
+			if tc.renewal {
+				r = f.renewing()
+			}
+			if tc.attempts > 0 {
+				r.s.Certificate.Status.FailedIssuanceAttempts = ptr(tc.attempts)
+				r.s.Certificate.Status.LastFailureTime = ptr(t0.Add(-time.Hour))
+			}
+			failRequest(r.req, Condition{Type: RequestConditionReady, Status: StatusFalse, Reason: RequestReasonFailed, Message: "the CA is down"})
+			if tc.retryAfter > 0 {
+				r.req.Status.RetryAfter = ptr(t0.Add(tc.retryAfter))
+			}
+			res := Issue(r.s, t0, Config{})
+			st := finalStatus(r.s, res)
+			c := st.Condition(ConditionIssuing)
+			require.NotNil(t, c)
+			assert.Equal(t, StatusFalse, c.Status)
+			assert.Equal(t, ReasonFailed, c.Reason)
+			assert.True(t, strings.HasSuffix(c.Message, tc.want), "Issuing: %s", c.Message)
+			// What the condition says is what the trigger then does.
+			next := Trigger(&Snapshot{Certificate: &Certificate{ObjectMeta: r.s.Certificate.ObjectMeta, Spec: r.s.Certificate.Spec, Status: st},
+				Secret: r.s.Secret, Requests: r.s.Requests, NextPrivateKeySecrets: r.s.NextPrivateKeySecrets}, t0, Config{})
+			assert.Equal(t, ReasonBackoff, next.Reason, next.Message)
+			assert.Contains(t, tc.want, stamp(next.RequeueAt), "the trigger's next attempt")
+		})
+	}
+}
