@@ -36,13 +36,23 @@ type Config struct {
 	Clock clock.Clock
 	// Issuers answer the requests whose issuerRef names them. An empty
 	// kind or group in a key means the defaults (certificate.IssuerRef.
-	// WithDefaults). A request whose issuer is not here is left to
-	// whoever serves it; the certificate says so when nobody answers.
+	// WithDefaults). A request whose issuer is neither here nor given
+	// by IssuerFor is left to whoever serves it; the certificate says so when nobody answers.
 	// An issuer that keeps state of its own and has a method
 	// Sweep(ctx) (next time.Time, err error) — acmeclient.Issuer does —
 	// is swept when the loop starts and again at each time Sweep returns,
 	// so that what it keeps goes on time even when no request needs it.
 	Issuers map[certificate.IssuerRef]certificate.Issuer
+	// IssuerFor, when set, gives the issuer of a request whose issuerRef
+	// (its defaults filled, certificate.IssuerRef.WithDefaults) is not a
+	// key of Issuers, or nil when the host serves none by that reference:
+	// for a host whose issuers come and go, such as a Kubernetes
+	// operator's Issuer resources. The loop asks it whenever it needs a
+	// request's issuer — to answer the request, and to tell the issuer of
+	// its deletion — so it must be cheap and safe for concurrent use. The
+	// loop does not sweep the issuers it gives; a host whose issuer has a
+	// Sweep method calls it itself.
+	IssuerFor func(ref certificate.IssuerRef) certificate.Issuer
 	// Certificate is passed to every decision.
 	Certificate certificate.Config
 	// Rand is the randomness for keys, CSRs and keystores; nil means
@@ -624,7 +634,7 @@ func (l *Loop) gather(ctx context.Context, c *certificate.Certificate) (s *certi
 	sec, err := st.Secrets().Get(ctx, c.Namespace, c.Spec.SecretName)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		s.SecretAbsenceConfirmed = l.authoritative
+		s.SecretAbsenceConfirmed = l.authoritative || errors.Is(err, ErrAbsenceConfirmed)
 	case err != nil:
 		return nil, nil, err
 	default:
@@ -1004,7 +1014,14 @@ func (l *Loop) writingSelf(it item) {
 }
 
 func (l *Loop) issuer(ref certificate.IssuerRef) certificate.Issuer {
-	return l.issuers[ref.WithDefaults()]
+	ref = ref.WithDefaults()
+	if iss, ok := l.issuers[ref]; ok {
+		return iss
+	}
+	if l.cfg.IssuerFor != nil {
+		return l.cfg.IssuerFor(ref)
+	}
+	return nil
 }
 
 // Retries of a pass that failed: a conflict is retried at once a few
