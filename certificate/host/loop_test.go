@@ -482,3 +482,39 @@ func TestLoopTrustsAConfirmedAbsence(t *testing.T) {
 		})
 	}
 }
+
+// A host that drives the loop with Pass and Answer gets from each the
+// time its own queue should look again: after an issuance, the renewal
+// time, not a time an earlier pass already served; a certificate that is
+// gone is not looked at again.
+func TestPassNextIsThisPasssNext(t *testing.T) {
+	ctx := context.Background()
+	clk := testingclock.NewFakeClock(t0)
+	store := host.NewMemoryStore(clk)
+	loop, err := host.New(host.Config{Store: store, Clock: clk,
+		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: newCA(t, t0).Issuer(nil)}})
+	require.NoError(t, err)
+	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
+	require.NoError(t, err)
+	var ev host.Event
+	for range 10 {
+		ev, _ = loop.Pass(ctx, "default", "web")
+		require.NoError(t, ev.Err)
+		aev, _ := loop.Answer(ctx, "default", "web-1")
+		require.NoError(t, aev.Err)
+		clk.Step(time.Second)
+	}
+	c, err := store.Certificates().Get(ctx, "default", "web")
+	require.NoError(t, err)
+	require.True(t, ready(c))
+	require.NotNil(t, c.Status.RenewalTime)
+	assert.Empty(t, ev.Done, "a Ready certificate's pass does nothing")
+	assert.True(t, ev.Next.Equal(*c.Status.RenewalTime), "Next is the renewal time %v, not %v", c.Status.RenewalTime, ev.Next)
+
+	require.NoError(t, store.Certificates().Delete(ctx, "default", "web"))
+	ev, ok := loop.Pass(ctx, "default", "web")
+	assert.False(t, ok)
+	assert.True(t, ev.Next.IsZero(), "a certificate that is gone is not looked at again")
+	_, queued := loop.NextFor(host.KindCertificate, "default", "web")
+	assert.False(t, queued)
+}
