@@ -10,13 +10,12 @@ import (
 	"testing"
 	"time"
 
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/certlife/certlife/certificate"
-
-	"github.com/certlife/certlife/examples/kubernetes/api/v1alpha1"
 )
 
 // createAll creates n certificates from the CA issuer at once (from a few
@@ -30,7 +29,9 @@ func createAll(b *testing.B, h *harness, n int, algorithm string) map[string]tim
 	for range 8 {
 		wg.Go(func() {
 			for name := range names {
-				c := h.certificate(name, "ca", func(s *v1alpha1.CertificateSpec) { s.PrivateKey = &v1alpha1.PrivateKey{Algorithm: algorithm} })
+				c := h.certificate(name, "ca", func(s *cmapi.CertificateSpec) {
+					s.PrivateKey = &cmapi.CertificatePrivateKey{Algorithm: cmapi.PrivateKeyAlgorithm(algorithm)}
+				})
 				require.NoError(b, k8s.Create(h.ctx, c))
 				mu.Lock()
 				created[name] = time.Now()
@@ -59,15 +60,15 @@ func readyTimes(b *testing.B, h *harness, n int, timeout time.Duration, settled 
 		if time.Now().After(deadline) {
 			b.Fatalf("%d of %d certificates Ready after %v", len(ready), n, timeout)
 		}
-		var list v1alpha1.CertificateList
+		var list cmapi.CertificateList
 		require.NoError(b, k8s.List(h.ctx, &list, client.InNamespace(h.ns)))
 		now := time.Now()
 		for _, c := range list.Items {
 			if _, seen := ready[c.Name]; seen {
 				continue
 			}
-			if r := condition(c.Status.Conditions, certificate.ConditionReady); r != nil && r.Status == metav1.ConditionTrue &&
-				(!settled || c.Status.NextPrivateKeySecretName == "") {
+			if r := condition(c.Status.Conditions, certificate.ConditionReady); r != nil && r.Status == cmmeta.ConditionTrue &&
+				(!settled || c.Status.NextPrivateKeySecretName == nil) {
 				ready[c.Name] = now
 			}
 		}
@@ -159,10 +160,10 @@ func liveHeap() uint64 {
 }
 
 func issuerReady(h *harness, name string) bool {
-	var iss v1alpha1.Issuer
+	var iss cmapi.Issuer
 	if err := k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, &iss); err != nil {
 		return false
 	}
 	c := condition(iss.Status.Conditions, "Ready")
-	return c != nil && c.Status == metav1.ConditionTrue
+	return c != nil && c.Status == cmmeta.ConditionTrue
 }

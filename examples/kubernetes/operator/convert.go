@@ -280,22 +280,23 @@ func statusToCore(c *cmapi.Certificate, spec *certificate.Spec) certificate.Stat
 	if s.FailedIssuanceAttempts != nil {
 		out.FailedIssuanceAttempts = new(*s.FailedIssuanceAttempts)
 	}
-	out.Renewal = impliedRenewal(out.NotAfter, spec)
+	out.Renewal = impliedRenewal(&out, spec)
 	if raw, ok := c.Annotations[AnnotationRenewalStatus]; ok {
-		var rs renewal.Status
+		var rs *renewal.Status
 		if json.Unmarshal([]byte(raw), &rs) == nil {
-			out.Renewal = &rs
+			out.Renewal = rs
 		}
 	}
 	return out
 }
 
 // impliedRenewal is the renewal status certlife records for a certificate
-// with a leaf (notAfter set) whose policy uses no windows: the policy,
-// Automatic when the spec names none. The operator keeps the renewal
-// status in AnnotationRenewalStatus only when it differs from this.
-func impliedRenewal(notAfter *time.Time, spec *certificate.Spec) *renewal.Status {
-	if notAfter == nil {
+// that has had a certificate (notAfter or a revision is set) and whose
+// policy uses no windows: the policy, Automatic when the spec names none.
+// The operator keeps the renewal status in AnnotationRenewalStatus only
+// when it differs from this.
+func impliedRenewal(s *certificate.Status, spec *certificate.Spec) *renewal.Status {
+	if s.NotAfter == nil && s.Revision == nil {
 		return nil
 	}
 	p := renewal.PolicyAutomatic
@@ -339,8 +340,8 @@ func CertificateStatusFromCore(c *cmapi.Certificate, s certificate.Status, spec 
 	}
 	setAnnotation(&c.ObjectMeta, AnnotationRetryAfter, annotationTime(s.RetryAfter))
 	renewalJSON := ""
-	if s.Renewal != nil && !reflect.DeepEqual(s.Renewal, impliedRenewal(s.NotAfter, spec)) {
-		b, _ := json.Marshal(s.Renewal)
+	if !reflect.DeepEqual(s.Renewal, impliedRenewal(&s, spec)) {
+		b, _ := json.Marshal(s.Renewal) // "null" for none
 		renewalJSON = string(b)
 	}
 	setAnnotation(&c.ObjectMeta, AnnotationRenewalStatus, renewalJSON)

@@ -2,9 +2,17 @@ package operator
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -346,7 +354,7 @@ func (r *RFC2136) exchangeOver(ctx context.Context, network string, m *dns.Msg, 
 	m = m.Copy()
 	if alg != "" {
 		key := dns.CanonicalName(r.TSIGKeyName)
-		c.TsigSecret = map[string]string{key: r.TSIGSecret}
+		c.TsigProvider = tsigHMAC{secret: r.TSIGSecret}
 		m.SetTsig(key, alg, 300, time.Now().Unix())
 	}
 	in, _, err := c.ExchangeContext(ctx, m, r.Nameserver)
@@ -368,3 +376,60 @@ func rfc2136Rcode(in *dns.Msg) string {
 	}
 	return s
 }
+
+// tsigHMAC signs and checks TSIG records (RFC 8945) with one key's
+// secret, in the HMAC algorithms cert-manager's RFC 2136 solver supports:
+// MD5 (its default, which package dns no longer signs with), SHA-1,
+// SHA-256, SHA-384 and SHA-512. It never prints the secret.
+type tsigHMAC struct{ secret string } // base64
+
+// Generate is the MAC of msg under t's algorithm.
+func (k tsigHMAC) Generate(msg []byte, t *dns.TSIG) ([]byte, error) {
+	raw, err := base64.StdEncoding.DecodeString(k.secret)
+	if err != nil {
+		return nil, errors.New("rfc2136: the TSIG secret is not base64")
+	}
+	var h func() hash.Hash
+	switch dns.CanonicalName(t.Algorithm) {
+	case dns.HmacMD5:
+		h = md5.New
+	case dns.HmacSHA1:
+		h = sha1.New
+	case dns.HmacSHA256:
+		h = sha256.New
+	case dns.HmacSHA384:
+		h = sha512.New384
+	case dns.HmacSHA512:
+		h = sha512.New
+	default:
+		return nil, dns.ErrKeyAlg
+	}
+	m := hmac.New(h, raw)
+	m.Write(msg)
+	return m.Sum(nil), nil
+}
+
+// Verify checks t's MAC of msg.
+func (k tsigHMAC) Verify(msg []byte, t *dns.TSIG) error {
+	want, err := k.Generate(msg, t)
+	if err != nil {
+		return err
+	}
+	got, err := hex.DecodeString(t.MAC)
+	if err != nil {
+		return err
+	}
+	if !hmac.Equal(want, got) {
+		return dns.ErrSig
+	}
+	return nil
+}
+
+// String redacts the secret.
+func (tsigHMAC) String() string { return "tsigHMAC{secret: REDACTED}" }
+
+// GoString redacts the secret.
+func (k tsigHMAC) GoString() string { return k.String() }
+
+// Format prints String for every verb.
+func (k tsigHMAC) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, k.String()) }

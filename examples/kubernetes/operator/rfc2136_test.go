@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -48,7 +49,7 @@ func startRFC2136Server(t *testing.T, zone, key, secret string, bare bool) *rfc2
 	// The default MsgAcceptFunc answers UPDATE with NOTIMP.
 	srv.MsgAcceptFunc = func(dns.Header) dns.MsgAcceptAction { return dns.MsgAccept }
 	if key != "" {
-		srv.TsigSecret = map[string]string{key: secret}
+		srv.TsigProvider = namedKey{name: dns.CanonicalName(key), key: tsigHMAC{secret: secret}}
 	}
 	started := make(chan struct{})
 	srv.NotifyStartedFunc = func() { close(started) }
@@ -56,6 +57,56 @@ func startRFC2136Server(t *testing.T, zone, key, secret string, bare bool) *rfc2
 	<-started
 	t.Cleanup(func() { _ = srv.Shutdown() })
 	return d
+}
+
+// namedKey is the test server's one TSIG key: a record signed with
+// another name is BADKEY (RFC 8945 §5.2.2).
+type namedKey struct {
+	name string
+	key  tsigHMAC
+}
+
+func (n namedKey) Generate(msg []byte, t *dns.TSIG) ([]byte, error) {
+	if dns.CanonicalName(t.Hdr.Name) != n.name {
+		return nil, dns.ErrSecret
+	}
+	return n.key.Generate(msg, t)
+}
+
+func (n namedKey) Verify(msg []byte, t *dns.TSIG) error {
+	if dns.CanonicalName(t.Hdr.Name) != n.name {
+		return dns.ErrSecret
+	}
+	return n.key.Verify(msg, t)
+}
+
+// The TSIG MACs are HMACs as RFC 8945 §6 names them: HMAC-MD5 gives RFC
+// 2202's test vector, and the SHA family what package dns's own signer
+// gives.
+func TestTSIGHMAC(t *testing.T) {
+	k := tsigHMAC{secret: base64.StdEncoding.EncodeToString([]byte("Jefe"))}
+	mac, err := k.Generate([]byte("what do ya want for nothing?"), &dns.TSIG{Algorithm: dns.HmacMD5})
+	require.NoError(t, err)
+	assert.Equal(t, "750c783e6ab0b503eaa86e310a5db738", hex.EncodeToString(mac), "RFC 2202 §2, test case 2")
+	msg := []byte("a DNS message")
+	for _, alg := range []string{dns.HmacSHA1, dns.HmacSHA256, dns.HmacSHA384, dns.HmacSHA512} {
+		m := new(dns.Msg)
+		m.SetQuestion("example.test.", dns.TypeSOA)
+		m.SetTsig("k.", alg, 300, 1)
+		m2 := m.Copy()
+		_, want, err := dns.TsigGenerate(m, rfc2136Secret, "", false)
+		require.NoError(t, err)
+		_, got, err := dns.TsigGenerateWithProvider(m2, tsigHMAC{secret: rfc2136Secret}, "", false)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, alg)
+		_, err = k.Generate(msg, &dns.TSIG{Algorithm: alg})
+		assert.NoError(t, err)
+	}
+	_, err = k.Generate(msg, &dns.TSIG{Algorithm: "hmac-sha3."})
+	assert.ErrorIs(t, err, dns.ErrKeyAlg)
+	for _, format := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
+		assert.NotContains(t, fmt.Sprintf(format, tsigHMAC{secret: rfc2136Secret}), rfc2136Secret)
+	}
 }
 
 func (d *rfc2136Server) serve(w dns.ResponseWriter, req *dns.Msg) {

@@ -208,9 +208,11 @@ func (c certificates) Create(context.Context, *certificate.Certificate) (*certif
 }
 
 // Update writes obj's status (the loop changes nothing else of a
-// certificate) over the version obj was read at: what the status has
-// fields for to the status subresource, the rest to the Certificate's
-// annotations (a merge patch, first, at the same version).
+// certificate) over the version obj was read at: what cert-manager's
+// status has fields for to the status subresource, then the rest to the
+// Certificate's annotations (a merge patch at the version the status
+// write left), so that no version shows the annotations of a status not
+// written yet.
 func (c certificates) Update(ctx context.Context, obj *certificate.Certificate) (*certificate.Certificate, error) {
 	what := describe(host.KindCertificate, obj.Namespace, obj.Name)
 	var cur cmapi.Certificate
@@ -224,25 +226,27 @@ func (c certificates) Update(ctx context.Context, obj *certificate.Certificate) 
 	spec := specToCore(&cur, Passwords{})
 	CertificateStatusFromCore(want, obj.Status, &spec)
 	wrote := false
-	if !maps.Equal(want.Annotations, cur.Annotations) {
-		patched := cur.DeepCopy()
-		patched.Annotations = want.Annotations
-		if err := c.s.client.Patch(ctx, patched, mergePatch(&cur)); err != nil {
+	at := cur.DeepCopy()
+	if !equality.Semantic.DeepEqual(want.Status, cur.Status) {
+		at.Status = want.Status
+		if err := c.s.client.Status().Update(ctx, at); err != nil {
 			return nil, storeError(what, err)
 		}
-		want.ObjectMeta = patched.ObjectMeta
 		wrote = true
 	}
-	if !equality.Semantic.DeepEqual(want.Status, cur.Status) {
-		if err := c.s.client.Status().Update(ctx, want); err != nil {
+	if !maps.Equal(want.Annotations, at.Annotations) {
+		patched := at.DeepCopy()
+		patched.Annotations = want.Annotations
+		if err := c.s.client.Patch(ctx, patched, mergePatch(at)); err != nil {
 			return nil, storeError(what, err)
 		}
+		at = patched
 		wrote = true
 	}
 	if !wrote {
-		c.s.unchanged(host.KindCertificate, want)
+		c.s.unchanged(host.KindCertificate, at)
 	}
-	return CertificateToCore(want, Passwords{}), nil
+	return CertificateToCore(at, Passwords{}), nil
 }
 
 // Delete deletes a Certificate.
