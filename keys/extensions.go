@@ -97,7 +97,7 @@ func (nc *NameConstraints) Validate() error {
 		return nil
 	}
 	if nc.Permitted.empty() && nc.Excluded.empty() {
-		return &TemplateError{Field: "nameConstraints", Message: "names no subtree: set permitted or excluded (RFC 5280 §4.2.1.10)"}
+		return errors.Join(&TemplateError{Field: "nameConstraints", Message: "names no subtree: set permitted or excluded (RFC 5280 §4.2.1.10)"})
 	}
 	var errs []error
 	for _, side := range []struct {
