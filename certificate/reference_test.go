@@ -93,7 +93,7 @@ func applyReference(t testing.TB, s *Snapshot, a Action) {
 		if a.KeySecretName != a.Name {
 			s.ARI = nil // the window was the replaced certificate's
 		}
-	case GenerateKey, CreateRequest:
+	case GenerateKey, CreateRequest, WriteTemporaryCertificate:
 	default:
 		t.Fatalf("unknown action %T", a)
 	}
