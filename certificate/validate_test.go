@@ -112,8 +112,11 @@ func TestValidateRefusesBadInput(t *testing.T) {
 		"name constraints on a certificate that is not a CA": {func(s *Spec) {
 			s.NameConstraints = &keys.NameConstraints{Permitted: &keys.NameConstraintItem{DNSDomains: []string{"example.com"}}}
 		}, "spec.nameConstraints: may only be set when spec.isCA is true"},
-		"name constraints naming no subtree": {func(s *Spec) { s.IsCA, s.NameConstraints = true, &keys.NameConstraints{Critical: true} },
-			"spec.nameConstraints: names no subtree: set permitted or excluded"},
+		"name constraints setting neither permitted nor excluded": {func(s *Spec) { s.IsCA, s.NameConstraints = true, &keys.NameConstraints{Critical: true} },
+			"spec.nameConstraints: sets neither permitted nor excluded"},
+		"name constraints whose permitted lists nothing, as cert-manager accepts": {func(s *Spec) {
+			s.IsCA, s.NameConstraints = true, &keys.NameConstraints{Permitted: &keys.NameConstraintItem{}}
+		}, ""},
 		"a name constraint that is not a CIDR": {func(s *Spec) {
 			s.IsCA, s.NameConstraints = true, &keys.NameConstraints{Excluded: &keys.NameConstraintItem{IPRanges: []string{"10.0.0.0"}}}
 		}, `spec.nameConstraints.excluded.ipRanges[0]: "10.0.0.0" is not an IP range in CIDR notation`},

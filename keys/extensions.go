@@ -92,12 +92,14 @@ func (i *NameConstraintItem) empty() bool {
 // *TemplateError values whose Field is a path below nameConstraints (such
 // as "permitted.dnsDomains[0]"), joined; nil when they are valid. Every
 // value it accepts is one crypto/x509 reads back from a certificate.
+// Permitted or Excluded must be set; when both list nothing, as
+// cert-manager accepts, no extension is written.
 func (nc *NameConstraints) Validate() error {
 	if nc == nil {
 		return nil
 	}
-	if nc.Permitted.empty() && nc.Excluded.empty() {
-		return errors.Join(&TemplateError{Field: "nameConstraints", Message: "names no subtree: set permitted or excluded (RFC 5280 §4.2.1.10)"})
+	if nc.Permitted == nil && nc.Excluded == nil {
+		return errors.Join(&TemplateError{Field: "nameConstraints", Message: "sets neither permitted nor excluded (RFC 5280 §4.2.1.10)"})
 	}
 	var errs []error
 	for _, side := range []struct {
@@ -423,6 +425,9 @@ func parseNameConstraints(ext pkix.Extension) (*NameConstraints, error) {
 	}
 	if nc.Excluded, err = item(der.Excluded); err != nil {
 		return nil, err
+	}
+	if nc.Permitted == nil && nc.Excluded == nil {
+		return nil, errors.New("keys: the name constraints extension names no subtree (RFC 5280 §4.2.1.10)")
 	}
 	if err := nc.Validate(); err != nil {
 		return nil, fmt.Errorf("keys: the name constraints extension: %w", err)

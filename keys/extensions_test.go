@@ -302,8 +302,9 @@ func TestValidateOtherNamesAndNameConstraints(t *testing.T) {
 			want: []string{`oid: "1.3.x" is not a dotted OID: arc 3, "x", is not a decimal number without leading zeros`}},
 		"a value that is not UTF-8": {err: OtherName{OID: "1.2.3", UTF8Value: "\xff"}.Validate(), want: []string{"utf8Value: is not valid UTF-8"}},
 		"usable constraints":        {err: caLimits.Validate()},
-		"no subtree": {err: (&NameConstraints{Critical: true}).Validate(),
-			want: []string{"nameConstraints: names no subtree: set permitted or excluded (RFC 5280 §4.2.1.10)"}},
+		"neither permitted nor excluded": {err: (&NameConstraints{Critical: true}).Validate(),
+			want: []string{"nameConstraints: sets neither permitted nor excluded (RFC 5280 §4.2.1.10)"}},
+		"an empty permitted, as cert-manager accepts (no extension is written)": {err: (&NameConstraints{Permitted: &NameConstraintItem{}}).Validate()},
 		"bad values of every form": {err: (&NameConstraints{Excluded: &NameConstraintItem{
 			DNSDomains: []string{"a..b", "bü.example"}, IPRanges: []string{"10.0.0.0/33"}, EmailAddresses: []string{"x@", "Ops <o@example.com>"}, URIDomains: []string{"10.0.0.1", "."}}}).Validate(),
 			want: []string{
@@ -351,7 +352,7 @@ func TestParseNameConstraintsRefuses(t *testing.T) {
 		"an IP range with a mask that is no prefix": {value: subtrees(asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 7, Bytes: []byte{10, 0, 0, 0, 255, 0, 255, 0}}),
 			err: "an IP range whose mask is not a prefix"},
 		"an IP range of five bytes": {value: subtrees(asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 7, Bytes: []byte{10, 0, 0, 0, 255}}), err: "an IP range of 5 bytes"},
-		"an empty extension":        {value: []byte{0x30, 0}, err: "names no subtree"},
+		"an empty extension":        {value: []byte{0x30, 0}, err: "names no subtree (RFC 5280 §4.2.1.10)"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
