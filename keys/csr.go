@@ -404,8 +404,9 @@ func (d Difference) String() string {
 // the subject (field by field, or, for a literal subject, its encoding
 // byte for byte), names and other names (order-insensitive), the usages
 // encoded in the request (none when EncodeUsagesInRequest is false),
-// isCA and name constraints. Nil means the request is what the template
-// asks.
+// isCA when the request carries basic constraints (the reference operator
+// writes none by default; a request's isCA beside its CSR says it), and
+// name constraints. Nil means the request is what the template asks.
 func CompareCSR(csr *x509.CertificateRequest, tmpl RequestTemplate) []Difference {
 	if csr == nil {
 		return []Difference{{Field: "request", Want: "a request", Have: "none"}}
@@ -438,7 +439,10 @@ func CompareCSR(csr *x509.CertificateRequest, tmpl RequestTemplate) []Difference
 	} else if wantKU != haveKU || !sameSet(wantEKU, haveEKU) {
 		diffs = append(diffs, Difference{Field: "usages", Want: describeUsages(wantKU, wantEKU), Have: describeUsages(haveKU, haveEKU)})
 	}
-	if isCA != haveCA {
+	// A request without basic constraints does not say whether it is for
+	// a CA: the reference operator leaves them out by default, and the
+	// request's own isCA says it beside the CSR.
+	if isCA != haveCA && (haveCA || hasExtension(csr, oidBasicConstraints)) {
 		diffs = append(diffs, Difference{Field: "isCA", Want: fmt.Sprint(isCA), Have: fmt.Sprint(haveCA)})
 	}
 	want, have := describeNameConstraints(tmpl.NameConstraints), "none"
@@ -648,6 +652,17 @@ func describeUsages(ku x509.KeyUsage, eku []string) string {
 	}
 	slices.Sort(names)
 	return "[" + strings.Join(names, ", ") + "]"
+}
+
+// hasExtension reports whether the request carries an extension of that
+// OID.
+func hasExtension(csr *x509.CertificateRequest, oid asn1.ObjectIdentifier) bool {
+	for _, ext := range csr.Extensions {
+		if ext.Id.Equal(oid) {
+			return true
+		}
+	}
+	return false
 }
 
 // KnownUsage reports whether u is a usage BuildCSR understands.
