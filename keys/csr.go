@@ -445,15 +445,12 @@ func CompareCSR(csr *x509.CertificateRequest, tmpl RequestTemplate) []Difference
 	if isCA != haveCA && (haveCA || hasExtension(csr, oidBasicConstraints)) {
 		diffs = append(diffs, Difference{Field: "isCA", Want: fmt.Sprint(isCA), Have: fmt.Sprint(haveCA)})
 	}
-	want, have := describeNameConstraints(tmpl.NameConstraints), "none"
-	if nc, present := requestNameConstraints(csr.Extensions); present {
-		have = "an extension that cannot be read"
-		if nc != nil {
-			have = describeNameConstraints(nc)
+	if nc, present := requestNameConstraints(csr.Extensions); !sameNameConstraints(tmpl.NameConstraints, nc) || (present && nc == nil) {
+		have := describeNameConstraints(nc)
+		if present && nc == nil {
+			have = "an extension that cannot be read"
 		}
-	}
-	if want != have {
-		diffs = append(diffs, Difference{Field: "nameConstraints", Want: want, Have: have})
+		diffs = append(diffs, Difference{Field: "nameConstraints", Want: describeNameConstraints(tmpl.NameConstraints), Have: have})
 	}
 	return diffs
 }

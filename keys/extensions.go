@@ -1,6 +1,7 @@
 package keys
 
 import (
+	"bytes"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
@@ -180,6 +181,10 @@ const (
 	tagIPAddress  = 7
 )
 
+// otherNameTag is the first byte of every other name in a subject
+// alternative name extension: [0], context-specific, constructed.
+const otherNameTag = 0xa0
+
 var (
 	oidSubjectAltName  = asn1.ObjectIdentifier{2, 5, 29, 17}
 	oidNameConstraints = asn1.ObjectIdentifier{2, 5, 29, 30}
@@ -255,6 +260,11 @@ func otherNamesIn(exts []pkix.Extension) []string {
 	for _, ext := range exts {
 		if !ext.Id.Equal(oidSubjectAltName) {
 			continue
+		}
+		if bytes.IndexByte(ext.Value, otherNameTag) < 0 {
+			// The tag of an other name appears nowhere in the extension:
+			// there is none to read, and nothing to decode.
+			return nil
 		}
 		var names []asn1.RawValue
 		if rest, err := asn1.Unmarshal(ext.Value, &names); err != nil || len(rest) > 0 {
@@ -361,6 +371,9 @@ func ParseNameConstraints(ext pkix.Extension, into *x509.Certificate) error {
 	if err != nil {
 		return err
 	}
+	if err := nc.Validate(); err != nil {
+		return fmt.Errorf("keys: the name constraints extension: %w", err)
+	}
 	into.PermittedDNSDomainsCritical = nc.Critical
 	set := func(it *NameConstraintItem, dns, emails, uris *[]string, ips *[]*net.IPNet) {
 		if it == nil {
@@ -378,7 +391,8 @@ func ParseNameConstraints(ext pkix.Extension, into *x509.Certificate) error {
 }
 
 // parseNameConstraints reads a name constraints extension back into the
-// form a template writes.
+// form a template writes, its values unchecked (ParseNameConstraints
+// checks them).
 func parseNameConstraints(ext pkix.Extension) (*NameConstraints, error) {
 	var der nameConstraintsDER
 	if rest, err := asn1.Unmarshal(ext.Value, &der); err != nil || len(rest) > 0 {
@@ -429,10 +443,25 @@ func parseNameConstraints(ext pkix.Extension) (*NameConstraints, error) {
 	if nc.Permitted == nil && nc.Excluded == nil {
 		return nil, errors.New("keys: the name constraints extension names no subtree (RFC 5280 §4.2.1.10)")
 	}
-	if err := nc.Validate(); err != nil {
-		return nil, fmt.Errorf("keys: the name constraints extension: %w", err)
-	}
 	return nc, nil
+}
+
+// sameNameConstraints reports whether two name constraints mean the same:
+// each list the same set (IP ranges by the network they name), and, when
+// there are any, the same criticality. Nil and empty ones are the same.
+func sameNameConstraints(a, b *NameConstraints) bool {
+	aEmpty, bEmpty := a == nil || (a.Permitted.empty() && a.Excluded.empty()), b == nil || (b.Permitted.empty() && b.Excluded.empty())
+	if aEmpty || bEmpty {
+		return aEmpty == bEmpty
+	}
+	sameItem := func(x, y *NameConstraintItem) bool {
+		if x.empty() || y.empty() {
+			return x.empty() == y.empty()
+		}
+		return sameSet(x.DNSDomains, y.DNSDomains) && sameSet(x.EmailAddresses, y.EmailAddresses) &&
+			sameSet(x.URIDomains, y.URIDomains) && sameSet(normCIDRs(x.IPRanges), normCIDRs(y.IPRanges))
+	}
+	return a.Critical == b.Critical && sameItem(a.Permitted, b.Permitted) && sameItem(a.Excluded, b.Excluded)
 }
 
 // describeNameConstraints renders name constraints for a Difference, each
