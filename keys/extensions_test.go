@@ -116,6 +116,14 @@ func TestBuildCSRCarriesCertManagerFields(t *testing.T) {
 				assert.Equal(t, []string{"1.3.6.1.4.1.311.20.2.3=user@corp.example"}, otherNamesIn(csr.Extensions))
 			},
 		},
+		"an address holding the byte other names start with (0xa0) is no other name": {
+			tmpl: RequestTemplate{DNSNames: []string{"a.example"}, IPAddresses: []string{"160.160.160.160"}},
+			check: func(t *testing.T, csr *x509.CertificateRequest) {
+				assert.Nil(t, otherNamesIn(csr.Extensions))
+				assert.Equal(t, []Difference{{Field: "otherNames", Want: "[1.3.6.1.4.1.311.20.2.3=user@corp.example]", Have: "[]"}},
+					CompareCSR(csr, RequestTemplate{DNSNames: []string{"a.example"}, IPAddresses: []string{"160.160.160.160"}, OtherNames: []OtherName{upn}}))
+			},
+		},
 		"encodeUsagesInRequest false leaves the usage extensions out, and a CA's basic constraints in": {
 			tmpl: RequestTemplate{DNSNames: []string{"a.example"}, Usages: []Usage{UsageServerAuth, UsageDigitalSignature}, EncodeUsagesInRequest: &falseValue, IsCA: true},
 			check: func(t *testing.T, csr *x509.CertificateRequest) {
