@@ -39,8 +39,9 @@ var literalSubjectTypes = map[string]asn1.ObjectIdentifier{
 // character or giving a byte as two hex digits (RFC 4514 §2.4), and must
 // be UTF-8; it is encoded as a PrintableString when it can be and as a
 // UTF8String otherwise, as crypto/x509/pkix encodes names. A value written
-// "#" and hex digits is the DER encoding of the value itself, used as
-// given. Errors say what is wrong and where.
+// "#" and hex digits is the DER encoding of a primitive value, whose
+// contents are taken as the string, as the reference operator
+// (cert-manager) reads it. Errors say what is wrong and where.
 func ParseLiteralSubject(s string) (pkix.RDNSequence, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, errors.New("it names no attribute")
@@ -138,10 +139,13 @@ func literalValue(s string) (any, error) {
 			return nil, errors.New(`"#" must be followed by the hex digits of a DER-encoded value`)
 		}
 		var v asn1.RawValue
-		if rest, err := asn1.Unmarshal(der, &v); err != nil || len(rest) > 0 {
-			return nil, errors.New(`the hex digits after "#" are not one DER-encoded value`)
+		if rest, err := asn1.Unmarshal(der, &v); err != nil || len(rest) > 0 || v.IsCompound {
+			return nil, errors.New(`the hex digits after "#" are not one DER-encoded primitive value`)
 		}
-		return asn1.RawValue{FullBytes: der}, nil
+		if !utf8.Valid(v.Bytes) {
+			return nil, errors.New(`the value after "#" is not valid UTF-8`)
+		}
+		return string(v.Bytes), nil
 	}
 	out := make([]byte, 0, len(s))
 	keep := 0 // out[:keep] ends with a byte that is not an unescaped space

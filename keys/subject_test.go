@@ -44,9 +44,10 @@ func TestParseLiteralSubject(t *testing.T) {
 			want: pkix.RDNSequence{{atv(oidDC, "net")}, {atv(oidDC, "example")}, {atv(oidCN, `James "Jim" Smith, III`)}}},
 		"RFC 4514 §4: a carriage return as hex": {in: `CN=Before\0dAfter,DC=example,DC=net`,
 			want: pkix.RDNSequence{{atv(oidDC, "net")}, {atv(oidDC, "example")}, {atv(oidCN, "Before\rAfter")}}},
-		"RFC 4514 §4: a DER value after #, used as given": {in: "1.3.6.1.4.1.1466.0=#04024869,DC=example,DC=com",
+		"RFC 4514 §4: a DER value after #, its contents the string, as the reference operator reads it": {in: "1.3.6.1.4.1.1466.0=#04024869,DC=example,DC=com",
 			want: pkix.RDNSequence{{atv(oidDC, "com")}, {atv(oidDC, "example")},
-				{atv(asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 1466, 0}, asn1.RawValue{FullBytes: []byte{0x04, 0x02, 0x48, 0x69}})}}},
+				{atv(asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 1466, 0}, "Hi")}}},
+		"a UTF8String after #":              {in: "CN=#0c03666f6f", want: pkix.RDNSequence{{atv(oidCN, "foo")}}},
 		"RFC 4514 §4: UTF-8 as hex escapes": {in: `CN=Lu\C4\8Di\C4\87`, want: pkix.RDNSequence{{atv(oidCN, "Lučić")}}},
 		"types in any case, spaces around dropped": {in: " cn = web , o = Acme ",
 			want: pkix.RDNSequence{{atv(oidO, "Acme")}, {atv(oidCN, "web")}}},
@@ -65,13 +66,15 @@ func TestParseLiteralSubject(t *testing.T) {
 		"an OID with a first arc 3": {in: "3.1=x", err: "the first arc is 3, not 0, 1 or 2"},
 		"an OID with a leading zero": {in: "2.05=x",
 			err: `arc 2, "05", is not a decimal number without leading zeros`},
-		"an empty RDN":         {in: "CN=a,,O=b", err: `has no "=" between an attribute type and its value`},
-		"a trailing comma":     {in: "CN=a,", err: `has no "=" between an attribute type and its value`},
-		"a bad escape":         {in: `CN=a\zz`, err: `"\zz" is neither an escaped special character nor two hex digits`},
-		"a lone backslash":     {in: `CN=a\`, err: `it ends with a lone "\"`},
-		"bytes not UTF-8":      {in: `CN=\ff`, err: "it is not valid UTF-8"},
-		"# without hex":        {in: "CN=#zz", err: `"#" must be followed by the hex digits of a DER-encoded value`},
-		"# with truncated DER": {in: "CN=#0402", err: `the hex digits after "#" are not one DER-encoded value`},
+		"an empty RDN":               {in: "CN=a,,O=b", err: `has no "=" between an attribute type and its value`},
+		"a trailing comma":           {in: "CN=a,", err: `has no "=" between an attribute type and its value`},
+		"a bad escape":               {in: `CN=a\zz`, err: `"\zz" is neither an escaped special character nor two hex digits`},
+		"a lone backslash":           {in: `CN=a\`, err: `it ends with a lone "\"`},
+		"bytes not UTF-8":            {in: `CN=\ff`, err: "it is not valid UTF-8"},
+		"# without hex":              {in: "CN=#zz", err: `"#" must be followed by the hex digits of a DER-encoded value`},
+		"# with truncated DER":       {in: "CN=#0402", err: `the hex digits after "#" are not one DER-encoded primitive value`},
+		"# with a constructed value": {in: "CN=#3003020101", err: `the hex digits after "#" are not one DER-encoded primitive value`},
+		"# with contents not UTF-8":  {in: "CN=#0401ff", err: `the value after "#" is not valid UTF-8`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -119,9 +122,7 @@ func FuzzParseLiteralSubject(f *testing.F) {
 		}
 		require.NotEmpty(t, rdns)
 		der, err := asn1.Marshal(rdns)
-		if err != nil {
-			return // a "#" value encoding/asn1 will not nest, or an OID arc it refuses: BuildCSR reports it
-		}
+		require.NoError(t, err, "an accepted subject encodes")
 		var back pkix.RDNSequence
 		rest, err := asn1.Unmarshal(der, &back)
 		require.NoError(t, err)
