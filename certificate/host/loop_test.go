@@ -477,3 +477,28 @@ func TestLoopNeverWritesASecretItDidNotSee(t *testing.T) {
 	assert.Equal(t, certificate.StatusFalse, r.Status)
 	assert.Equal(t, certificate.ReasonSecretNotOwned, r.Reason, r.Message)
 }
+
+// A self-signed certificate asked for by DNS names alone gets a subject,
+// its first DNS name (RFC 5280 §4.1.2.4: its issuer, which is its
+// subject, must not be empty), and still matches what it asks: Ready
+// once, and no issuance again.
+func TestLoopSelfSignsACertificateWithoutACommonName(t *testing.T) {
+	ctx := context.Background()
+	var store *host.MemoryStore
+	f := newFixture(t, func(clk *testingclock.FakeClock) host.Store {
+		store = host.NewMemoryStore(clk)
+		return store
+	}, nil)
+	f.iss.inner = localca.SelfSigned(store.Secrets().Get, nil)
+	f.create(t, newCert("default", "web", "web-tls"))
+	require.NoError(t, f.loop.Advance(ctx, t0.Add(time.Hour), 0))
+	got := f.cert(t, "web")
+	require.True(t, ready(got), "%+v", got.Status.Conditions)
+	assert.Equal(t, 1, revision(got), "issued again: the certificate does not match what it asks")
+	sec, err := store.Secrets().Get(ctx, "default", "web-tls")
+	require.NoError(t, err)
+	p, err := keys.ParseSecretData(sec.Data)
+	require.NoError(t, err)
+	assert.Equal(t, "CN=web.example", p.Leaf.Subject.String())
+	assert.Equal(t, p.Leaf.RawSubject, p.Leaf.RawIssuer)
+}
