@@ -54,7 +54,7 @@ func TestACASignsNoCAItsPathLengthForbids(t *testing.T) {
 		// childPathLen is the issued CA's MaxPathLen (−1: none)
 		childPathLen int
 	}{
-		"an isCA request under pathLen 0 is refused":       {pathLen: 0, tmpl: ca, invalid: "the CA CN=root may sign no further CA: its path length constraint is 0 (RFC 5280 §4.2.1.9)"},
+		"an isCA request under pathLen 0 is refused":        {pathLen: 0, tmpl: ca, invalid: "the CA CN=root may sign no further CA: its path length constraint is 0 (RFC 5280 §4.2.1.9)"},
 		"a leaf under pathLen 0 is signed":                  {pathLen: 0, tmpl: leaf},
 		"an isCA request under pathLen 1 gets pathLen 0":    {pathLen: 1, tmpl: ca, childPathLen: 0},
 		"an isCA request under pathLen 3 gets pathLen 2":    {pathLen: 3, tmpl: ca, childPathLen: 2},
@@ -153,7 +153,7 @@ func TestNoCertificateWithoutASubjectWhereOneIsRequired(t *testing.T) {
 		"a CA a CA signs, without a subject: its first DNS name": {
 			tmpl: keys.RequestTemplate{DNSNames: []string{"ca.example"}, IsCA: true}, subject: "CN=ca.example"},
 		"a CA a CA signs, with only a URI, is invalid": {
-			tmpl: keys.RequestTemplate{URIs: []string{"spiffe://cluster.local/ca"}, IsCA: true},
+			tmpl:    keys.RequestTemplate{URIs: []string{"spiffe://cluster.local/ca"}, IsCA: true},
 			invalid: "a CA certificate must name its subject (RFC 5280 §4.1.2.6)"},
 		"a leaf a CA signs keeps its empty subject, its names critical": {
 			tmpl: keys.RequestTemplate{DNSNames: []string{"web.example"}}, subject: ""},
