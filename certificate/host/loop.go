@@ -792,7 +792,7 @@ func (l *Loop) wrote(kind Kind, namespace, name, ownerUID string) {
 
 // writeSecret writes the data keys.SecretData makes, merging labels and
 // annotations into what the secret has, and only over the version the
-// decision read.
+// decision read: a secret the decision did not see is never written.
 func (l *Loop) writeSecret(ctx context.Context, c *certificate.Certificate, a certificate.WriteSecret) error {
 	key, err := l.privateKey(ctx, c.Namespace, a.KeySecretName)
 	if err != nil {
@@ -811,7 +811,11 @@ func (l *Loop) writeSecret(ctx context.Context, c *certificate.Certificate, a ce
 		sec = &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Name: a.Name, Namespace: c.Namespace}}
 	case err != nil:
 		return err
-	case a.ResourceVersion != "" && sec.ResourceVersion != a.ResourceVersion:
+	case a.ResourceVersion == "":
+		// Made since the decision found none, by someone else: the next
+		// decision reads it, and judges whether it may be written.
+		return fmt.Errorf("secret %s exists, but the decision found none: %w", a.Name, ErrConflict)
+	case sec.ResourceVersion != a.ResourceVersion:
 		return fmt.Errorf("secret %s is at version %s, the decision read %s: %w", a.Name, sec.ResourceVersion, a.ResourceVersion, ErrConflict)
 	}
 	sec.OwnerUID = a.OwnerUID
