@@ -76,8 +76,11 @@ type DeleteRequest struct {
 // read: the host writes only if the secret is still at that version (a
 // conflict ends the pass, and the next decision reads the newer secret), so
 // a decision made on a stale read never overwrites a newer secret. Empty
-// means the decision saw no secret: the host creates it, or updates
-// whatever is there.
+// means the decision saw no secret: the host creates it, and a secret
+// that exists by then (AlreadyExists, or found where the decision found
+// none) is a conflict too — never written blindly — so that the next
+// decision reads it and judges whether it may be written at all
+// (ReasonSecretNotOwned).
 //
 // Ordering: before the UpdateStatus of the same result, which records the
 // new revision; a crash in between re-writes the same secret on the next

@@ -113,6 +113,10 @@ func temporaryWrites(res Result) []WriteTemporaryCertificate {
 // waits for the issuer and the secret holds no usable certificate and key
 // — once, and never over a usable pair, another certificate's secret, or
 // an answer it can act on.
+// certlifeWrote marks a secret certlife wrote (a temporary certificate is
+// written with it): one it did not write is never written over.
+var certlifeWrote = map[string]string{AnnotationCertificateName: "web"}
+
 func TestTemporaryCertificateIsWrittenWhileTheFirstIssuanceRuns(t *testing.T) {
 	f := newFixture(t)
 	tests := map[string]struct {
@@ -126,16 +130,20 @@ func TestTemporaryCertificateIsWrittenWhileTheFirstIssuanceRuns(t *testing.T) {
 		"the secret is missing and the request waits for the issuer": {mutate: func(*testing.T, renewing) {}, written: true},
 		"the secret is missing and no request is made yet":           {mutate: func(_ *testing.T, r renewing) { r.s.Requests = nil }, written: true},
 		"the secret lacks tls.key": {mutate: func(_ *testing.T, r renewing) {
-			r.s.Secret = &Secret{ObjectMeta: ObjectMeta{Name: "web-tls", ResourceVersion: "3"}, Data: map[string][]byte{keys.SecretCertificate: temporaryPEM(t, r.nextKey, r.s.Certificate)}}
+			r.s.Secret = &Secret{ObjectMeta: ObjectMeta{Name: "web-tls", ResourceVersion: "3", Annotations: certlifeWrote}, Data: map[string][]byte{keys.SecretCertificate: temporaryPEM(t, r.nextKey, r.s.Certificate)}}
 		}, written: true, rv: "3"},
 		"the secret's key is not its certificate's": {mutate: func(t *testing.T, r renewing) {
-			r.s.Secret = &Secret{ObjectMeta: ObjectMeta{Name: "web-tls", ResourceVersion: "4"}, Data: map[string][]byte{
+			r.s.Secret = &Secret{ObjectMeta: ObjectMeta{Name: "web-tls", ResourceVersion: "4", Annotations: certlifeWrote}, Data: map[string][]byte{
 				keys.SecretCertificate: temporaryPEM(t, r.nextKey, r.s.Certificate), keys.SecretPrivateKey: pemKey(t, f.key(keys.KeySpec{Algorithm: keys.AlgorithmECDSA}))}}
 		}, written: true, rv: "4"},
+		"a secret certlife did not write, holding a certificate: nothing is written into it": {mutate: func(t *testing.T, r renewing) {
+			r.s.Secret = &Secret{ObjectMeta: ObjectMeta{Name: "web-tls", ResourceVersion: "6"}, Data: map[string][]byte{
+				keys.SecretCertificate: temporaryPEM(t, r.nextKey, r.s.Certificate)}}
+		}, reason: ReasonSecretNotOwned},
 		"the spec does not ask for one": {mutate: func(_ *testing.T, r renewing) { r.s.Certificate.Spec.IssueTemporaryCertificate = false },
 			reason: ReasonRequestPending},
 		"the secret holds the temporary certificate already": {mutate: func(t *testing.T, r renewing) {
-			r.s.Secret = &Secret{ObjectMeta: ObjectMeta{Name: "web-tls", ResourceVersion: "5"}, Data: map[string][]byte{
+			r.s.Secret = &Secret{ObjectMeta: ObjectMeta{Name: "web-tls", ResourceVersion: "5", Annotations: certlifeWrote}, Data: map[string][]byte{
 				keys.SecretCertificate: temporaryPEM(t, r.nextKey, r.s.Certificate), keys.SecretPrivateKey: pemKey(t, r.nextKey)}}
 		}, reason: ReasonRequestPending},
 		"the next private key is not readable yet": {mutate: func(_ *testing.T, r renewing) { r.s.NextPrivateKeySecrets = nil }, reason: ReasonRequestPending},

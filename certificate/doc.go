@@ -50,6 +50,23 @@
 // writes nothing and looks again later, so two certificates never overwrite
 // one secret in turn.
 //
+// # Nothing lost
+//
+// A target secret that already holds data, is not owned by the
+// certificate, and carries neither certlife's annotations nor the
+// reference operator's (cert-manager.io/certificate-name,
+// cert-manager.io/issuer-name) — a CA key pair a user made by hand, say —
+// is never written: no key is made for it, no request created, and Ready
+// is False, ReasonSecretNotOwned, with a message that names the secret and
+// how to hand it over: the annotation certlife.dev/allow-takeover: "true"
+// on the secret (AnnotationAllowTakeover). The secret's change brings the
+// next pass through the host's watch; the decision also looks again on
+// fixed ticks of Config.SecretInUseRecheck. An empty secret, or one with
+// only labels and annotations, is filled as before, so secrets made
+// beforehand keep working. A WriteSecret names the version of the secret
+// it was decided on, and none when the decision saw no secret: a host
+// never writes a secret the decision did not see.
+//
 // # Settled before acted on
 //
 // A request is used only while it still matches what the certificate asks

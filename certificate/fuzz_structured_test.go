@@ -274,6 +274,30 @@ func (p *fuzzPool) snapshot(r *fuzzReader) (*Snapshot, time.Time, Config) {
 	if r.pick(3) == 0 {
 		cfg.CacheGrace = -1
 	}
+	// Who the secret belongs to, chosen last so that the choices above
+	// keep their meaning: the certificate, as the secrets certlife writes
+	// are; nobody, so that a secret without certlife's annotations holds
+	// data certlife did not write; nobody, but handed over; another object,
+	// with the reference operator's annotation.
+	if sec := s.Secret; sec != nil {
+		switch r.pick(4) {
+		case 0:
+			sec.OwnerUID = c.UID
+		case 2:
+			sec.Annotations = maps.Clone(sec.Annotations)
+			if sec.Annotations == nil {
+				sec.Annotations = map[string]string{}
+			}
+			sec.Annotations[AnnotationAllowTakeover] = "true"
+		case 3:
+			sec.OwnerUID = "uid-of-something-else"
+			sec.Annotations = maps.Clone(sec.Annotations)
+			if sec.Annotations == nil {
+				sec.Annotations = map[string]string{}
+			}
+			sec.Annotations["cert-manager.io/certificate-name"] = c.Name
+		}
+	}
 	return s, now, cfg
 }
 
@@ -384,7 +408,9 @@ func combined(keyPEM, chain []byte) []byte {
 // the functions under test: an issuance writes the leaf of the next
 // private key from a settled answer, a failure is counted only from a
 // settled answer, the backoff is skipped only for a spec fixed since the
-// failure, and a decision that does nothing says why and when.
+// failure, a secret that holds data certlife did not write is never
+// written nor issued for (checkHeld), and a decision that does nothing
+// says why and when.
 func FuzzReconcileStructured(f *testing.F) {
 	pool := newFuzzPool(f)
 	f.Add([]byte{})
@@ -395,6 +421,12 @@ func FuzzReconcileStructured(f *testing.F) {
 	// A request no issuer has touched yet, within the issuer grace: only
 	// the grace's end brings the next pass.
 	f.Add([]byte{5, 0, 1, 7, 3, 3, 6, 1, 1, 0, 7, 0, 4, 5, 3, 4, 0, 1, 5, 4, 3, 7, 2, 4, 2})
+	// Secrets that hold data certlife did not write (checkHeld): while not
+	// issuing; while issuing, with requests; while issuing, over a key
+	// pair that matches.
+	f.Add([]byte{4, 3, 5, 1, 4, 7, 6, 5, 6, 1, 6, 7, 6, 7, 0, 0, 1, 3, 7, 4, 4, 0, 2, 7, 2, 5, 2, 5, 7, 3})
+	f.Add([]byte{0, 0, 1, 7, 6, 6, 0, 5, 4, 4, 3, 6, 1, 0, 6, 6, 1, 1, 6, 5, 0, 5, 6, 2, 5, 3, 6, 1, 3, 1})
+	f.Add([]byte{6, 1, 2, 1, 6, 0, 3, 2, 0, 0, 2, 0, 3, 7, 3, 3, 3, 2, 0, 3, 2, 1, 3, 6, 7, 4, 5, 4, 4, 2})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, now, cfg := pool.snapshot(&fuzzReader{b: data})
 		checkDecision(t, s, now, cfg)
@@ -421,6 +453,7 @@ func checkDecision(t *testing.T, s *Snapshot, now time.Time, cfg Config) {
 	// The issuing stage alone keeps them too: a host may run it on a
 	// snapshot where no requestmanager has removed an outdated request.
 	checkActions(t, s, now, cfg, Issue(s, now, cfg))
+	checkHeld(t, s, now, cfg, res)
 	// What the host stored is never lost: a write only replaces a secret
 	// the decision read, at the version it read.
 	for _, a := range res.Actions {
@@ -548,6 +581,57 @@ func checkActions(t *testing.T, s *Snapshot, now time.Time, cfg Config, res Resu
 			require.True(t, fixed, "issuance started at %v before the backoff allows (%v)", now, b.NextAttempt)
 		}
 	}
+}
+
+// checkHeld: a secret that holds data certlife did not write (heldByTest)
+// is never written, and nothing is made for it — no key, no request —
+// by the decision or by any stage alone; the certificate is not Ready,
+// SecretNotOwned, and the decision names a time to look again.
+func checkHeld(t *testing.T, s *Snapshot, now time.Time, cfg Config, res Result) {
+	t.Helper()
+	if !heldByTest(s) {
+		return
+	}
+	for _, r := range []Result{res, Trigger(s, now, cfg), KeyManager(s, now, cfg), RequestManager(s, now, cfg), Issue(s, now, cfg), Readiness(s, now, cfg)} {
+		for _, a := range r.Actions {
+			switch a.(type) {
+			case GenerateKey, CreateRequest, WriteSecret:
+				t.Fatalf("%s asked for %v while secret %s holds data certlife did not write", r.Stage, a, s.Secret.Name)
+			}
+		}
+	}
+	st := s.Certificate.Status
+	for _, a := range res.Actions {
+		if u, ok := a.(UpdateStatus); ok {
+			st = u.Status
+		}
+	}
+	ready := st.Condition(ConditionReady)
+	require.NotNil(t, ready, "no Ready condition over a secret certlife did not write")
+	require.Equal(t, StatusFalse+"/"+ReasonSecretNotOwned, ready.Status+"/"+ready.Reason, ready.Message)
+	require.False(t, res.RequeueAt.IsZero(), "a certificate whose secret is held names no time to look again")
+}
+
+// heldByTest: the snapshot's secret exists, is not owned by the
+// certificate, carries none of the annotations certlife and cert-manager
+// write on the secrets they issue into, is not handed over with
+// certlife.dev/allow-takeover "true", and holds a non-empty value.
+func heldByTest(s *Snapshot) bool {
+	sec := s.Secret
+	if sec == nil || sec.OwnerUID == s.Certificate.UID || sec.Annotations["certlife.dev/allow-takeover"] == "true" {
+		return false
+	}
+	for _, k := range []string{"certlife.dev/certificate-name", "certlife.dev/issuer-name", "cert-manager.io/certificate-name", "cert-manager.io/issuer-name"} {
+		if sec.Annotations[k] != "" {
+			return false
+		}
+	}
+	for _, v := range sec.Data {
+		if len(v) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // The test's own statements of what the stages decide by, written apart

@@ -52,6 +52,10 @@ import (
 // the secret then holds a usable pair, which the issued certificate
 // replaces.
 //
+// It never writes a target secret that holds data certlife did not write
+// (ReasonSecretNotOwned), whatever the request's answer: the answer waits
+// until the secret is handed over (AnnotationAllowTakeover) or removed.
+//
 // When not issuing it repairs: it records a revision an interrupted pass
 // wrote into the secret but not into status (ReasonRevisionAdopted), and
 // rewrites a secret that drifted around a certificate that is otherwise in
@@ -68,6 +72,10 @@ func Issue(s *Snapshot, now time.Time, cfg Config) Result {
 func issuingStage(p *pass, now time.Time, cfg Config) Result {
 	c := p.cert
 	res := Result{Stage: StageIssuing}
+	if held := heldSecret(p); held != nil {
+		res.Reason, res.Message = ReasonSecretNotOwned, "nothing is written: "+heldMessage(p, held)
+		return res
+	}
 	cond := issuing(c)
 	if cond == nil {
 		if r, ok := adoptRevision(p); ok {

@@ -16,12 +16,14 @@ var renewalConditionTypes = []string{
 }
 
 // Readiness is the readiness stage: it sets the Ready condition — False
-// with InvalidSpec and the field errors for an invalid spec, with the
-// first failing trigger check's reason (TemporaryCertificate while the
-// secret holds only a temporary certificate), with Expired, or with
-// SecretDrifted and what drifted; True otherwise — the validity and
-// renewal time in status (none for a temporary certificate), and the
-// renewal conditions and status. While it is False and an
+// with SecretNotOwned for a target secret that holds data certlife did not
+// write (naming it and how to hand it over), with InvalidSpec and the
+// field errors for an invalid spec, with the first failing trigger check's
+// reason (TemporaryCertificate while the secret holds only a temporary
+// certificate), with Expired, or with SecretDrifted and what drifted; True
+// otherwise — the validity and renewal time in status (none for a
+// temporary certificate), and the renewal conditions and status. While it
+// is False and an
 // issuance waits for the issuer, its message says so too, as the Issuing
 // condition's does. Right after an issuance, a secret that is missing
 // (and not confirmed missing, Snapshot.SecretAbsenceConfirmed) may be a
@@ -48,6 +50,10 @@ func readiness(p *pass, now time.Time, cfg Config) Result {
 			res.Actions = []Action{UpdateStatus{Status: st}}
 		}
 		return res
+	}
+	if held := heldSecret(p); held != nil {
+		res.RequeueAt = heldRecheck(p, now)
+		return setReady(StatusFalse, ReasonSecretNotOwned, heldMessage(p, held))
 	}
 	if p.specErr != nil {
 		return setReady(StatusFalse, ReasonInvalidSpec, "the spec is invalid: "+p.specErr.Error())

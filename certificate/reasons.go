@@ -68,6 +68,18 @@ const (
 	// ReasonSecretInUse: another certificate owns the target secret; this
 	// one writes nothing to it.
 	ReasonSecretInUse = "SecretInUse"
+	// ReasonSecretNotOwned: the target secret holds data that neither
+	// certlife nor the reference operator wrote — it is not owned by the
+	// certificate and carries neither's annotations — such as a CA key
+	// pair a user made by hand. Nothing touches it: no key is made, no
+	// request created, nothing written into it; Ready is False with this
+	// reason, and the message names the secret, what it holds, and how to
+	// hand it over (AnnotationAllowTakeover "true" on the secret). The
+	// secret's change brings the next pass through the host's watch; a
+	// host without one looks again on fixed ticks of
+	// Config.SecretInUseRecheck. A secret with no data, or only empty
+	// values, is filled as usual.
+	ReasonSecretNotOwned = "SecretNotOwned"
 	// ReasonSecretNotCaughtUp: the status records an issuance whose
 	// certificate the secret does not show yet. Within Config.CacheGrace of
 	// the request that is a read cache behind its writes, and the stages

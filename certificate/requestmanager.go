@@ -65,6 +65,9 @@ const deletedRequestRecheck = 5 * time.Second
 // on a later pass, never in the same one, so a create never meets the
 // deletion of its own name.
 //
+// While the target secret holds data certlife did not write
+// (ReasonSecretNotOwned) it makes and deletes no request.
+//
 // When not issuing and Ready, it keeps the revision history: requests of
 // issued revisions beyond spec.revisionHistoryLimit, oldest first, are
 // deleted.
@@ -90,6 +93,10 @@ func requestmanager(p *pass, now time.Time) Result {
 	}
 	if p.specErr != nil {
 		res.Reason, res.Message = ReasonInvalidSpec, "no request is made until the spec is corrected"
+		return res
+	}
+	if held := heldSecret(p); held != nil {
+		res.Reason, res.Message = ReasonSecretNotOwned, "no request is made: "+heldMessage(p, held)
 		return res
 	}
 	keyName := c.Status.NextPrivateKeySecretName

@@ -320,6 +320,11 @@ func failedRequestMismatchesSpec(p *pass) bool {
 // Trigger is the trigger stage: it decides whether the certificate must be
 // issued, and sets Issuing=True when it must.
 //
+// A target secret that holds data neither certlife nor the reference
+// operator wrote is never issued into (ReasonSecretNotOwned): the trigger
+// says so, whether Issuing is True or not, and looks again when the
+// secret changes or at the next Config.SecretInUseRecheck tick.
+//
 // It does nothing while Issuing is True — that is also how a manual trigger
 // works: a host (or a user) sets Issuing=True itself, and the trigger,
 // the backoff included, stays out of the way. Otherwise it runs the chain of
@@ -340,6 +345,11 @@ func Trigger(s *Snapshot, now time.Time, cfg Config) Result {
 func trigger(p *pass, now time.Time, cfg Config) Result {
 	res := Result{Stage: StageTrigger}
 	c := p.cert
+	if held := heldSecret(p); held != nil {
+		res.Reason, res.RequeueAt = ReasonSecretNotOwned, heldRecheck(p, now)
+		res.Message = heldMessage(p, held) + " (looking again when the secret changes, or at " + stamp(res.RequeueAt) + ")"
+		return res
+	}
 	if cond := issuing(c); cond != nil {
 		res.Reason, res.Message = ReasonIssuingInProgress, "issuance in progress since "+stamp(cond.LastTransitionTime)+" ("+cond.Reason+")"
 		return res

@@ -45,6 +45,23 @@ const (
 	// LabelNextPrivateKey marks a Secret that holds the next private key of
 	// a certificate during issuance; its value is "true".
 	LabelNextPrivateKey = "certlife.dev/next-private-key"
+	// AnnotationAllowTakeover on a Secret, with the value "true", hands the
+	// secret over to the certificate whose spec.secretName names it: the
+	// certificate may replace what it holds. A certificate never writes a
+	// secret that already holds data, is not owned by it, and carries
+	// neither certlife's annotations (AnnotationCertificateName,
+	// AnnotationIssuerName) nor the reference operator's
+	// (AnnotationCertManagerCertificateName,
+	// AnnotationCertManagerIssuerName) — such as a CA key pair a user made
+	// by hand — unless this annotation says so (ReasonSecretNotOwned).
+	AnnotationAllowTakeover = "certlife.dev/allow-takeover"
+	// AnnotationCertManagerCertificateName and
+	// AnnotationCertManagerIssuerName on a Secret: written by the
+	// reference operator (cert-manager) on the secrets it issues into.
+	// Either marks a secret it wrote, which a certificate may take over
+	// without AnnotationAllowTakeover, as it may one certlife wrote.
+	AnnotationCertManagerCertificateName = "cert-manager.io/certificate-name"
+	AnnotationCertManagerIssuerName      = "cert-manager.io/issuer-name"
 )
 
 // Defaults of IssuerRef.

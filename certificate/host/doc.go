@@ -17,8 +17,9 @@
 //     (deterministic) name is success, and so is a delete of a missing
 //     one; a deleted request's issuer is told (certificate.Issuer.Forget);
 //     a secret is written only over the version the decision read, with
-//     its labels and annotations merged; the status is written last, with
-//     the version read;
+//     its labels and annotations merged, and never when the decision saw
+//     none and one is there by then (a conflict: the next decision reads
+//     it); the status is written last, with the version read;
 //  4. looks again at Result.RequeueAt, and whenever a write concerns the
 //     certificate — its own, its secret's, one of its requests' — at once.
 //

@@ -815,7 +815,8 @@ func (l *Loop) wrote(kind Kind, namespace, name, ownerUID string) {
 
 // writeSecret writes data as the secret name's data, owned by ownerUID,
 // merging labels and annotations into what the secret has, and only over
-// the version the decision read (rv; empty: it read none).
+// the version the decision read (rv; empty: it read none): a secret the
+// decision did not see is never written.
 func (l *Loop) writeSecret(ctx context.Context, c *certificate.Certificate, name, ownerUID, rv string, data map[string][]byte, labels, annotations map[string]string) error {
 	secrets := l.cfg.Store.Secrets()
 	sec, err := secrets.Get(ctx, c.Namespace, name)
@@ -826,7 +827,11 @@ func (l *Loop) writeSecret(ctx context.Context, c *certificate.Certificate, name
 		sec = &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Name: name, Namespace: c.Namespace}}
 	case err != nil:
 		return err
-	case rv != "" && sec.ResourceVersion != rv:
+	case rv == "":
+		// Made since the decision found none, by someone else: the next
+		// decision reads it, and judges whether it may be written.
+		return fmt.Errorf("secret %s exists, but the decision found none: %w", name, ErrConflict)
+	case sec.ResourceVersion != rv:
 		return fmt.Errorf("secret %s is at version %s, the decision read %s: %w", name, sec.ResourceVersion, rv, ErrConflict)
 	}
 	sec.OwnerUID = ownerUID

@@ -214,11 +214,20 @@ func (ca *CA) KeyPEM() ([]byte, error) { return keys.EncodePrivateKey(ca.key, ke
 // into every certificate. The chain is the leaf, followed by the CA
 // certificate when the CA is not a root; ca.crt is the CA certificate.
 //
-// A request that cannot be signed as asked — name constraints in the CSR
-// of a request that is not for a CA, or that cannot be read — is answered
-// invalid; a CA that has expired answers failed. Issue does nothing to a
-// request already answered, and returns an error only when signing itself
-// fails (rnd).
+// A request that cannot be signed as asked is answered invalid: among
+// others, name constraints in the CSR of a request that is not for a CA,
+// or that cannot be read, and an isCA request under a CA whose path length
+// constraint is 0 (RFC 5280 §4.2.1.9: it may sign no further CA). A CA
+// signed under a CA whose constraint is n > 0 gets n−1, so that it refuses
+// in its turn what a validator would. A CA that has expired answers
+// failed. Issue does nothing to a request already answered, and returns an
+// error only when signing itself fails (rnd).
+//
+// A certificate never has an empty subject where RFC 5280 requires one
+// (§4.1.2.6): a CA certificate's subject must name it, so an isCA request
+// with an empty subject gets one from its first DNS name (see SelfSign);
+// a leaf may have an empty subject beside its names, whose extension is
+// then critical; a request with neither a subject nor a name is invalid.
 func (ca *CA) Issue(rnd io.Reader, r *certificate.CertificateRequest, now time.Time) error {
 	return issue(rnd, r, now, ca.cert, ca.key, ca.chainSuffix(), ca.certPEM, ca.opts)
 }
@@ -230,6 +239,15 @@ func (ca *CA) Issue(rnd io.Reader, r *certificate.CertificateRequest, now time.T
 // carries what the request asks as Issue's do, and what opts ask. A key
 // that is not the CSR's is answered invalid; options that cannot be used
 // are an error wrapping ErrInvalidOption, and r is left as it was.
+//
+// Its issuer is its subject, and an issuer must not be empty (RFC 5280
+// §4.1.2.4): a request with an empty subject gets the common name of its
+// first DNS name of at most 64 characters (the upper bound of a common
+// name), which the certificate stages count among its DNS names, so the
+// certificate still matches what was asked. A request with no such name
+// — only IP addresses, URIs or email addresses, which would read as a
+// DNS name in a common name — is answered invalid, asking for a
+// spec.commonName or spec.subject.
 func SelfSign(rnd io.Reader, r *certificate.CertificateRequest, key crypto.Signer, now time.Time, opts ...Option) error {
 	if certificate.Answered(r) {
 		return nil
@@ -253,6 +271,7 @@ func (ca *CA) chainSuffix() []byte {
 }
 
 // issue signs r with parent and key (parent nil: self-signed).
+
 func issue(rnd io.Reader, r *certificate.CertificateRequest, now time.Time, parent *x509.Certificate, key crypto.Signer, chainSuffix, caPEM []byte, o options) error {
 	if r == nil || certificate.Answered(r) {
 		return nil
@@ -272,6 +291,16 @@ func issue(rnd io.Reader, r *certificate.CertificateRequest, now time.Time, pare
 	}
 	if parent == nil && !keys.PublicKeysEqual(csr.PublicKey, key.Public()) {
 		certificate.SetInvalid(r, "the private key to self-sign with is not the CSR's", now)
+		return nil
+	}
+	if parent != nil && r.Spec.IsCA && pathLenExhausted(parent) {
+		certificate.SetInvalid(r, fmt.Sprintf("the CA %s may sign no further CA: its path length constraint is 0 (RFC 5280 §4.2.1.9); "+
+			"have this CA signed by a CA whose path length allows it", describeName(parent.Subject)), now)
+		return nil
+	}
+	subject, problem := subjectOf(csr, parent == nil, r.Spec.IsCA)
+	if problem != "" {
+		certificate.SetInvalid(r, problem, now)
 		return nil
 	}
 	duration := certificate.DefaultDuration
@@ -306,8 +335,8 @@ func issue(rnd io.Reader, r *certificate.CertificateRequest, now time.Time, pare
 		case ext.Id.Equal(oidSubjectAltName):
 			// As the CSR has them, other names included, which the
 			// x509 fields cannot hold; critical when the subject is
-			// empty (RFC 5280 §4.2.1.6).
-			ext.Critical = bytes.Equal(csr.RawSubject, emptySubject)
+			// empty (RFC 5280 §4.2.1.6) and stays so.
+			ext.Critical = subject == nil && bytes.Equal(csr.RawSubject, emptySubject)
 			tmpl.ExtraExtensions = append(tmpl.ExtraExtensions, ext)
 		case ext.Id.Equal(oidNameConstraints):
 			if !r.Spec.IsCA {
@@ -319,6 +348,13 @@ func issue(rnd io.Reader, r *certificate.CertificateRequest, now time.Time, pare
 				return nil
 			}
 		}
+	}
+	if subject != nil {
+		tmpl.RawSubject, tmpl.Subject = nil, *subject
+	}
+	if parent != nil && r.Spec.IsCA && parent.MaxPathLen > 0 {
+		tmpl.MaxPathLen = parent.MaxPathLen - 1
+		tmpl.MaxPathLenZero = tmpl.MaxPathLen == 0
 	}
 	self := parent == nil
 	if self {
@@ -342,6 +378,61 @@ var (
 	// emptySubject is the DER of a subject with no attribute.
 	emptySubject = []byte{0x30, 0}
 )
+
+// pathLenExhausted reports a CA certificate whose path length constraint
+// is 0: it may sign no further CA. A parsed certificate's MaxPathLen is −1
+// when it sets no constraint, and 0 only for a constraint of 0
+// (MaxPathLenZero).
+func pathLenExhausted(ca *x509.Certificate) bool {
+	return ca.MaxPathLenZero || (ca.MaxPathLen == 0 && len(ca.Raw) > 0)
+}
+
+// maxCommonName is the upper bound of a common name (RFC 5280 appendix A,
+// ub-common-name).
+const maxCommonName = 64
+
+// subjectOf is the subject to give a certificate for csr in place of the
+// CSR's own, or nil to keep it; problem says why the request cannot be
+// signed. An empty subject is kept for a leaf signed by a CA when the CSR
+// names something (the names' extension is then critical, RFC 5280
+// §4.1.2.6; crypto/x509 marks it so). A self-signed certificate, whose
+// issuer is its subject (§4.1.2.4), and a CA certificate (§4.1.2.6) need
+// one: the common name of the first DNS name that fits one.
+func subjectOf(csr *x509.CertificateRequest, selfSigned, isCA bool) (subject *pkix.Name, problem string) {
+	if len(csr.Subject.Names) > 0 {
+		return nil, ""
+	}
+	names := len(csr.DNSNames) + len(csr.IPAddresses) + len(csr.URIs) + len(csr.EmailAddresses)
+	for _, ext := range csr.Extensions {
+		if ext.Id.Equal(oidSubjectAltName) {
+			names++ // other names, which crypto/x509 does not list, count too
+		}
+	}
+	if !selfSigned && !isCA {
+		if names == 0 {
+			return nil, "the request has neither a subject nor a name (DNS name, IP address, URI, email address or other name): a certificate must identify its subject (RFC 5280 §4.1.2.6)"
+		}
+		return nil, ""
+	}
+	for _, n := range csr.DNSNames {
+		if n != "" && len(n) <= maxCommonName {
+			return &pkix.Name{CommonName: n}, ""
+		}
+	}
+	what := "a CA certificate must name its subject (RFC 5280 §4.1.2.6)"
+	if selfSigned {
+		what = "a self-signed certificate's issuer is its subject, which must not be empty (RFC 5280 §4.1.2.4)"
+	}
+	return nil, "the request has an empty subject and no DNS name of at most 64 characters to give it one: " + what + "; set spec.commonName or spec.subject"
+}
+
+// describeName is a distinguished name for messages.
+func describeName(n pkix.Name) string {
+	if s := n.String(); s != "" {
+		return s
+	}
+	return "with an empty subject"
+}
 
 // serialNumber is a random positive 128-bit serial, as CAs use.
 func serialNumber(rnd io.Reader) (*big.Int, error) {
