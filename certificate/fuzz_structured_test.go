@@ -3,6 +3,7 @@ package certificate
 import (
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/rand"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
@@ -31,6 +32,7 @@ type fuzzPool struct {
 	specs  []Spec
 	csrs   map[[2]int][]byte // (template, key) → CSR
 	chains map[[3]int][]byte // (key, names, validity) → chain
+	temps  [][]byte          // key → a temporary certificate for the base names
 }
 
 // Validity periods of the pool's chains: issued 10 days before t0 for 90
@@ -64,12 +66,24 @@ func newFuzzPool(tb testing.TB) *fuzzPool {
 	jks.Keystores = &Keystores{JKS: &keys.JKSSpec{Password: "changeit"}}
 	invalid := base
 	invalid.DNSNames = []string{"web example"}
-	p.specs = []Spec{base, withAPI, clientAuth, p384, outputs, jks, invalid}
+	temporary := base
+	temporary.IssueTemporaryCertificate = true
+	// A literal subject that encodes as the base's common name does: the
+	// base's requests match it.
+	literal := temporary
+	literal.CommonName, literal.LiteralSubject = "", "CN=web.example"
+	literal.AdditionalOutputFormats = []OutputFormat{OutputCombinedPEM}
+	p.specs = []Spec{base, withAPI, clientAuth, p384, outputs, jks, invalid, temporary, literal}
 	templates := []keys.RequestTemplate{base.Template(), withAPI.Template(), clientAuth.Template()}
 	for ti, tmpl := range templates {
 		for ki, k := range p.keys {
 			p.csrs[[2]int{ti, ki}] = fx.csr(k, tmpl)
 		}
+	}
+	for _, k := range p.keys {
+		temp, err := keys.TemporaryCertificate(rand.Reader, k, base.Template(), t0.Add(-time.Hour), t0.Add(90*24*time.Hour))
+		require.NoError(tb, err)
+		p.temps = append(p.temps, temp)
 	}
 	for ki, k := range p.keys {
 		for ni, tmpl := range templates[:2] {
@@ -148,11 +162,15 @@ func (p *fuzzPool) snapshot(r *fuzzReader) (*Snapshot, time.Time, Config) {
 	}
 
 	s := &Snapshot{Certificate: c}
-	switch r.pick(5) {
+	switch r.pick(6) {
 	case 0:
 	case 1:
 		s.Secret = &Secret{ObjectMeta: ObjectMeta{Name: c.Spec.SecretName, ResourceVersion: "3"},
 			Data: map[string][]byte{keys.SecretCertificate: []byte("garbage"), keys.SecretPrivateKey: p.keyPEM[0]}}
+	case 5: // a temporary certificate, mostly with its key
+		ki := r.pick(len(p.keys))
+		s.Secret = &Secret{ObjectMeta: ObjectMeta{Name: c.Spec.SecretName, ResourceVersion: "3", Annotations: map[string]string{AnnotationCertificateName: c.Name}},
+			Data: map[string][]byte{keys.SecretCertificate: p.temps[ki], keys.SecretPrivateKey: p.keyPEM[[]int{ki, ki, r.pick(len(p.keys))}[r.pick(3)]]}}
 	default:
 		ki := r.pick(len(p.keys))
 		chain := p.chains[[3]int{r.pick(len(p.keys)), r.pick(2), r.pick(len(poolValidity))}]
@@ -507,6 +525,33 @@ func checkActions(t *testing.T, s *Snapshot, now time.Time, cfg Config, res Resu
 			}
 			d := renewal.Decide(in, now, cfg.Renewal)
 			require.False(t, d.Renew, "%v writes a certificate due for renewal on arrival: %s", a, d.Message)
+		}
+	}
+	// A temporary certificate is written only while issuing, when the spec
+	// asks, for the next private key, into a secret that holds no usable
+	// certificate and key, at the version read, and never beside an
+	// issuance's write.
+	for _, a := range res.Actions {
+		w, ok := a.(WriteTemporaryCertificate)
+		if !ok {
+			continue
+		}
+		require.True(t, c.Spec.IssueTemporaryCertificate, "%v: the spec does not ask for it", w)
+		require.NotEmpty(t, w.OwnerUID, "%v has no owner", w)
+		require.NotNil(t, issuing(&Certificate{Status: final}), "%v while not issuing", w)
+		require.Equal(t, final.NextPrivateKeySecretName, w.KeySecretName, "%v is not for the next private key", w)
+		require.NotNil(t, secretKey(findSecret(s.NextPrivateKeySecrets, w.KeySecretName)), "%v is for a key the snapshot does not hold", w)
+		require.Equal(t, c.Spec.SecretName, w.Name)
+		if s.Secret != nil {
+			require.Equal(t, s.Secret.ResourceVersion, w.ResourceVersion, "%v does not carry the version of the secret read", w)
+			parsed, _ := keys.ParseSecretData(s.Secret.Data)
+			require.False(t, parsed != nil && parsed.Leaf != nil && parsed.Key != nil && parsed.KeyMatches, "%v over a usable certificate and key", w)
+		} else {
+			require.Empty(t, w.ResourceVersion)
+		}
+		for _, b := range res.Actions {
+			_, write := b.(WriteSecret)
+			require.False(t, write, "%v beside %v", w, b)
 		}
 	}
 	require.LessOrEqual(t, creates, 1, "requests created in one pass")

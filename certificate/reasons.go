@@ -17,6 +17,11 @@ const (
 	// ReasonInvalidKeyPair: tls.crt or tls.key cannot be decoded, or the
 	// key is not the certificate's.
 	ReasonInvalidKeyPair = "InvalidKeyPair"
+	// ReasonTemporaryCertificate: the secret holds a temporary certificate
+	// (keys.IsTemporaryCertificate), written while an issuance runs
+	// (spec.issueTemporaryCertificate), not an issued one. The certificate
+	// is not Ready until the issued certificate replaces it.
+	ReasonTemporaryCertificate = "TemporaryCertificate"
 	// ReasonIncorrectIssuer: the secret's issuer annotations name another
 	// issuer than spec.issuerRef.
 	ReasonIncorrectIssuer = "IncorrectIssuer"
@@ -140,6 +145,11 @@ const (
 	// whose revision the status does not record (a host stopped between
 	// writing the secret and writing the status); the revision is recorded.
 	ReasonRevisionAdopted = "RevisionAdopted"
+	// ReasonWritingTemporaryCertificate: the issuance runs, the secret
+	// holds no usable certificate and key, and the spec asks for a
+	// temporary certificate meanwhile: it is written
+	// (WriteTemporaryCertificate).
+	ReasonWritingTemporaryCertificate = "WritingTemporaryCertificate"
 	// ReasonSecretRepair: the secret drifted (see ReasonSecretDrifted) and
 	// is rewritten from the key and chain it holds.
 	ReasonSecretRepair = "SecretRepair"

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/renewal"
 )
 
@@ -168,12 +169,12 @@ func requestmanager(p *pass, now time.Time) Result {
 // request renews: the secret's certificate, when the issuer that the
 // secret's annotations name is the spec's (name, kind and group) and the
 // certificate shares at least one identifier (DNS name, common name, IP
-// address) with the spec. A CA refuses "replaces" for an order that shares
+// address) with the spec; never a temporary certificate. A CA refuses "replaces" for an order that shares
 // no identifier with the replaced certificate (RFC 9773 §5), and knows
 // nothing of another issuer's certificates. "" when there is none.
 func replacedCertificate(p *pass) string {
 	leaf := p.leaf()
-	if leaf == nil || p.secret == nil {
+	if leaf == nil || p.secret == nil || keys.IsTemporaryCertificate(leaf) {
 		return ""
 	}
 	a := p.secret.Annotations

@@ -12,8 +12,8 @@
 //     and, with Config.ARI, the CA's suggested renewal window;
 //  2. decides with certificate.Reconcile at the clock's time;
 //  3. carries out the actions in order, exactly as their docs say, and
-//     stops at the first that fails: keys are generated and requests built
-//     with package keys; a create that meets an object of the same
+//     stops at the first that fails: keys are generated, requests built
+//     and temporary certificates made with package keys; a create that meets an object of the same
 //     (deterministic) name is success, and so is a delete of a missing
 //     one; a deleted request's issuer is told (certificate.Issuer.Forget);
 //     a secret is written only over the version the decision read, with
