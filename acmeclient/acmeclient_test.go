@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,9 @@ func TestParseRetryAfter(t *testing.T) {
 		"empty is none":            {"", time.Time{}, false},
 		"garbage is none":          {"soon", time.Time{}, false},
 		"absurd delays are capped": {"99999999999999", t0.Add(10 * 365 * 24 * time.Hour), true},
+		"an HTTP date far in the future is capped as the seconds are": {"Fri, 31 Dec 9999 23:59:59 GMT", t0.Add(10 * 365 * 24 * time.Hour), true},
+		"an HTTP date just inside the cap is kept":                    {"Mon, 17 Nov 2036 11:00:00 GMT", time.Date(2036, 11, 17, 11, 0, 0, 0, time.UTC), true},
+		"an HTTP date in the obsolete RFC 850 form is read too":       {"Sunday, 22-Nov-26 13:00:00 GMT", t0.Add(time.Hour), true},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -63,7 +67,16 @@ func TestClassify(t *testing.T) {
 		"rate limited with an HTTP date": {
 			&acme.Error{StatusCode: 429, ProblemType: "urn:ietf:params:acme:error:rateLimited", Header: hdr("Mon, 23 Nov 2026 12:00:00 GMT")},
 			ErrRateLimited, true, t0.Add(24 * time.Hour)},
+		"rate limited with an HTTP date far in the future: capped as the seconds are (RFC 9110 §10.2.3)": {
+			&acme.Error{StatusCode: 429, ProblemType: "urn:ietf:params:acme:error:rateLimited", Header: hdr("Fri, 31 Dec 9999 23:59:59 GMT")},
+			ErrRateLimited, true, t0.Add(10 * 365 * 24 * time.Hour)},
+		"rate limited with absurd seconds: the same cap": {
+			&acme.Error{StatusCode: 429, ProblemType: "urn:ietf:params:acme:error:rateLimited", Header: hdr("315569520000")},
+			ErrRateLimited, true, t0.Add(10 * 365 * 24 * time.Hour)},
 		"a bare 429": {&acme.Error{StatusCode: 429}, ErrRateLimited, true, time.Time{}},
+		"a redirect to another server": {
+			&url.Error{Op: "Get", URL: "https://acme.example/dir", Err: &redirectError{method: "GET", from: "https://acme.example/dir", to: "https://elsewhere.example/dir"}},
+			ErrRedirect, false, time.Time{}},
 		"unauthorized": {
 			&acme.Error{StatusCode: 403, ProblemType: "urn:ietf:params:acme:error:unauthorized"}, ErrUnauthorized, false, time.Time{}},
 		"rejected identifier": {
@@ -141,8 +154,12 @@ func TestNewRejectsBadConfigByField(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		"no directory":      {Config{Key: key}, "DirectoryURL is required"},
-		"not a URL":         {Config{DirectoryURL: "acme.example", Key: key}, `DirectoryURL "acme.example" is not an http(s) URL`},
+		"no directory":   {Config{Key: key}, "DirectoryURL is required"},
+		"not a URL":      {Config{DirectoryURL: "acme.example", Key: key}, `DirectoryURL "acme.example" is not an https:// URL`},
+		"another scheme": {Config{DirectoryURL: "ftp://acme.example/dir", Key: key}, `DirectoryURL "ftp://acme.example/dir" is not an https:// URL`},
+		"no host":        {Config{DirectoryURL: "https:///dir", Key: key}, `DirectoryURL "https:///dir" is not an https:// URL`},
+		"http:// without the insecure option": {Config{DirectoryURL: "http://acme.example/dir", Key: key},
+			`DirectoryURL "http://acme.example/dir" is http://: anyone on the way could read and answer the ACME requests in the server's place; use the server's https:// URL, or set InsecureAllowHTTP`},
 		"no key":            {Config{DirectoryURL: "https://acme.example/dir"}, "Key is required"},
 		"negative retries":  {Config{DirectoryURL: "https://acme.example/dir", Key: key, MaxBadNonceRetries: -1}, "MaxBadNonceRetries -1 is negative"},
 		"every problem too": {Config{}, "DirectoryURL is required; Key is required"},
@@ -155,6 +172,70 @@ func TestNewRejectsBadConfigByField(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An http:// directory is accepted only when the user asks for it in so
+// many words (Config.InsecureAllowHTTP); https:// needs nothing.
+func TestNewAcceptsHTTPOnlyWhenToldTo(t *testing.T) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	for _, cfg := range []Config{
+		{DirectoryURL: "https://acme.example/dir", Key: key},
+		{DirectoryURL: "http://127.0.0.1:14000/dir", Key: key, InsecureAllowHTTP: true},
+		{DirectoryURL: "https://acme.example/dir", Key: key, InsecureAllowHTTP: true},
+	} {
+		_, err := New(cfg)
+		require.NoError(t, err, "%s, InsecureAllowHTTP %v", cfg.DirectoryURL, cfg.InsecureAllowHTTP)
+	}
+}
+
+// The client follows a redirect only to the scheme, host and port the
+// request was for (RFC 3986 §6.2.3: a missing port is the scheme's
+// default; host names compare without case), and asks the user's own
+// CheckRedirect only about those.
+func TestRedirectsStayOnTheServer(t *testing.T) {
+	tests := map[string]struct {
+		from, to string
+		refused  bool
+	}{
+		"the same server, another path":           {"https://acme.example/dir", "https://acme.example/v2/dir", false},
+		"the same server, its default port named": {"https://acme.example/dir", "https://ACME.example:443/dir", false},
+		"another host":                               {"https://acme.example/dir", "https://elsewhere.example/dir", true},
+		"another port":                               {"https://acme.example/dir", "https://acme.example:8443/dir", true},
+		"down to http on the same host":              {"https://acme.example/dir", "http://acme.example/dir", true},
+		"a look-alike host":                          {"https://acme.example/dir", "https://acme.example.evil.example/dir", true},
+		"a host in the userinfo does not fool it":    {"https://acme.example/dir", "https://acme.example@elsewhere.example/dir", true},
+		"a query is left out of what the error says": {"https://acme.example/dir", "https://elsewhere.example/dir?token=secret", true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			asked := 0
+			check := sameOriginRedirects(func(*http.Request, []*http.Request) error { asked++; return nil })
+			from, err := http.NewRequest(http.MethodGet, tc.from, nil)
+			require.NoError(t, err)
+			to, err := http.NewRequest(http.MethodGet, tc.to, nil)
+			require.NoError(t, err)
+			err = check(to, []*http.Request{from})
+			if !tc.refused {
+				require.NoError(t, err)
+				require.Equal(t, 1, asked, "the user's CheckRedirect is asked about a redirect on the server")
+				return
+			}
+			require.ErrorIs(t, err, ErrRedirect)
+			require.Zero(t, asked, "the user's CheckRedirect could let it through")
+			require.Contains(t, err.Error(), "the server redirected GET "+tc.from+" to ")
+			require.NotContains(t, err.Error(), "secret", "the query of the redirect is printed")
+		})
+	}
+	t.Run("without a CheckRedirect of the user's, at most 10 redirects", func(t *testing.T) {
+		check := sameOriginRedirects(nil)
+		req, _ := http.NewRequest(http.MethodGet, "https://acme.example/dir", nil)
+		via := make([]*http.Request, 10)
+		for i := range via {
+			via[i] = req
+		}
+		require.NoError(t, check(req, via[:9]))
+		require.ErrorContains(t, check(req, via), "stopped after 10 redirects")
+	})
 }
 
 func TestLinkRel(t *testing.T) {

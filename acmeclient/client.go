@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -26,13 +27,24 @@ import (
 // other field has a documented zero value.
 type Config struct {
 	// DirectoryURL is the ACME directory, e.g.
-	// https://acme-v02.api.letsencrypt.org/directory.
+	// https://acme-v02.api.letsencrypt.org/directory. It must be https://
+	// unless InsecureAllowHTTP is set.
 	DirectoryURL string
+	// InsecureAllowHTTP accepts an http:// DirectoryURL. Every request then
+	// travels in the clear, where anyone on the way can read it and answer
+	// in the server's place (a directory that points elsewhere, a
+	// certificate for another key, challenges that never pass): for a test
+	// server on loopback only. False, the zero value, refuses it;
+	// acmetest's server is https and needs no such thing.
+	InsecureAllowHTTP bool
 	// Key is the account key: an ECDSA (P-256, P-384, P-521), RSA or
 	// Ed25519 private key. It is never printed.
 	Key crypto.Signer
 	// HTTPClient carries the requests; nil means http.DefaultClient's
-	// settings. Its Transport is wrapped by the Client's Transport.
+	// settings. Its Transport is wrapped by the Client's Transport. The
+	// Client follows a redirect only to the scheme, host and port the
+	// request was for, and refuses one elsewhere (ErrRedirect), before
+	// its CheckRedirect, if any, is asked.
 	HTTPClient *http.Client
 	// UserAgent is prepended to the User-Agent of every request.
 	UserAgent string
@@ -77,10 +89,8 @@ var ErrConfig = errors.New("acmeclient: invalid config")
 // New returns a Client. It makes no request.
 func New(cfg Config) (*Client, error) {
 	var problems []string
-	if cfg.DirectoryURL == "" {
-		problems = append(problems, "DirectoryURL is required")
-	} else if !strings.HasPrefix(cfg.DirectoryURL, "https://") && !strings.HasPrefix(cfg.DirectoryURL, "http://") {
-		problems = append(problems, fmt.Sprintf("DirectoryURL %q is not an http(s) URL", cfg.DirectoryURL))
+	if problem := checkDirectoryURL(cfg.DirectoryURL, cfg.InsecureAllowHTTP); problem != "" {
+		problems = append(problems, problem)
 	}
 	switch k := cfg.Key.(type) {
 	case nil:
@@ -106,6 +116,7 @@ func New(cfg Config) (*Client, error) {
 	tr := &Transport{Base: base}
 	tr.setDirectoryURL(cfg.DirectoryURL)
 	hc.Transport = tr
+	hc.CheckRedirect = sameOriginRedirects(hc.CheckRedirect)
 	var clk clock.PassiveClock = clock.RealClock{}
 	if cfg.Clock != nil {
 		clk = cfg.Clock
@@ -128,6 +139,70 @@ func New(cfg Config) (*Client, error) {
 		},
 	}
 	return c, nil
+}
+
+// checkDirectoryURL says what is wrong with a directory URL, "" when
+// nothing is: it must be an absolute https:// URL with a host, or http://
+// with insecure set.
+func checkDirectoryURL(dir string, insecure bool) string {
+	if dir == "" {
+		return "DirectoryURL is required"
+	}
+	u, err := url.Parse(dir)
+	switch {
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		return fmt.Sprintf("DirectoryURL %q is not an https:// URL", dir)
+	case u.Scheme == "http" && !insecure:
+		return fmt.Sprintf("DirectoryURL %q is http://: anyone on the way could read and answer the ACME requests in the server's place; "+
+			"use the server's https:// URL, or set InsecureAllowHTTP for a test server on loopback", dir)
+	}
+	return ""
+}
+
+// sameOriginRedirects is a CheckRedirect that refuses a redirect to
+// another scheme, host or port than the request's (ErrRedirect), and
+// then asks next (nil: net/http's default, at most 10 redirects).
+func sameOriginRedirects(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		from := via[0].URL
+		if origin(req.URL) != origin(from) {
+			return &redirectError{method: via[0].Method, from: redactQuery(from), to: redactQuery(req.URL)}
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+}
+
+// redirectError is a redirect refused; errors.Is(err, ErrRedirect).
+type redirectError struct{ method, from, to string }
+
+func (e *redirectError) Error() string {
+	return "the server redirected " + e.method + " " + e.from + " to " + e.to +
+		", another server: refused, an ACME client follows no redirect off the server it was given (set DirectoryURL to the server that answers)"
+}
+
+func (e *redirectError) Is(target error) bool { return target == ErrRedirect }
+
+// origin is a URL's scheme, host and port (the scheme's default when
+// none is given), the host in lower case.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+	}
+	return u.Scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
+}
+
+// redactQuery is a URL for an error message, without its query.
+func redactQuery(u *url.URL) string {
+	c := *u
+	c.RawQuery, c.User = "", nil
+	return c.String()
 }
 
 func (c *Client) now() time.Time { return c.clock.Now() }

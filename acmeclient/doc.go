@@ -108,6 +108,11 @@
 // made only when a signer has none: the first time each signs, and when
 // more requests run at once than it holds nonces.
 //
+// It talks to the server it was given and no other: the directory must be
+// https:// (Config.InsecureAllowHTTP accepts http:// for a test server on
+// loopback), and a redirect to another scheme, host or port is refused
+// with ErrRedirect, which no retry gets past, rather than followed.
+//
 // ARI (RFC 9773): RenewalInfo fetches a certificate's suggested renewal
 // window, to pass to the renewal package; CreateOrder sends replaces when
 // the order names the certificate it renews, and orders again without it

@@ -43,6 +43,11 @@ var (
 	// ErrUnsupported: the server does not offer what was asked (no ARI
 	// endpoint, no profiles).
 	ErrUnsupported = errors.New("acmeclient: not supported by the server")
+	// ErrRedirect: the server redirected a request to another scheme,
+	// host or port, which the client refuses to follow (Config.HTTPClient):
+	// whoever answers there is not the server the client was configured
+	// for. A retry meets the same redirect: not retryable.
+	ErrRedirect = errors.New("acmeclient: redirect to another server refused")
 )
 
 // Error is a failed ACME call: what was attempted, what the server said,
@@ -187,6 +192,12 @@ func classify(op string, err error, header http.Header, now time.Time) error {
 				parts = append(parts, subproblem(sp))
 			}
 			e.Detail += " [" + strings.Join(parts, "; ") + "]"
+		}
+	case errors.Is(err, ErrRedirect):
+		e.Kind = ErrRedirect
+		var re *redirectError
+		if errors.As(err, &re) {
+			e.Detail = re.Error()
 		}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), isNetwork(err):
 		e.Kind = ErrNetwork

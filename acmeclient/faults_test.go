@@ -72,6 +72,12 @@ type fault struct {
 	Forward bool
 	// ContentType of Body; "" means application/problem+json.
 	ContentType string
+	// Location, when set, is sent as the Location header (a redirect).
+	Location string
+	// Edit, when set, passes the request to Pebble and answers what Edit
+	// makes of Pebble's answer (its status, headers and body); the other
+	// fields are ignored.
+	Edit func(status int, h http.Header, body []byte) (int, []byte)
 }
 
 func problem(status int, typ, detail string) fault {
@@ -159,11 +165,26 @@ func (f *front) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	if ft.Edit != nil {
+		rec := httptest.NewRecorder()
+		f.proxy.ServeHTTP(rec, r)
+		status, body := ft.Edit(rec.Code, rec.Header(), rec.Body.Bytes())
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.Header().Del("Content-Length")
+		w.WriteHeader(status)
+		_, _ = w.Write(body)
+		return
+	}
 	if ft.Forward {
 		f.proxy.ServeHTTP(httptest.NewRecorder(), r)
 	}
 	if ft.RetryAfter != "" {
 		w.Header().Set("Retry-After", ft.RetryAfter)
+	}
+	if ft.Location != "" {
+		w.Header().Set("Location", ft.Location)
 	}
 	if ft.Body != "" {
 		ct := ft.ContentType

@@ -3,6 +3,7 @@ package acmeclient
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
@@ -114,7 +115,10 @@ func (e Event) String() string {
 // challenges, cleans a challenge up before it is deleted, presents again
 // after a restart what the states say is presented, and answers the
 // request through the issuer contract of package certificate
-// (certificate.Issuer: Answer, Forget).
+// (certificate.Issuer: Answer, Forget). An issued request's CA, which the
+// certificate's secret holds as ca.crt, is the last certificate of the
+// chain the server sent when that is a CA certificate, and empty when the
+// server sent the leaf alone (see Step): ca.crt never holds a leaf.
 //
 // No state outlives its request for long, whatever the host forgets:
 // Forget removes a deleted request's state at once; a state not stepped
@@ -285,7 +289,12 @@ func (i *Issuer) Answer(ctx context.Context, r *certificate.CertificateRequest, 
 // the challenges the scheduler allows, and writes the state to the Store
 // after each decision. When the order has its certificate, and it checks
 // out against the CSR (order.CheckCertificate: a bad one is ordered again
-// once), Step answers r with certificate.SetIssued; when the order
+// once), Step answers r with certificate.SetIssued: the chain as the
+// server sent it, leaf first, and as the request's CA (status.ca, which
+// becomes the secret's ca.crt) the chain's last certificate when the chain
+// holds more than the leaf and that certificate is a CA (basic
+// constraints, cA true) — none when the server returned the leaf alone,
+// never the leaf itself, nor a last certificate that is no CA; when the order
 // failed, with certificate.SetFailed and the server's Retry-After; a CSR
 // that cannot be ordered, with certificate.SetInvalid. Then it cleans up
 // the challenges. Each Step also removes, a few at a time, the states of
@@ -972,7 +981,7 @@ func (i *Issuer) answer(ctx context.Context, r *certificate.CertificateRequest, 
 	var res Result
 	switch {
 	case o.Status.State == order.StateValid && len(o.Status.Certificate) > 0 && order.CheckCertificate(&o.Spec, o.Status.Certificate) == "":
-		certificate.SetIssued(r, o.Status.Certificate, topOfChain(o.Status.Certificate), now)
+		certificate.SetIssued(r, o.Status.Certificate, chainCA(o.Status.Certificate), now)
 		res = Result{Answered: true, Reason: order.ReasonDone, Message: "the certificate is issued"}
 	case o.Status.State.Failed():
 		msg := "the ACME order " + o.Name + " is " + string(o.Status.State)
@@ -1116,18 +1125,30 @@ func validCertID(id string) bool {
 	return true
 }
 
-// topOfChain returns the last certificate of a PEM chain, the one the
-// root signed: what the issuer gives as the request's CA.
-func topOfChain(chain []byte) []byte {
-	var last []byte
-	rest := chain
-	for {
+// chainCA is what the issuer gives as the request's CA: the last
+// certificate of a PEM chain (the one the root signed), in PEM, when the
+// chain holds more than the leaf and that certificate is a CA certificate
+// (basic constraints valid, cA true); nil otherwise — a server that sends
+// the leaf alone leaves ca.crt empty rather than putting the leaf in it.
+func chainCA(chain []byte) []byte {
+	var blocks []*pem.Block
+	for rest := chain; ; {
 		b, r := pem.Decode(rest)
 		if b == nil {
 			break
 		}
-		last = pem.EncodeToMemory(b)
+		if b.Type == "CERTIFICATE" {
+			blocks = append(blocks, b)
+		}
 		rest = r
 	}
-	return last
+	if len(blocks) < 2 {
+		return nil
+	}
+	top := blocks[len(blocks)-1]
+	c, err := x509.ParseCertificate(top.Bytes)
+	if err != nil || !c.BasicConstraintsValid || !c.IsCA {
+		return nil
+	}
+	return pem.EncodeToMemory(top)
 }

@@ -1,13 +1,16 @@
 package acmeclient
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"testing"
 	"time"
@@ -171,6 +174,40 @@ func BenchmarkListTheStore(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// chainCA gives the chain's last certificate as the request's CA only
+// when the chain holds more than the leaf and that certificate is a CA
+// (RFC 5280 §4.2.1.9: basic constraints, cA true).
+func TestChainCAIsACAOrNothing(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	cert := func(cn string, isCA bool) []byte {
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), BasicConstraintsValid: true, IsCA: isCA}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+		require.NoError(t, err)
+		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	}
+	leaf, inter, root, other := cert("leaf", false), cert("intermediate", true), cert("root", true), cert("another leaf", false)
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	tests := map[string]struct {
+		chain, want []byte
+	}{
+		"a leaf and its intermediate: the intermediate":     {cat(leaf, inter), inter},
+		"a leaf, an intermediate and a root: the root":      {cat(leaf, inter, root), root},
+		"the leaf alone: none":                              {leaf, nil},
+		"a CA certificate alone (an isCA request): none":    {inter, nil},
+		"a chain whose last certificate is no CA: none":     {cat(leaf, other), nil},
+		"a last block that does not parse: none":            {cat(leaf, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte{1, 2}})), nil},
+		"a last block that is not a certificate is skipped": {cat(leaf, inter, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte{1}})), inter},
+		"nothing: none": {nil, nil},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			require.Equal(t, string(tc.want), string(chainCA(tc.chain)))
 		})
 	}
 }

@@ -2,6 +2,7 @@ package certificate
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/certlife/certlife/keys"
 )
@@ -75,8 +76,11 @@ type DeleteRequest struct {
 // read: the host writes only if the secret is still at that version (a
 // conflict ends the pass, and the next decision reads the newer secret), so
 // a decision made on a stale read never overwrites a newer secret. Empty
-// means the decision saw no secret: the host creates it, or updates
-// whatever is there.
+// means the decision saw no secret: the host creates it, and a secret
+// that exists by then (AlreadyExists, or found where the decision found
+// none) is a conflict too — never written blindly — so that the next
+// decision reads it and judges whether it may be written at all
+// (ReasonSecretNotOwned).
 //
 // Ordering: before the UpdateStatus of the same result, which records the
 // new revision; a crash in between re-writes the same secret on the next
@@ -92,11 +96,40 @@ type WriteSecret struct {
 	ResourceVersion string
 }
 
+// WriteTemporaryCertificate asks the host to write a temporary
+// certificate into the secret Name while an issuance runs and the secret
+// holds no usable certificate and key (Spec.IssueTemporaryCertificate):
+// the data keys.SecretData(rand, key, chain, nil, Output) gives, where key
+// is tls.key of the secret KeySecretName (the next private key) and chain
+// is keys.TemporaryCertificate(rand, key, Template, NotBefore, NotAfter),
+// with Labels and Annotations merged into the secret's metadata, owned by
+// the certificate (OwnerUID), and only over ResourceVersion, as
+// WriteSecret is. The certificate is not Ready while the secret holds it;
+// the issued certificate replaces it.
+//
+// Labels and Annotations are the secretTemplate's and
+// AnnotationCertificateName: no issuer annotation, as no issuer signed it.
+// NotBefore is the decision's time and NotAfter NotBefore plus
+// spec.duration (DefaultDuration when unset).
+type WriteTemporaryCertificate struct {
+	Name                string
+	OwnerUID            string
+	KeySecretName       string
+	Template            keys.RequestTemplate
+	NotBefore, NotAfter time.Time
+	Output              keys.OutputSpec
+	Labels              map[string]string
+	Annotations         map[string]string
+	ResourceVersion     string
+}
+
 func (GenerateKey) isAction()   {}
 func (DeleteSecret) isAction()  {}
 func (CreateRequest) isAction() {}
 func (DeleteRequest) isAction() {}
 func (WriteSecret) isAction()   {}
+
+func (WriteTemporaryCertificate) isAction() {}
 
 func (a GenerateKey) String() string {
 	if a.ReuseFrom != "" {
@@ -107,6 +140,10 @@ func (a GenerateKey) String() string {
 func (a DeleteSecret) String() string  { return fmt.Sprintf("DeleteSecret{%s: %s}", a.Name, a.Reason) }
 func (a CreateRequest) String() string { return fmt.Sprintf("CreateRequest{%s}", a.Request.Name) }
 func (a DeleteRequest) String() string { return fmt.Sprintf("DeleteRequest{%s: %s}", a.Name, a.Reason) }
+func (a WriteTemporaryCertificate) String() string {
+	return fmt.Sprintf("WriteTemporaryCertificate{%s, key of %s}", a.Name, a.KeySecretName)
+}
+
 func (a WriteSecret) String() string {
 	if a.KeySecretName == a.Name {
 		return fmt.Sprintf("WriteSecret{%s, repair}", a.Name)

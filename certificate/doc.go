@@ -11,10 +11,10 @@
 // host carrying out each one's actions in between, gives exactly the same.
 //
 // The actions are a closed set: [UpdateStatus], [GenerateKey],
-// [DeleteSecret], [CreateRequest], [DeleteRequest] and [WriteSecret]. Each
-// type's doc says what the host does. Effects that need randomness (key
-// generation, CSR signing, keystore salts) are the host's, with package
-// keys.
+// [DeleteSecret], [CreateRequest], [DeleteRequest], [WriteSecret] and
+// [WriteTemporaryCertificate]. Each type's doc says what the host does.
+// Effects that need randomness (key generation, CSR signing, temporary
+// certificates, keystore salts) are the host's, with package keys.
 //
 // # The trigger
 //
@@ -26,15 +26,20 @@
 //  1. SecretDoesNotExist
 //  2. SecretMissingData (tls.crt or tls.key)
 //  3. SecretInvalidKeyPair (undecodable, or the key is not the certificate's)
-//  4. SecretIssuerMismatch (issuer annotations vs spec.issuerRef)
-//  5. SecretCertificateNameMismatch (the secret was issued for another
+//  4. SecretHoldsTemporaryCertificate (a placeholder written while an
+//     issuance ran, spec.issueTemporaryCertificate, or the reference
+//     operator's: keys.IsTemporaryCertificate)
+//  5. SecretIssuerMismatch (issuer annotations vs spec.issuerRef)
+//  6. SecretCertificateNameMismatch (the secret was issued for another
 //     certificate that no longer claims it)
-//  6. SecretKeyMismatchesSpec (spec.privateKey)
-//  7. SecretKeyMismatchesRequest (the key of the request that issued the
+//  7. SecretKeyMismatchesSpec (spec.privateKey)
+//  8. SecretKeyMismatchesRequest (the key of the request that issued the
 //     current revision)
-//  8. RequestOrCertificateChanged (that request vs the spec; with no
-//     request, the issued certificate's names vs the spec, a name may move
-//     between the common name and the DNS names)
+//  9. RequestOrCertificateChanged (that request vs the spec — names, other
+//     names, the subject or literal subject, usages and whether they are
+//     encoded in the CSR, isCA, name constraints, issuer, duration, key
+//     spec; with no request, the issued certificate's names vs the spec, a
+//     name may move between the common name and the DNS names)
 //
 // then asks package renewal whether renewal is due (renewal time, ARI,
 // Disabled / Scheduled windows, fail-safe). Every check is safe on missing
@@ -44,6 +49,23 @@
 // target secret (the one its annotation names, else the oldest), the trigger
 // writes nothing and looks again later, so two certificates never overwrite
 // one secret in turn.
+//
+// # Nothing lost
+//
+// A target secret that already holds data, is not owned by the
+// certificate, and carries neither certlife's annotations nor the
+// reference operator's (cert-manager.io/certificate-name,
+// cert-manager.io/issuer-name) — a CA key pair a user made by hand, say —
+// is never written: no key is made for it, no request created, and Ready
+// is False, ReasonSecretNotOwned, with a message that names the secret and
+// how to hand it over: the annotation certlife.dev/allow-takeover: "true"
+// on the secret (AnnotationAllowTakeover). The secret's change brings the
+// next pass through the host's watch; the decision also looks again on
+// fixed ticks of Config.SecretInUseRecheck. An empty secret, or one with
+// only labels and annotations, is filled as before, so secrets made
+// beforehand keep working. A WriteSecret names the version of the secret
+// it was decided on, and none when the decision saw no secret: a host
+// never writes a secret the decision did not see.
 //
 // # Settled before acted on
 //

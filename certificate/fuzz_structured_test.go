@@ -3,6 +3,7 @@ package certificate
 import (
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/rand"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
@@ -31,6 +32,7 @@ type fuzzPool struct {
 	specs  []Spec
 	csrs   map[[2]int][]byte // (template, key) → CSR
 	chains map[[3]int][]byte // (key, names, validity) → chain
+	temps  [][]byte          // key → a temporary certificate for the base names
 }
 
 // Validity periods of the pool's chains: issued 10 days before t0 for 90
@@ -64,12 +66,24 @@ func newFuzzPool(tb testing.TB) *fuzzPool {
 	jks.Keystores = &Keystores{JKS: &keys.JKSSpec{Password: "changeit"}}
 	invalid := base
 	invalid.DNSNames = []string{"web example"}
-	p.specs = []Spec{base, withAPI, clientAuth, p384, outputs, jks, invalid}
+	temporary := base
+	temporary.IssueTemporaryCertificate = true
+	// A literal subject that encodes as the base's common name does: the
+	// base's requests match it.
+	literal := temporary
+	literal.CommonName, literal.LiteralSubject = "", "CN=web.example"
+	literal.AdditionalOutputFormats = []OutputFormat{OutputCombinedPEM}
+	p.specs = []Spec{base, withAPI, clientAuth, p384, outputs, jks, invalid, temporary, literal}
 	templates := []keys.RequestTemplate{base.Template(), withAPI.Template(), clientAuth.Template()}
 	for ti, tmpl := range templates {
 		for ki, k := range p.keys {
 			p.csrs[[2]int{ti, ki}] = fx.csr(k, tmpl)
 		}
+	}
+	for _, k := range p.keys {
+		temp, err := keys.TemporaryCertificate(rand.Reader, k, base.Template(), t0.Add(-time.Hour), t0.Add(90*24*time.Hour))
+		require.NoError(tb, err)
+		p.temps = append(p.temps, temp)
 	}
 	for ki, k := range p.keys {
 		for ni, tmpl := range templates[:2] {
@@ -148,11 +162,15 @@ func (p *fuzzPool) snapshot(r *fuzzReader) (*Snapshot, time.Time, Config) {
 	}
 
 	s := &Snapshot{Certificate: c}
-	switch r.pick(5) {
+	switch r.pick(6) {
 	case 0:
 	case 1:
 		s.Secret = &Secret{ObjectMeta: ObjectMeta{Name: c.Spec.SecretName, ResourceVersion: "3"},
 			Data: map[string][]byte{keys.SecretCertificate: []byte("garbage"), keys.SecretPrivateKey: p.keyPEM[0]}}
+	case 5: // a temporary certificate, mostly with its key
+		ki := r.pick(len(p.keys))
+		s.Secret = &Secret{ObjectMeta: ObjectMeta{Name: c.Spec.SecretName, ResourceVersion: "3", Annotations: map[string]string{AnnotationCertificateName: c.Name}},
+			Data: map[string][]byte{keys.SecretCertificate: p.temps[ki], keys.SecretPrivateKey: p.keyPEM[[]int{ki, ki, r.pick(len(p.keys))}[r.pick(3)]]}}
 	default:
 		ki := r.pick(len(p.keys))
 		chain := p.chains[[3]int{r.pick(len(p.keys)), r.pick(2), r.pick(len(poolValidity))}]
@@ -255,6 +273,30 @@ func (p *fuzzPool) snapshot(r *fuzzReader) (*Snapshot, time.Time, Config) {
 	var cfg Config
 	if r.pick(3) == 0 {
 		cfg.CacheGrace = -1
+	}
+	// Who the secret belongs to, chosen last so that the choices above
+	// keep their meaning: the certificate, as the secrets certlife writes
+	// are; nobody, so that a secret without certlife's annotations holds
+	// data certlife did not write; nobody, but handed over; another object,
+	// with the reference operator's annotation.
+	if sec := s.Secret; sec != nil {
+		switch r.pick(4) {
+		case 0:
+			sec.OwnerUID = c.UID
+		case 2:
+			sec.Annotations = maps.Clone(sec.Annotations)
+			if sec.Annotations == nil {
+				sec.Annotations = map[string]string{}
+			}
+			sec.Annotations[AnnotationAllowTakeover] = "true"
+		case 3:
+			sec.OwnerUID = "uid-of-something-else"
+			sec.Annotations = maps.Clone(sec.Annotations)
+			if sec.Annotations == nil {
+				sec.Annotations = map[string]string{}
+			}
+			sec.Annotations["cert-manager.io/certificate-name"] = c.Name
+		}
 	}
 	return s, now, cfg
 }
@@ -366,7 +408,9 @@ func combined(keyPEM, chain []byte) []byte {
 // the functions under test: an issuance writes the leaf of the next
 // private key from a settled answer, a failure is counted only from a
 // settled answer, the backoff is skipped only for a spec fixed since the
-// failure, and a decision that does nothing says why and when.
+// failure, a secret that holds data certlife did not write is never
+// written nor issued for (checkHeld), and a decision that does nothing
+// says why and when.
 func FuzzReconcileStructured(f *testing.F) {
 	pool := newFuzzPool(f)
 	f.Add([]byte{})
@@ -377,6 +421,12 @@ func FuzzReconcileStructured(f *testing.F) {
 	// A request no issuer has touched yet, within the issuer grace: only
 	// the grace's end brings the next pass.
 	f.Add([]byte{5, 0, 1, 7, 3, 3, 6, 1, 1, 0, 7, 0, 4, 5, 3, 4, 0, 1, 5, 4, 3, 7, 2, 4, 2})
+	// Secrets that hold data certlife did not write (checkHeld): while not
+	// issuing; while issuing, with requests; while issuing, over a key
+	// pair that matches.
+	f.Add([]byte{4, 3, 5, 1, 4, 7, 6, 5, 6, 1, 6, 7, 6, 7, 0, 0, 1, 3, 7, 4, 4, 0, 2, 7, 2, 5, 2, 5, 7, 3})
+	f.Add([]byte{0, 0, 1, 7, 6, 6, 0, 5, 4, 4, 3, 6, 1, 0, 6, 6, 1, 1, 6, 5, 0, 5, 6, 2, 5, 3, 6, 1, 3, 1})
+	f.Add([]byte{6, 1, 2, 1, 6, 0, 3, 2, 0, 0, 2, 0, 3, 7, 3, 3, 3, 2, 0, 3, 2, 1, 3, 6, 7, 4, 5, 4, 4, 2})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, now, cfg := pool.snapshot(&fuzzReader{b: data})
 		checkDecision(t, s, now, cfg)
@@ -403,6 +453,7 @@ func checkDecision(t *testing.T, s *Snapshot, now time.Time, cfg Config) {
 	// The issuing stage alone keeps them too: a host may run it on a
 	// snapshot where no requestmanager has removed an outdated request.
 	checkActions(t, s, now, cfg, Issue(s, now, cfg))
+	checkHeld(t, s, now, cfg, res)
 	// What the host stored is never lost: a write only replaces a secret
 	// the decision read, at the version it read.
 	for _, a := range res.Actions {
@@ -476,6 +527,33 @@ func checkActions(t *testing.T, s *Snapshot, now time.Time, cfg Config, res Resu
 			require.False(t, d.Renew, "%v writes a certificate due for renewal on arrival: %s", a, d.Message)
 		}
 	}
+	// A temporary certificate is written only while issuing, when the spec
+	// asks, for the next private key, into a secret that holds no usable
+	// certificate and key, at the version read, and never beside an
+	// issuance's write.
+	for _, a := range res.Actions {
+		w, ok := a.(WriteTemporaryCertificate)
+		if !ok {
+			continue
+		}
+		require.True(t, c.Spec.IssueTemporaryCertificate, "%v: the spec does not ask for it", w)
+		require.NotEmpty(t, w.OwnerUID, "%v has no owner", w)
+		require.NotNil(t, issuing(&Certificate{Status: final}), "%v while not issuing", w)
+		require.Equal(t, final.NextPrivateKeySecretName, w.KeySecretName, "%v is not for the next private key", w)
+		require.NotNil(t, secretKey(findSecret(s.NextPrivateKeySecrets, w.KeySecretName)), "%v is for a key the snapshot does not hold", w)
+		require.Equal(t, c.Spec.SecretName, w.Name)
+		if s.Secret != nil {
+			require.Equal(t, s.Secret.ResourceVersion, w.ResourceVersion, "%v does not carry the version of the secret read", w)
+			parsed, _ := keys.ParseSecretData(s.Secret.Data)
+			require.False(t, parsed != nil && parsed.Leaf != nil && parsed.Key != nil && parsed.KeyMatches, "%v over a usable certificate and key", w)
+		} else {
+			require.Empty(t, w.ResourceVersion)
+		}
+		for _, b := range res.Actions {
+			_, write := b.(WriteSecret)
+			require.False(t, write, "%v beside %v", w, b)
+		}
+	}
 	require.LessOrEqual(t, creates, 1, "requests created in one pass")
 	if creates == 1 {
 		require.NotNil(t, issuing(&Certificate{Status: final}), "a request was created while not issuing")
@@ -503,6 +581,57 @@ func checkActions(t *testing.T, s *Snapshot, now time.Time, cfg Config, res Resu
 			require.True(t, fixed, "issuance started at %v before the backoff allows (%v)", now, b.NextAttempt)
 		}
 	}
+}
+
+// checkHeld: a secret that holds data certlife did not write (heldByTest)
+// is never written, and nothing is made for it — no key, no request —
+// by the decision or by any stage alone; the certificate is not Ready,
+// SecretNotOwned, and the decision names a time to look again.
+func checkHeld(t *testing.T, s *Snapshot, now time.Time, cfg Config, res Result) {
+	t.Helper()
+	if !heldByTest(s) {
+		return
+	}
+	for _, r := range []Result{res, Trigger(s, now, cfg), KeyManager(s, now, cfg), RequestManager(s, now, cfg), Issue(s, now, cfg), Readiness(s, now, cfg)} {
+		for _, a := range r.Actions {
+			switch a.(type) {
+			case GenerateKey, CreateRequest, WriteSecret:
+				t.Fatalf("%s asked for %v while secret %s holds data certlife did not write", r.Stage, a, s.Secret.Name)
+			}
+		}
+	}
+	st := s.Certificate.Status
+	for _, a := range res.Actions {
+		if u, ok := a.(UpdateStatus); ok {
+			st = u.Status
+		}
+	}
+	ready := st.Condition(ConditionReady)
+	require.NotNil(t, ready, "no Ready condition over a secret certlife did not write")
+	require.Equal(t, StatusFalse+"/"+ReasonSecretNotOwned, ready.Status+"/"+ready.Reason, ready.Message)
+	require.False(t, res.RequeueAt.IsZero(), "a certificate whose secret is held names no time to look again")
+}
+
+// heldByTest: the snapshot's secret exists, is not owned by the
+// certificate, carries none of the annotations certlife and cert-manager
+// write on the secrets they issue into, is not handed over with
+// certlife.dev/allow-takeover "true", and holds a non-empty value.
+func heldByTest(s *Snapshot) bool {
+	sec := s.Secret
+	if sec == nil || sec.OwnerUID == s.Certificate.UID || sec.Annotations["certlife.dev/allow-takeover"] == "true" {
+		return false
+	}
+	for _, k := range []string{"certlife.dev/certificate-name", "certlife.dev/issuer-name", "cert-manager.io/certificate-name", "cert-manager.io/issuer-name"} {
+		if sec.Annotations[k] != "" {
+			return false
+		}
+	}
+	for _, v := range sec.Data {
+		if len(v) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // The test's own statements of what the stages decide by, written apart

@@ -16,9 +16,10 @@ import (
 // result; Reconcile gives what the stages run in turn give; a secret is
 // never written with a key that does not match its certificate; at most one
 // request is created, and only while Issuing is True; no issuance starts
-// before the backoff allows; a decision that does nothing says why and
-// when, or what event it waits for, and its deadlines arrive
-// (checkLiveness).
+// before the backoff allows; a secret that holds data certlife did not
+// write is never written nor issued for (checkHeld); a decision that does
+// nothing says why and when, or what event it waits for, and its
+// deadlines arrive (checkLiveness).
 func FuzzReconcile(f *testing.F) {
 	fx := newFixture(f)
 	base, _ := fx.healthy(t0.Add(-10 * 24 * time.Hour))
@@ -28,6 +29,10 @@ func FuzzReconcile(f *testing.F) {
 	f.Add(crt, key, csr, "web.example", int64(0), uint8(0), int64(0), 0, true)
 	f.Add([]byte("x"), key, []byte("y"), "", int64(3600), uint8(3), int64(-7200), 3, false)
 	f.Add(crt, []byte{}, csr, "other.example", int64(90*24*3600), uint8(1), int64(100), -1, true)
+	// A key pair certlife did not write, issuing or not, handed over or not.
+	f.Add(crt, key, csr, "web.example", int64(0), uint8(64), int64(0), 0, true)
+	f.Add(crt, key, csr, "web.example", int64(0), uint8(64|16|8|1), int64(0), 0, true)
+	f.Add(crt, key, csr, "web.example", int64(0), uint8(128|64|16|8|1), int64(0), 0, true)
 	f.Fuzz(func(t *testing.T, crtB, keyB, csrB []byte, dns string, nowOff int64, flags uint8, failOff int64, attempts int, haveRev bool) {
 		s := cloneSnapshot(base)
 		s.Secret.Data[keys.SecretCertificate] = crtB
@@ -59,6 +64,14 @@ func FuzzReconcile(f *testing.F) {
 		if flags&32 != 0 {
 			s.Requests[0].CreationTimestamp = t0.Add(time.Duration(failOff/2) * time.Second)
 		}
+		if flags&64 != 0 && s.Secret != nil {
+			// A secret certlife did not write: no owner, none of its
+			// annotations; handed over (allow-takeover) or not.
+			s.Secret.Annotations = nil
+			if flags&128 != 0 {
+				s.Secret.Annotations = map[string]string{AnnotationAllowTakeover: "true"}
+			}
+		}
 		if flags&16 != 0 {
 			s.Requests[0].Annotations[AnnotationRevision] = strconv.Itoa(nextRevision(c))
 			s.Requests[0].Status.Conditions = []Condition{{Type: RequestConditionReady, Status: StatusTrue}}
@@ -75,6 +88,7 @@ func FuzzReconcile(f *testing.F) {
 			t.Fatalf("Reconcile changed the snapshot it was given:\n%s", diff)
 		}
 		checkEqualsStages(t, s, now, Config{}, res)
+		checkHeld(t, s, now, Config{}, res)
 		checkLiveness(t, s, now, Config{})
 		if quiet, ok := quiesce(t, s, now, Config{}); ok {
 			checkLiveness(t, quiet, now, Config{})

@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,17 @@ import (
 // failure fields cleared and Issuing removed, and the result asks to look
 // again at once so the next pass cleans up.
 //
+// With spec.issueTemporaryCertificate, while the request of the next
+// revision is not answered and the secret holds no usable certificate and
+// key, it writes a temporary certificate for the next private key
+// (WriteTemporaryCertificate, ReasonWritingTemporaryCertificate), once:
+// the secret then holds a usable pair, which the issued certificate
+// replaces.
+//
+// It never writes a target secret that holds data certlife did not write
+// (ReasonSecretNotOwned), whatever the request's answer: the answer waits
+// until the secret is handed over (AnnotationAllowTakeover) or removed.
+//
 // When not issuing it repairs: it records a revision an interrupted pass
 // wrote into the secret but not into status (ReasonRevisionAdopted), and
 // rewrites a secret that drifted around a certificate that is otherwise in
@@ -60,6 +72,10 @@ func Issue(s *Snapshot, now time.Time, cfg Config) Result {
 func issuingStage(p *pass, now time.Time, cfg Config) Result {
 	c := p.cert
 	res := Result{Stage: StageIssuing}
+	if held := heldSecret(p); held != nil {
+		res.Reason, res.Message = ReasonSecretNotOwned, "nothing is written: "+heldMessage(p, held)
+		return res
+	}
 	cond := issuing(c)
 	if cond == nil {
 		if r, ok := adoptRevision(p); ok {
@@ -77,6 +93,13 @@ func issuingStage(p *pass, now time.Time, cfg Config) Result {
 	}
 	next := nextRevision(c)
 	req := p.requestFor(next)
+	if w, why, ok := temporaryCertificate(p, req, now); ok {
+		res.Actions = []Action{w}
+		res.Reason = ReasonWritingTemporaryCertificate
+		res.Message = "issuing revision " + strconv.Itoa(next) + ", and " + why + ": writing a temporary certificate for " +
+			describeKey(w.KeySecretName) + " meanwhile (spec.issueTemporaryCertificate)"
+		return res
+	}
 	if req == nil {
 		res.Reason, res.Message = ReasonRequestPending, "no request for revision "+strconv.Itoa(next)+" yet"
 		return res
@@ -156,6 +179,57 @@ func issuingStage(p *pass, now time.Time, cfg Config) Result {
 	res.Message = fmt.Sprintf("issued revision %d from request %s, valid until %s", next, req.Name, stamp(leaf.NotAfter))
 	res.RequeueAt = now // the next pass deletes the next private key and old requests
 	return res
+}
+
+// temporaryCertificate is the write of a temporary certificate, while the
+// issuance runs, when the spec asks for one: only into this certificate's
+// secret when it holds no usable certificate and key (missing, lacking
+// data, undecodable, or a key that is not the certificate's), only once
+// the next private key is readable, and only while the request of the
+// next revision is not answered (its answer is acted on instead). why
+// says what the secret lacks.
+func temporaryCertificate(p *pass, req *request, now time.Time) (w WriteTemporaryCertificate, why string, ok bool) {
+	c := p.cert
+	if !c.Spec.IssueTemporaryCertificate || owner(p) != c || (req != nil && Answered(req.CertificateRequest)) {
+		return w, "", false
+	}
+	keyName := c.Status.NextPrivateKeySecretName
+	if k := p.nextKey(keyName); k == nil || k.err != nil {
+		return w, "", false
+	}
+	switch {
+	case p.secret == nil:
+		why = "secret " + c.Spec.SecretName + " does not exist"
+	case p.parsed == nil || p.parsed.Leaf == nil || p.parsed.Key == nil:
+		why = "secret " + p.secret.Name + " holds no readable certificate and key"
+	case !p.parsed.KeyMatches:
+		why = "the key in secret " + p.secret.Name + " is not its certificate's"
+	default:
+		return w, "", false
+	}
+	duration := DefaultDuration
+	if c.Spec.Duration != nil && c.Spec.Duration.Duration > 0 {
+		duration = c.Spec.Duration.Duration
+	}
+	annotations := map[string]string{AnnotationCertificateName: c.Name}
+	var labels map[string]string
+	if t := c.Spec.SecretTemplate; t != nil {
+		labels = maps.Clone(t.Labels)
+		for k, v := range t.Annotations {
+			if _, ours := annotations[k]; !ours {
+				annotations[k] = v
+			}
+		}
+	}
+	w = WriteTemporaryCertificate{
+		Name: c.Spec.SecretName, OwnerUID: c.UID, KeySecretName: keyName,
+		Template: c.Spec.Template(), NotBefore: now, NotAfter: now.Add(duration),
+		Output: outputSpec(&c.Spec), Labels: labels, Annotations: annotations,
+	}
+	if p.secret != nil {
+		w.ResourceVersion = p.secret.ResourceVersion
+	}
+	return w, why, true
 }
 
 // waitForIssuer is the issuing stage's result while the request of the

@@ -26,8 +26,9 @@ func nextRevision(c *Certificate) int {
 // exists, adopts the one that exists when status lost it, regenerates on a
 // spec change, and deletes extras. When not issuing it deletes them all.
 // With rotation policy Never it reuses the key of the target secret while
-// that key meets the spec, and says so when it cannot. With an invalid spec
-// it makes no key.
+// that key meets the spec, and says so when it cannot. With an invalid spec,
+// or a target secret that holds data certlife did not write
+// (ReasonSecretNotOwned), it makes no key.
 func KeyManager(s *Snapshot, now time.Time, cfg Config) Result {
 	if res, ok := checkInput(s, now, StageKeyManager); !ok {
 		return res
@@ -61,6 +62,9 @@ func keymanager(p *pass) Result {
 	}
 	if p.specErr != nil {
 		return finish(ReasonInvalidSpec, "no next private key is made until the spec is corrected")
+	}
+	if held := heldSecret(p); held != nil {
+		return finish(ReasonSecretNotOwned, "no next private key is made: "+heldMessage(p, held))
 	}
 	spec := c.Spec.KeySpec()
 	name := nextKeySecretName(c, nextRevision(c), spec)

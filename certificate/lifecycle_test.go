@@ -42,6 +42,8 @@ type testHost struct {
 	// lifetime the CA gives, whatever the request asks; zero means the
 	// request's duration, else 90 days.
 	lifetime time.Duration
+	// hold: the CA does not answer requests yet.
+	hold bool
 	// reuse: the CA answers a key it has certified before with the
 	// certificate it issued then (a CA that deduplicates by key).
 	reuse  bool
@@ -130,6 +132,14 @@ func (h *testHost) apply(c *Certificate, a Action) {
 		data, err := keys.SecretData(rand.Reader, key, a.Chain, a.CA, a.Output)
 		require.NoError(h.t, err, "WriteSecret")
 		h.secrets[a.Name] = &Secret{ObjectMeta: ObjectMeta{Name: a.Name, Labels: a.Labels, Annotations: a.Annotations}, Data: data}
+	case WriteTemporaryCertificate:
+		key, err := keys.DecodePrivateKey(h.secrets[a.KeySecretName].Data[keys.SecretPrivateKey])
+		require.NoError(h.t, err)
+		chain, err := keys.TemporaryCertificate(rand.Reader, key, a.Template, a.NotBefore, a.NotAfter)
+		require.NoError(h.t, err)
+		data, err := keys.SecretData(rand.Reader, key, chain, nil, a.Output)
+		require.NoError(h.t, err, "WriteTemporaryCertificate")
+		h.secrets[a.Name] = &Secret{ObjectMeta: ObjectMeta{Name: a.Name, Labels: a.Labels, Annotations: a.Annotations}, Data: data}
 	default:
 		h.t.Fatalf("unknown action %T", a)
 	}
@@ -139,7 +149,7 @@ func (h *testHost) apply(c *Certificate, a Action) {
 func (h *testHost) sign() {
 	for _, name := range sortedKeys(h.requests) {
 		r := h.requests[name]
-		if len(r.Status.Conditions) > 0 {
+		if len(r.Status.Conditions) > 0 || h.hold {
 			continue
 		}
 		if h.fail {

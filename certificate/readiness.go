@@ -16,10 +16,14 @@ var renewalConditionTypes = []string{
 }
 
 // Readiness is the readiness stage: it sets the Ready condition — False
-// with InvalidSpec and the field errors for an invalid spec, with the
-// first failing trigger check's reason, with Expired, or with SecretDrifted
-// and what drifted; True otherwise — the validity and renewal time in
-// status, and the renewal conditions and status. While it is False and an
+// with SecretNotOwned for a target secret that holds data certlife did not
+// write (naming it and how to hand it over), with InvalidSpec and the
+// field errors for an invalid spec, with the first failing trigger check's
+// reason (TemporaryCertificate while the secret holds only a temporary
+// certificate), with Expired, or with SecretDrifted and what drifted; True
+// otherwise — the validity and renewal time in status (none for a
+// temporary certificate), and the renewal conditions and status. While it
+// is False and an
 // issuance waits for the issuer, its message says so too, as the Issuing
 // condition's does. Right after an issuance, a secret that is missing
 // (and not confirmed missing, Snapshot.SecretAbsenceConfirmed) may be a
@@ -47,6 +51,10 @@ func readiness(p *pass, now time.Time, cfg Config) Result {
 		}
 		return res
 	}
+	if held := heldSecret(p); held != nil {
+		res.RequeueAt = heldRecheck(p, now)
+		return setReady(StatusFalse, ReasonSecretNotOwned, heldMessage(p, held))
+	}
 	if p.specErr != nil {
 		return setReady(StatusFalse, ReasonInvalidSpec, "the spec is invalid: "+p.specErr.Error())
 	}
@@ -73,7 +81,8 @@ func readiness(p *pass, now time.Time, cfg Config) Result {
 		rs          renewal.Status
 		renewalCond []renewal.Condition
 	)
-	if l := p.leaf(); l != nil {
+	// A temporary certificate has no validity or renewal to report.
+	if l := p.leaf(); l != nil && !p.temporary() {
 		leaf = true
 		nb, na = l.NotBefore, l.NotAfter
 		d := p.renewal

@@ -17,6 +17,11 @@ const (
 	// ReasonInvalidKeyPair: tls.crt or tls.key cannot be decoded, or the
 	// key is not the certificate's.
 	ReasonInvalidKeyPair = "InvalidKeyPair"
+	// ReasonTemporaryCertificate: the secret holds a temporary certificate
+	// (keys.IsTemporaryCertificate), written while an issuance runs
+	// (spec.issueTemporaryCertificate), not an issued one. The certificate
+	// is not Ready until the issued certificate replaces it.
+	ReasonTemporaryCertificate = "TemporaryCertificate"
 	// ReasonIncorrectIssuer: the secret's issuer annotations name another
 	// issuer than spec.issuerRef.
 	ReasonIncorrectIssuer = "IncorrectIssuer"
@@ -63,6 +68,18 @@ const (
 	// ReasonSecretInUse: another certificate owns the target secret; this
 	// one writes nothing to it.
 	ReasonSecretInUse = "SecretInUse"
+	// ReasonSecretNotOwned: the target secret holds data that neither
+	// certlife nor the reference operator wrote — it is not owned by the
+	// certificate and carries neither's annotations — such as a CA key
+	// pair a user made by hand. Nothing touches it: no key is made, no
+	// request created, nothing written into it; Ready is False with this
+	// reason, and the message names the secret, what it holds, and how to
+	// hand it over (AnnotationAllowTakeover "true" on the secret). The
+	// secret's change brings the next pass through the host's watch; a
+	// host without one looks again on fixed ticks of
+	// Config.SecretInUseRecheck. A secret with no data, or only empty
+	// values, is filled as usual.
+	ReasonSecretNotOwned = "SecretNotOwned"
 	// ReasonSecretNotCaughtUp: the status records an issuance whose
 	// certificate the secret does not show yet. Within Config.CacheGrace of
 	// the request that is a read cache behind its writes, and the stages
@@ -128,6 +145,11 @@ const (
 	// whose revision the status does not record (a host stopped between
 	// writing the secret and writing the status); the revision is recorded.
 	ReasonRevisionAdopted = "RevisionAdopted"
+	// ReasonWritingTemporaryCertificate: the issuance runs, the secret
+	// holds no usable certificate and key, and the spec asks for a
+	// temporary certificate meanwhile: it is written
+	// (WriteTemporaryCertificate).
+	ReasonWritingTemporaryCertificate = "WritingTemporaryCertificate"
 	// ReasonSecretRepair: the secret drifted (see ReasonSecretDrifted) and
 	// is rewritten from the key and chain it holds.
 	ReasonSecretRepair = "SecretRepair"

@@ -23,8 +23,9 @@ func runStage(st Stage, p *pass, now time.Time, cfg Config) Result {
 // keymanager, requestmanager, issuing, readiness — each on the snapshot
 // with the effects of the stages before it applied: a status change, a
 // secret written (the secret as the write leaves it), requests and
-// next-private-key secrets deleted. What a stage creates — a key, a request
-// — needs the host's randomness and shows on the next pass. The outcome is
+// next-private-key secrets deleted. What a stage creates — a key, a
+// request, a temporary certificate — needs the host's randomness and shows
+// on the next pass. The outcome is
 // exactly what calling the stages one after another gives, with the host
 // carrying out each stage's actions in between; Reconcile gets there in one
 // pass.

@@ -20,8 +20,9 @@ import (
 // alone, through its public function, on the snapshot a host would read
 // after carrying out the actions of the stages before it — statuses
 // written, secrets written with keys.SecretData, requests and keys
-// deleted. Creations (keys, requests) need the host's randomness and are
-// left for the next pass, as Reconcile documents.
+// deleted. Creations (keys, requests, temporary certificates) need the
+// host's randomness and are left for the next pass, as Reconcile
+// documents.
 func stagesInTurn(t testing.TB, s *Snapshot, now time.Time, cfg Config) Result {
 	stage := map[Stage]func(*Snapshot, time.Time, Config) Result{
 		StageTrigger: Trigger, StageKeyManager: KeyManager, StageRequestManager: RequestManager,
@@ -35,7 +36,9 @@ func stagesInTurn(t testing.TB, s *Snapshot, now time.Time, cfg Config) Result {
 		require.Equal(t, st, r.Stage, "stage %s says it is another", st)
 		out.Steps = append(out.Steps, Step{Stage: st, Reason: r.Reason, Message: r.Message, Acted: len(r.Actions) > 0, Actions: r.Actions, RequeueAt: r.RequeueAt})
 		for _, a := range r.Actions {
-			applyReference(t, cur, a)
+			if _, made := a.(WriteTemporaryCertificate); !made {
+				applyReference(t, cur, a)
+			}
 			if _, ok := a.(UpdateStatus); !ok {
 				out.Actions = append(out.Actions, a)
 			}
@@ -93,6 +96,23 @@ func applyReference(t testing.TB, s *Snapshot, a Action) {
 		if a.KeySecretName != a.Name {
 			s.ARI = nil // the window was the replaced certificate's
 		}
+	case WriteTemporaryCertificate:
+		key := secretKey(findSecret(s.NextPrivateKeySecrets, a.KeySecretName))
+		require.NotNil(t, key, "%v: no such next private key", a)
+		chain, err := keys.TemporaryCertificate(rand.Reader, key, a.Template, a.NotBefore, a.NotAfter)
+		require.NoError(t, err, "%v cannot be carried out", a)
+		data, err := keys.SecretData(rand.Reader, key, chain, nil, a.Output)
+		require.NoError(t, err, "%v cannot be carried out", a)
+		sec := &Secret{ObjectMeta: ObjectMeta{Name: a.Name, Namespace: s.Certificate.Namespace, OwnerUID: a.OwnerUID}}
+		if s.Secret != nil {
+			require.Equal(t, s.Secret.ResourceVersion, a.ResourceVersion, "%v: the resource version is not the secret read's", a)
+			sec.ObjectMeta = s.Secret.ObjectMeta
+			sec.Labels, sec.Annotations = maps.Clone(sec.Labels), maps.Clone(sec.Annotations)
+		}
+		sec.Labels = merge(sec.Labels, a.Labels)
+		sec.Annotations = merge(sec.Annotations, a.Annotations)
+		sec.Data = data
+		s.Secret = sec
 	case GenerateKey, CreateRequest:
 	default:
 		t.Fatalf("unknown action %T", a)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/renewal"
 )
 
@@ -64,6 +65,9 @@ const deletedRequestRecheck = 5 * time.Second
 // on a later pass, never in the same one, so a create never meets the
 // deletion of its own name.
 //
+// While the target secret holds data certlife did not write
+// (ReasonSecretNotOwned) it makes and deletes no request.
+//
 // When not issuing and Ready, it keeps the revision history: requests of
 // issued revisions beyond spec.revisionHistoryLimit, oldest first, are
 // deleted.
@@ -89,6 +93,10 @@ func requestmanager(p *pass, now time.Time) Result {
 	}
 	if p.specErr != nil {
 		res.Reason, res.Message = ReasonInvalidSpec, "no request is made until the spec is corrected"
+		return res
+	}
+	if held := heldSecret(p); held != nil {
+		res.Reason, res.Message = ReasonSecretNotOwned, "no request is made: "+heldMessage(p, held)
 		return res
 	}
 	keyName := c.Status.NextPrivateKeySecretName
@@ -161,12 +169,12 @@ func requestmanager(p *pass, now time.Time) Result {
 // request renews: the secret's certificate, when the issuer that the
 // secret's annotations name is the spec's (name, kind and group) and the
 // certificate shares at least one identifier (DNS name, common name, IP
-// address) with the spec. A CA refuses "replaces" for an order that shares
+// address) with the spec; never a temporary certificate. A CA refuses "replaces" for an order that shares
 // no identifier with the replaced certificate (RFC 9773 §5), and knows
 // nothing of another issuer's certificates. "" when there is none.
 func replacedCertificate(p *pass) string {
 	leaf := p.leaf()
-	if leaf == nil || p.secret == nil {
+	if leaf == nil || p.secret == nil || keys.IsTemporaryCertificate(leaf) {
 		return ""
 	}
 	a := p.secret.Annotations

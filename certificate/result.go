@@ -18,8 +18,11 @@ type Config struct {
 	// Renewal options: short-lived timing, jitter, fail-safe margin,
 	// strict windows.
 	Renewal renewal.Options
-	// SecretInUseRecheck is how often a certificate that lost a shared
-	// secret to another looks again, on fixed ticks from its creation time.
+	// SecretInUseRecheck is how often a certificate that does not write
+	// its secret looks again, on fixed ticks from its creation time: one
+	// that lost a shared secret to another (ReasonSecretInUse), or whose
+	// secret holds data certlife did not write (ReasonSecretNotOwned). A
+	// change to the secret, which a host's watch brings, is seen at once.
 	// Zero means 1h.
 	SecretInUseRecheck time.Duration
 	// CacheGrace is how long after a request was created a secret that

@@ -45,8 +45,8 @@ func TestSecretDriftIsRepairedWithoutReissuing(t *testing.T) {
 			mutate: func(_ *testing.T, s *Snapshot) { s.Secret.Annotations[AnnotationAltNames] = "old.example" },
 			drift:  `annotation certlife.dev/alt-names is "old.example", not "web.example,www.web.example"`,
 		},
-		"no certlife annotations at all (a secret written before them)": {
-			mutate: func(_ *testing.T, s *Snapshot) { s.Secret.Annotations = nil },
+		"no certlife annotations at all on a secret the certificate owns (written before them)": {
+			mutate: func(_ *testing.T, s *Snapshot) { s.Secret.Annotations, s.Secret.OwnerUID = nil, s.Certificate.UID },
 			drift:  "annotation certlife.dev/alt-names is missing",
 		},
 		"a combined PEM the spec asks for is missing": {

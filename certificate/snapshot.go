@@ -236,6 +236,12 @@ func (p *pass) nextKey(name string) *nextKey {
 	return nil
 }
 
+// temporary reports a secret whose certificate is a temporary one
+// (keys.IsTemporaryCertificate) with its key beside it.
+func (p *pass) temporary() bool {
+	return p.parsed != nil && p.parsed.KeyMatches && keys.IsTemporaryCertificate(p.parsed.Leaf)
+}
+
 // leaf returns the secret's certificate, nil when there is none.
 func (p *pass) leaf() *x509.Certificate {
 	if p.parsed == nil {
@@ -245,9 +251,9 @@ func (p *pass) leaf() *x509.Certificate {
 }
 
 // apply folds one action's effect into the pass, as the host's next read
-// would show it. GenerateKey and CreateRequest are not folded in: what
-// they make depends on the host's randomness, and the stages after them
-// wait for it on the next pass.
+// would show it. GenerateKey, CreateRequest and WriteTemporaryCertificate
+// are not folded in: what they make depends on the host's randomness, and
+// the stages after them wait for it on the next pass.
 func (p *pass) apply(a Action) {
 	switch a := a.(type) {
 	case UpdateStatus:

@@ -31,6 +31,7 @@ var checks = []check{
 	{"SecretDoesNotExist", secretDoesNotExist},
 	{"SecretMissingData", secretMissingData},
 	{"SecretInvalidKeyPair", secretInvalidKeyPair},
+	{"SecretHoldsTemporaryCertificate", secretHoldsTemporaryCertificate},
 	{"SecretIssuerMismatch", secretIssuerMismatch},
 	{"SecretCertificateNameMismatch", secretCertificateNameMismatch},
 	{"SecretKeyMismatchesSpec", secretKeyMismatchesSpec},
@@ -74,6 +75,16 @@ func secretInvalidKeyPair(p *pass) (string, string) {
 		return ReasonInvalidKeyPair, "the private key in secret " + p.secret.Name + " is not the key of the certificate beside it"
 	}
 	return "", ""
+}
+
+// secretHoldsTemporaryCertificate: the secret holds a placeholder written
+// while an issuance ran, not an issued certificate.
+func secretHoldsTemporaryCertificate(p *pass) (string, string) {
+	if !p.temporary() {
+		return "", ""
+	}
+	return ReasonTemporaryCertificate, "secret " + p.secret.Name + " holds a temporary certificate, issued by " +
+		p.leaf().Issuer.CommonName + " while the first issuance runs; the issued certificate replaces it"
 }
 
 // secretIssuerMismatch: an issuer annotation that names another issuer
@@ -309,6 +320,11 @@ func failedRequestMismatchesSpec(p *pass) bool {
 // Trigger is the trigger stage: it decides whether the certificate must be
 // issued, and sets Issuing=True when it must.
 //
+// A target secret that holds data neither certlife nor the reference
+// operator wrote is never issued into (ReasonSecretNotOwned): the trigger
+// says so, whether Issuing is True or not, and looks again when the
+// secret changes or at the next Config.SecretInUseRecheck tick.
+//
 // It does nothing while Issuing is True — that is also how a manual trigger
 // works: a host (or a user) sets Issuing=True itself, and the trigger,
 // the backoff included, stays out of the way. Otherwise it runs the chain of
@@ -329,6 +345,11 @@ func Trigger(s *Snapshot, now time.Time, cfg Config) Result {
 func trigger(p *pass, now time.Time, cfg Config) Result {
 	res := Result{Stage: StageTrigger}
 	c := p.cert
+	if held := heldSecret(p); held != nil {
+		res.Reason, res.RequeueAt = ReasonSecretNotOwned, heldRecheck(p, now)
+		res.Message = heldMessage(p, held) + " (looking again when the secret changes, or at " + stamp(res.RequeueAt) + ")"
+		return res
+	}
 	if cond := issuing(c); cond != nil {
 		res.Reason, res.Message = ReasonIssuingInProgress, "issuance in progress since "+stamp(cond.LastTransitionTime)+" ("+cond.Reason+")"
 		return res
@@ -418,8 +439,9 @@ func backoffInput(c *Certificate) backoff.Input {
 
 // secretNotCaughtUp reports a secret that does not show the certificate
 // of the latest issuance yet: the request of status.revision is issued,
-// recent (created within the cache grace), and the secret is missing or
-// holds a certificate that expires before that request's. Hosts read
+// recent (created within the cache grace), and the secret is missing,
+// holds a temporary certificate, or holds a certificate that expires
+// before that request's. Hosts read
 // secrets and certificates through separate caches, so a pass can see the
 // new revision in status and the old secret; issuing again then would be
 // a re-issue loop. It returns when the grace ends: after that, the usual
@@ -452,6 +474,8 @@ func secretNotCaughtUp(p *pass, now time.Time, cfg Config) (until time.Time, msg
 	switch {
 	case p.secret == nil:
 		msg = "secret " + p.cert.Spec.SecretName + " is not visible yet"
+	case keys.IsTemporaryCertificate(leaf):
+		msg = "secret " + p.secret.Name + " still shows the temporary certificate"
 	case leaf.NotAfter.Before(issued.NotAfter):
 		msg = "secret " + p.secret.Name + " still shows the certificate that expires at " + stamp(leaf.NotAfter)
 	default:

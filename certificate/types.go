@@ -45,6 +45,23 @@ const (
 	// LabelNextPrivateKey marks a Secret that holds the next private key of
 	// a certificate during issuance; its value is "true".
 	LabelNextPrivateKey = "certlife.dev/next-private-key"
+	// AnnotationAllowTakeover on a Secret, with the value "true", hands the
+	// secret over to the certificate whose spec.secretName names it: the
+	// certificate may replace what it holds. A certificate never writes a
+	// secret that already holds data, is not owned by it, and carries
+	// neither certlife's annotations (AnnotationCertificateName,
+	// AnnotationIssuerName) nor the reference operator's
+	// (AnnotationCertManagerCertificateName,
+	// AnnotationCertManagerIssuerName) — such as a CA key pair a user made
+	// by hand — unless this annotation says so (ReasonSecretNotOwned).
+	AnnotationAllowTakeover = "certlife.dev/allow-takeover"
+	// AnnotationCertManagerCertificateName and
+	// AnnotationCertManagerIssuerName on a Secret: written by the
+	// reference operator (cert-manager) on the secrets it issues into.
+	// Either marks a secret it wrote, which a certificate may take over
+	// without AnnotationAllowTakeover, as it may one certlife wrote.
+	AnnotationCertManagerCertificateName = "cert-manager.io/certificate-name"
+	AnnotationCertManagerIssuerName      = "cert-manager.io/issuer-name"
 )
 
 // Defaults of IssuerRef.
@@ -146,6 +163,16 @@ type Spec struct {
 	URIs           []string      `json:"uris,omitempty"`
 	EmailAddresses []string      `json:"emailAddresses,omitempty"`
 	Subject        *keys.Subject `json:"subject,omitempty"`
+	// LiteralSubject is the whole subject as an RFC 4514 string, such as
+	// "CN=app,OU=web,DC=corp,DC=example", encoded as written, in the order
+	// written (keys.ParseLiteralSubject): for clients that match a
+	// subject's exact form, such as LDAP. Exclusive with CommonName and
+	// Subject; its CN, if any, is the common name.
+	LiteralSubject string `json:"literalSubject,omitempty"`
+	// OtherNames are subject alternative names of the otherName form
+	// with UTF8String values, such as a user principal name (OID
+	// 1.3.6.1.4.1.311.20.2.3).
+	OtherNames []keys.OtherName `json:"otherNames,omitempty"`
 
 	// Duration requested from the issuer; nil means the issuer decides
 	// (DefaultDuration is assumed for validation). At least one hour.
@@ -159,6 +186,14 @@ type Spec struct {
 	IssuerRef IssuerRef    `json:"issuerRef"`
 	IsCA      bool         `json:"isCA,omitempty"`
 	Usages    []keys.Usage `json:"usages,omitempty"`
+	// EncodeUsagesInRequest says whether the usages are encoded in the
+	// request's CSR as well as listed in its spec; nil means true. Set it
+	// to false for an issuer that refuses CSRs carrying them.
+	EncodeUsagesInRequest *bool `json:"encodeUsagesInRequest,omitempty"`
+	// NameConstraints, for a CA (isCA), are the names it may certify
+	// (RFC 5280 §4.2.1.10), asked in the CSR; certificate/localca puts
+	// them into the CA certificate it signs.
+	NameConstraints *keys.NameConstraints `json:"nameConstraints,omitempty"`
 
 	// PrivateKey spec; nil means keys' defaults.
 	PrivateKey *keys.KeySpec `json:"privateKey,omitempty"`
@@ -174,6 +209,17 @@ type Spec struct {
 	// Renewal is the renewal policy: Automatic, Disabled, or Scheduled
 	// inside renewal windows; nil means Automatic.
 	Renewal *renewal.Spec `json:"renewal,omitempty"`
+
+	// IssueTemporaryCertificate asks for a temporary certificate in the
+	// secret while an issuance runs and the secret holds no usable
+	// certificate and key (on the first issuance, typically): one for the
+	// next private key, signed by a throwaway issuer no client trusts
+	// (keys.TemporaryCertificate), so that workloads that mount the
+	// secret can start. The certificate is not Ready while the secret
+	// holds it (ReasonTemporaryCertificate); the issued certificate
+	// replaces it. cert-manager asks for it with the annotation
+	// cert-manager.io/issue-temporary-certificate: "true".
+	IssueTemporaryCertificate bool `json:"issueTemporaryCertificate,omitempty"`
 }
 
 // DefaultDuration is assumed when Spec.Duration is unset (90 days).
@@ -198,7 +244,9 @@ func (s *Spec) Template() keys.RequestTemplate {
 	return keys.RequestTemplate{
 		CommonName: s.CommonName, DNSNames: s.DNSNames, IPAddresses: s.IPAddresses,
 		URIs: s.URIs, EmailAddresses: s.EmailAddresses, Subject: s.Subject,
-		Usages: s.Usages, IsCA: s.IsCA,
+		LiteralSubject: s.LiteralSubject, OtherNames: s.OtherNames,
+		Usages: s.Usages, EncodeUsagesInRequest: s.EncodeUsagesInRequest,
+		IsCA: s.IsCA, NameConstraints: s.NameConstraints,
 	}
 }
 

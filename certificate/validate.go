@@ -1,6 +1,7 @@
 package certificate
 
 import (
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"net"
@@ -104,11 +105,47 @@ func Validate(s *Spec) error {
 	if s.SecretName == "" {
 		add("spec.secretName", "is required")
 	}
-	if s.CommonName == "" && len(s.DNSNames)+len(s.IPAddresses)+len(s.URIs)+len(s.EmailAddresses) == 0 {
-		add("spec", "names nothing: set at least one of commonName, dnsNames, ipAddresses, uris, emailAddresses")
+	commonName := s.CommonName
+	if s.LiteralSubject != "" {
+		if s.CommonName != "" {
+			add("spec.literalSubject", "may not be set together with spec.commonName: put the CN in the literal subject")
+		}
+		if !s.Subject.IsEmpty() {
+			add("spec.literalSubject", "may not be set together with spec.subject: put its attributes in the literal subject")
+		}
+		if rdns, err := keys.ParseLiteralSubject(s.LiteralSubject); err != nil {
+			add("spec.literalSubject", "%q is not an RFC 4514 distinguished name: %v", s.LiteralSubject, err)
+		} else {
+			var n pkix.Name
+			n.FillFromRDNSequence(&rdns)
+			commonName = n.CommonName
+			if len(commonName) > 64 {
+				add("spec.literalSubject", "its CN %q is longer than 64 bytes (X.509 ub-common-name)", commonName)
+			}
+		}
+	}
+	if commonName == "" && len(s.DNSNames)+len(s.IPAddresses)+len(s.URIs)+len(s.EmailAddresses)+len(s.OtherNames) == 0 {
+		add("spec", "names nothing: set at least one of commonName (or a CN in literalSubject), dnsNames, ipAddresses, uris, emailAddresses, otherNames")
 	}
 	if len(s.CommonName) > 64 {
 		add("spec.commonName", "%q is longer than 64 bytes (X.509 ub-common-name)", s.CommonName)
+	}
+	for i, o := range s.OtherNames {
+		for _, e := range templateErrors(o.Validate()) {
+			add(fmt.Sprintf("spec.otherNames[%d].%s", i, e.Field), "%s", e.Message)
+		}
+	}
+	if nc := s.NameConstraints; nc != nil {
+		if !s.IsCA {
+			add("spec.nameConstraints", "may only be set when spec.isCA is true: name constraints belong in CA certificates (RFC 5280 §4.2.1.10)")
+		}
+		for _, e := range templateErrors(nc.Validate()) {
+			path := "spec.nameConstraints"
+			if e.Field != "nameConstraints" {
+				path += "." + e.Field
+			}
+			add(path, "%s", e.Message)
+		}
 	}
 	for i, n := range s.DNSNames {
 		if why := dnsNameProblem(n); why != "" {
@@ -202,6 +239,26 @@ func Validate(s *Spec) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// templateErrors lists the *keys.TemplateError values in err, which may
+// join several (keys' Validate methods return nothing else).
+func templateErrors(err error) []*keys.TemplateError {
+	if err == nil {
+		return nil
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	var out []*keys.TemplateError
+	for _, e := range errs {
+		var te *keys.TemplateError
+		if errors.As(e, &te) {
+			out = append(out, te)
+		}
+	}
+	return out
 }
 
 // trimPrefix drops a sentinel's text from the front of err's message.

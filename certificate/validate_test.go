@@ -85,6 +85,43 @@ func TestValidateRefusesBadInput(t *testing.T) {
 			`spec.uris[0]: "%zz" is not an absolute URI`},
 		"a URI without a scheme": {func(s *Spec) { s.URIs = []string{"cluster.local/web"} },
 			`spec.uris[0]: "cluster.local/web" is not an absolute URI`},
+
+		"a literal subject instead of commonName":       {func(s *Spec) { s.CommonName, s.LiteralSubject = "", "CN=web.example,O=acme,DC=corp" }, ""},
+		"a literal subject without a CN, and DNS names": {func(s *Spec) { s.CommonName, s.LiteralSubject = "", "O=acme" }, ""},
+		"a literal subject with neither CN nor names": {func(s *Spec) { s.CommonName, s.DNSNames, s.LiteralSubject = "", nil, "O=acme" },
+			"spec: names nothing: set at least one of commonName (or a CN in literalSubject), dnsNames, ipAddresses, uris, emailAddresses, otherNames"},
+		"a literal subject beside commonName": {func(s *Spec) { s.LiteralSubject = "CN=web.example" },
+			"spec.literalSubject: may not be set together with spec.commonName"},
+		"a literal subject beside subject": {func(s *Spec) {
+			s.CommonName, s.LiteralSubject, s.Subject = "", "CN=web.example", &keys.Subject{Organizations: []string{"acme"}}
+		}, "spec.literalSubject: may not be set together with spec.subject"},
+		"a literal subject that does not parse": {func(s *Spec) { s.CommonName, s.LiteralSubject = "", "CN=web,Org=acme" },
+			`spec.literalSubject: "CN=web,Org=acme" is not an RFC 4514 distinguished name: at byte 7: attribute type "Org" is not one of`},
+		"a literal subject whose CN is too long": {func(s *Spec) { s.CommonName, s.LiteralSubject = "", "CN="+strings.Repeat("a", 65) },
+			"spec.literalSubject: its CN \"" + strings.Repeat("a", 65) + "\" is longer than 64 bytes"},
+		"only other names": {func(s *Spec) {
+			s.CommonName, s.DNSNames, s.OtherNames = "", nil, []keys.OtherName{{OID: "1.3.6.1.4.1.311.20.2.3", UTF8Value: "user@corp.example"}}
+		}, ""},
+		"an other name without a value": {func(s *Spec) { s.OtherNames = []keys.OtherName{{OID: "1.3.6.1.4.1.311.20.2.3"}} },
+			"spec.otherNames[0].utf8Value: is required"},
+		"an other name with a bad OID": {func(s *Spec) { s.OtherNames = []keys.OtherName{{OID: "upn", UTF8Value: "u"}} },
+			`spec.otherNames[0].oid: "upn" is not a dotted OID`},
+		"name constraints on a CA": {func(s *Spec) {
+			s.IsCA, s.NameConstraints = true, &keys.NameConstraints{Permitted: &keys.NameConstraintItem{DNSDomains: []string{"example.com"}}}
+		}, ""},
+		"name constraints on a certificate that is not a CA": {func(s *Spec) {
+			s.NameConstraints = &keys.NameConstraints{Permitted: &keys.NameConstraintItem{DNSDomains: []string{"example.com"}}}
+		}, "spec.nameConstraints: may only be set when spec.isCA is true"},
+		"name constraints setting neither permitted nor excluded": {func(s *Spec) { s.IsCA, s.NameConstraints = true, &keys.NameConstraints{Critical: true} },
+			"spec.nameConstraints: sets neither permitted nor excluded"},
+		"name constraints whose permitted lists nothing, as cert-manager accepts": {func(s *Spec) {
+			s.IsCA, s.NameConstraints = true, &keys.NameConstraints{Permitted: &keys.NameConstraintItem{}}
+		}, ""},
+		"a name constraint that is not a CIDR": {func(s *Spec) {
+			s.IsCA, s.NameConstraints = true, &keys.NameConstraints{Excluded: &keys.NameConstraintItem{IPRanges: []string{"10.0.0.0"}}}
+		}, `spec.nameConstraints.excluded.ipRanges[0]: "10.0.0.0" is not an IP range in CIDR notation`},
+		"usages kept out of the request": {func(s *Spec) { s.EncodeUsagesInRequest = ptr(false) }, ""},
+		"a temporary certificate":        {func(s *Spec) { s.IssueTemporaryCertificate = true }, ""},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package keys
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -89,6 +90,12 @@ type Subject struct {
 	SerialNumber        string   `json:"serialNumber,omitempty"`
 }
 
+// IsEmpty reports a subject with no field set; nil is empty.
+func (s *Subject) IsEmpty() bool {
+	return s == nil || len(s.Organizations)+len(s.Countries)+len(s.OrganizationalUnits)+len(s.Localities)+
+		len(s.Provinces)+len(s.StreetAddresses)+len(s.PostalCodes) == 0 && s.SerialNumber == ""
+}
+
 // RequestTemplate is what a certificate asks to be certified.
 type RequestTemplate struct {
 	// CommonName is the subject common name. Optional.
@@ -101,10 +108,57 @@ type RequestTemplate struct {
 	EmailAddresses []string `json:"emailAddresses,omitempty"`
 	// Subject holds the other subject fields. Nil means none.
 	Subject *Subject `json:"subject,omitempty"`
+	// LiteralSubject, when set, is the whole subject as an RFC 4514
+	// string, encoded as written and in the order written
+	// (ParseLiteralSubject); CommonName and Subject must then be empty.
+	// Its CN attribute, if any, is the common name.
+	LiteralSubject string `json:"literalSubject,omitempty"`
+	// OtherNames are subject alternative names of the otherName form
+	// with UTF8String values.
+	OtherNames []OtherName `json:"otherNames,omitempty"`
 	// Usages; empty means DefaultUsages().
 	Usages []Usage `json:"usages,omitempty"`
+	// EncodeUsagesInRequest says whether the key usage and extended key
+	// usage extensions go into the request; nil means true. Set it to
+	// false for an issuer that refuses requests carrying them: the
+	// usages still reach the issuer beside the request.
+	EncodeUsagesInRequest *bool `json:"encodeUsagesInRequest,omitempty"`
 	// IsCA asks for a CA certificate.
 	IsCA bool `json:"isCA,omitempty"`
+	// NameConstraints, for a CA, are the names it may certify, carried in
+	// the request as the extension a CA certificate holds (RFC 5280
+	// §4.2.1.10).
+	NameConstraints *NameConstraints `json:"nameConstraints,omitempty"`
+}
+
+// encodesUsages reports whether the usage extensions go into the request.
+func (t RequestTemplate) encodesUsages() bool {
+	return t.EncodeUsagesInRequest == nil || *t.EncodeUsagesInRequest
+}
+
+// commonName is the template's common name: CommonName, or the CN of
+// LiteralSubject.
+func (t RequestTemplate) commonName() string {
+	if t.LiteralSubject == "" {
+		return t.CommonName
+	}
+	_, cn, _ := literalSubjectDER(t.LiteralSubject)
+	return cn
+}
+
+// rawSubject is the template's subject in DER.
+func (t RequestTemplate) rawSubject() ([]byte, error) {
+	if t.LiteralSubject != "" {
+		if t.CommonName != "" || !t.Subject.IsEmpty() {
+			return nil, fmt.Errorf("%w: literalSubject: may not be set together with commonName or subject", ErrTemplate)
+		}
+		der, _, err := literalSubjectDER(t.LiteralSubject)
+		if err != nil {
+			return nil, fmt.Errorf("%w: literalSubject: %q: %v", ErrTemplate, t.LiteralSubject, err)
+		}
+		return der, nil
+	}
+	return asn1.Marshal(t.subject().ToRDNSequence())
 }
 
 // ErrTemplate is wrapped by every error about a malformed template.
@@ -132,8 +186,9 @@ func (t RequestTemplate) usages() []Usage {
 	return t.Usages
 }
 
-// extensions returns the key usage, extended key usage and basic
-// constraints extensions the template asks for.
+// extensions returns the key usage, extended key usage (unless
+// EncodeUsagesInRequest is false), basic constraints and name constraints
+// extensions the template asks for.
 func (t RequestTemplate) extensions() ([]pkix.Extension, error) {
 	var ku x509.KeyUsage
 	var eku []asn1.ObjectIdentifier
@@ -150,6 +205,9 @@ func (t RequestTemplate) extensions() ([]pkix.Extension, error) {
 	}
 	if t.IsCA {
 		ku |= x509.KeyUsageCertSign
+	}
+	if !t.encodesUsages() {
+		ku, eku = 0, nil
 	}
 	var exts []pkix.Extension
 	if ku != 0 {
@@ -174,6 +232,11 @@ func (t RequestTemplate) extensions() ([]pkix.Extension, error) {
 			return nil, err
 		}
 		exts = append(exts, pkix.Extension{Id: oidBasicConstraints, Critical: true, Value: v})
+	}
+	if nc, ok, err := marshalNameConstraints(t.NameConstraints); err != nil {
+		return nil, err
+	} else if ok {
+		exts = append(exts, nc)
 	}
 	return exts, nil
 }
@@ -236,12 +299,20 @@ func (t RequestTemplate) parsedNames() ([]net.IP, []*url.URL, error) {
 }
 
 // BuildCSR builds a PEM certificate signing request for tmpl, signed by key
-// with randomness from rand.
+// with randomness from rand: its subject (LiteralSubject as written, or
+// CommonName and Subject), its subject alternative names (other names
+// included), the key usage and extended key usage extensions unless
+// EncodeUsagesInRequest is false, basic constraints for a CA, and the
+// name constraints.
 func BuildCSR(rand io.Reader, tmpl RequestTemplate, key crypto.Signer) ([]byte, error) {
 	if key == nil {
 		return nil, errors.New("keys: BuildCSR needs a private key")
 	}
-	if tmpl.CommonName == "" && len(tmpl.DNSNames)+len(tmpl.IPAddresses)+len(tmpl.URIs)+len(tmpl.EmailAddresses) == 0 {
+	rawSubject, err := tmpl.rawSubject()
+	if err != nil {
+		return nil, err
+	}
+	if tmpl.commonName() == "" && len(tmpl.DNSNames)+len(tmpl.IPAddresses)+len(tmpl.URIs)+len(tmpl.EmailAddresses)+len(tmpl.OtherNames) == 0 {
 		return nil, fmt.Errorf("%w: no common name and no subject alternative names", ErrTemplate)
 	}
 	ips, uris, err := tmpl.parsedNames()
@@ -252,14 +323,25 @@ func BuildCSR(rand io.Reader, tmpl RequestTemplate, key crypto.Signer) ([]byte, 
 	if err != nil {
 		return nil, err
 	}
-	der, err := x509.CreateCertificateRequest(rand, &x509.CertificateRequest{
-		Subject:         tmpl.subject(),
+	req := &x509.CertificateRequest{
+		RawSubject:      rawSubject,
 		DNSNames:        tmpl.DNSNames,
 		IPAddresses:     ips,
 		URIs:            uris,
 		EmailAddresses:  tmpl.EmailAddresses,
 		ExtraExtensions: exts,
-	}, key)
+	}
+	if len(tmpl.OtherNames) > 0 {
+		// crypto/x509 writes no other names: the extension holds every
+		// name, and the fields are left for it to replace.
+		san, err := marshalSANs(tmpl, ips, bytes.Equal(rawSubject, emptySubject))
+		if err != nil {
+			return nil, err
+		}
+		req.DNSNames, req.IPAddresses, req.URIs, req.EmailAddresses = nil, nil, nil, nil
+		req.ExtraExtensions = append([]pkix.Extension{san}, req.ExtraExtensions...)
+	}
+	der, err := x509.CreateCertificateRequest(rand, req, key)
 	if err != nil {
 		return nil, fmt.Errorf("keys: signing request: %w", err)
 	}
@@ -319,37 +401,64 @@ func (d Difference) String() string {
 }
 
 // CompareCSR returns every difference between a parsed request and tmpl:
-// subject fields, names (order-insensitive), usages and isCA. Nil means the
-// request is what the template asks.
+// the subject (field by field, or, for a literal subject, its encoding
+// byte for byte), names and other names (order-insensitive), the usages
+// encoded in the request (none when EncodeUsagesInRequest is false),
+// isCA when the request carries basic constraints (the reference operator
+// writes none by default; a request's isCA beside its CSR says it), and
+// name constraints. Nil means the request is what the template asks.
 func CompareCSR(csr *x509.CertificateRequest, tmpl RequestTemplate) []Difference {
 	if csr == nil {
 		return []Difference{{Field: "request", Want: "a request", Have: "none"}}
 	}
 	var diffs []Difference
-	diffs = cmpString(diffs, "commonName", tmpl.CommonName, csr.Subject.CommonName)
-	want := tmpl.Subject
-	if want == nil {
-		want = &noSubject
+	if tmpl.LiteralSubject != "" {
+		if want, err := tmpl.rawSubject(); err != nil || !bytes.Equal(want, csr.RawSubject) {
+			diffs = append(diffs, Difference{Field: "literalSubject", Want: fmt.Sprintf("%q", tmpl.LiteralSubject), Have: fmt.Sprintf("%q", subjectString(csr))})
+		}
+	} else {
+		diffs = cmpString(diffs, "commonName", tmpl.CommonName, csr.Subject.CommonName)
+		want := tmpl.Subject
+		if want == nil {
+			want = &noSubject
+		}
+		diffs = cmpSubject(diffs, want, &csr.Subject)
 	}
-	diffs = cmpSubject(diffs, want, &csr.Subject)
 	diffs = cmpSet(diffs, "dnsNames", tmpl.DNSNames, csr.DNSNames)
 	diffs = cmpSet(diffs, "ipAddresses", normIPs(tmpl.IPAddresses), ipStrings(csr.IPAddresses))
 	diffs = cmpSet(diffs, "uris", tmpl.URIs, uriStrings(csr.URIs))
 	diffs = cmpSet(diffs, "emailAddresses", tmpl.EmailAddresses, csr.EmailAddresses)
+	diffs = cmpSet(diffs, "otherNames", otherNameStrings(tmpl.OtherNames), otherNamesIn(csr.Extensions))
 
 	wantKU, wantEKU, isCA := expectedUsages(tmpl)
 	haveKU, haveEKU, haveCA := requestUsages(csr)
-	if wantKU != haveKU || !sameSet(wantEKU, haveEKU) {
+	if !tmpl.encodesUsages() {
+		if haveKU != 0 || len(haveEKU) > 0 {
+			diffs = append(diffs, Difference{Field: "usages", Want: "none in the request (encodeUsagesInRequest is false)", Have: describeUsages(haveKU, haveEKU)})
+		}
+	} else if wantKU != haveKU || !sameSet(wantEKU, haveEKU) {
 		diffs = append(diffs, Difference{Field: "usages", Want: describeUsages(wantKU, wantEKU), Have: describeUsages(haveKU, haveEKU)})
 	}
-	if isCA != haveCA {
+	// A request without basic constraints does not say whether it is for
+	// a CA: the reference operator leaves them out by default, and the
+	// request's own isCA says it beside the CSR.
+	if isCA != haveCA && (haveCA || hasExtension(csr, oidBasicConstraints)) {
 		diffs = append(diffs, Difference{Field: "isCA", Want: fmt.Sprint(isCA), Have: fmt.Sprint(haveCA)})
+	}
+	if nc, present := requestNameConstraints(csr.Extensions); !sameNameConstraints(tmpl.NameConstraints, nc) || (present && nc == nil) {
+		have := describeNameConstraints(nc)
+		if present && nc == nil {
+			have = "an extension that cannot be read"
+		}
+		diffs = append(diffs, Difference{Field: "nameConstraints", Want: describeNameConstraints(tmpl.NameConstraints), Have: have})
 	}
 	return diffs
 }
 
 // CompareCertificateNames compares an issued certificate's names with tmpl,
-// order-insensitively. It is the fallback when no request exists: a name may
+// order-insensitively: the common name (CommonName, or the CN of
+// LiteralSubject), DNS names, IP addresses, URIs and email addresses.
+// Other names are not compared: issuers may leave them out. It is the fallback when no request exists: a name may
 // move between the common name and the DNS names (issuers copy the common
 // name into the DNS names, or drop it), so the common name and DNS names are
 // compared as one set.
@@ -358,7 +467,7 @@ func CompareCertificateNames(cert *x509.Certificate, tmpl RequestTemplate) []Dif
 		return []Difference{{Field: "certificate", Want: "a certificate", Have: "none"}}
 	}
 	var diffs []Difference
-	wantNames := withCN(tmpl.DNSNames, tmpl.CommonName)
+	wantNames := withCN(tmpl.DNSNames, tmpl.commonName())
 	haveNames := withCN(cert.DNSNames, cert.Subject.CommonName)
 	diffs = cmpSet(diffs, "commonName+dnsNames", wantNames, haveNames)
 	diffs = cmpSet(diffs, "ipAddresses", normIPs(tmpl.IPAddresses), ipStrings(cert.IPAddresses))
@@ -382,6 +491,19 @@ func cmpString(diffs []Difference, field, want, have string) []Difference {
 }
 
 var noSubject Subject
+
+// subjectString is a request's subject in RFC 4514 form, multi-valued
+// RDNs kept.
+func subjectString(csr *x509.CertificateRequest) string {
+	var seq pkix.RDNSequence
+	if rest, err := asn1.Unmarshal(csr.RawSubject, &seq); err != nil || len(rest) > 0 {
+		return csr.Subject.String()
+	}
+	return seq.String()
+}
+
+// emptySubject is the DER of a subject with no attribute.
+var emptySubject = []byte{0x30, 0}
 
 func cmpSubject(diffs []Difference, want *Subject, have *pkix.Name) []Difference {
 	diffs = cmpSet(diffs, "subject.organizations", want.Organizations, have.Organization)
@@ -527,6 +649,17 @@ func describeUsages(ku x509.KeyUsage, eku []string) string {
 	}
 	slices.Sort(names)
 	return "[" + strings.Join(names, ", ") + "]"
+}
+
+// hasExtension reports whether the request carries an extension of that
+// OID.
+func hasExtension(csr *x509.CertificateRequest, oid asn1.ObjectIdentifier) bool {
+	for _, ext := range csr.Extensions {
+		if ext.Id.Equal(oid) {
+			return true
+		}
+	}
+	return false
 }
 
 // KnownUsage reports whether u is a usage BuildCSR understands.

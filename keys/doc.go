@@ -4,8 +4,18 @@
 //
 // Decisions in package certificate never generate keys or sign anything:
 // they return actions. A host carries out a key action with [Generate] and
-// [EncodePrivateKey], a request action with [BuildCSR], and an issue action
-// with [SecretData]; each takes a caller-supplied io.Reader for randomness.
+// [EncodePrivateKey], a request action with [BuildCSR], an issue action
+// with [SecretData], and a temporary certificate action with
+// [TemporaryCertificate]; each takes a caller-supplied io.Reader for
+// randomness.
+//
+// A [RequestTemplate] holds what cert-manager's Certificate spec asks of a
+// request: the subject as fields or as an RFC 4514 string
+// ([ParseLiteralSubject]), subject alternative names with [OtherName]
+// entries, usages (encoded in the request or not), isCA and a CA's
+// [NameConstraints]. [BuildCSR] encodes them as the reference operator
+// does, and [ParseNameConstraints] carries a request's name constraints
+// into a CA certificate.
 //
 // The checks are pure: they read only their arguments, so the trigger can
 // run them on every reconcile of every certificate:
@@ -21,6 +31,8 @@
 //     immutable, so hosts may cache it by resource version.
 //   - [ParseCSR]: a PEM request read with crypto/x509 and its signature
 //     checked.
+//   - [IsTemporaryCertificate]: a placeholder certificate, certlife's or
+//     the reference operator's, not an issued one.
 //
 // Private key material never appears in String, in any fmt verb, or in an
 // error: [ParsedSecret] and [Password] redact themselves, and parse errors

@@ -228,12 +228,31 @@ func TestBuildAndCompareCSR(t *testing.T) {
 		{Field: "subject.organizations", Want: "[other]", Have: "[certlife]"},
 		{Field: "dnsNames", Want: "[a.example]", Have: "[a.example b.example]"},
 		{Field: "usages", Want: "[cert sign, digital signature]", Have: "[digital signature, key encipherment, server auth]"},
-		{Field: "isCA", Want: "true", Have: "false"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("CompareCSR reports every difference (-want +got):\n%s", diff)
 	}
 	require.Equal(t, "dnsNames: want [a.example], have [a.example b.example]", got[2].String(), "Difference.String()")
+
+	// isCA is read from the request's basic constraints when it carries
+	// them (RFC 5280 §4.2.1.9); a request without them — the reference
+	// operator writes none by default — leaves isCA to the request's spec.
+	ca := tmpl
+	ca.IsCA = true
+	caCSRPEM, err := BuildCSR(rand.Reader, ca, key)
+	require.NoError(t, err)
+	caCSR, err := ParseCSR(caCSRPEM)
+	require.NoError(t, err)
+	require.Nil(t, CompareCSR(caCSR, ca))
+	notCA := ca
+	notCA.IsCA = false
+	notCA.Usages = append([]Usage{UsageCertSign}, tmpl.Usages...)
+	require.Equal(t, []Difference{{Field: "isCA", Want: "false", Have: "true"}}, CompareCSR(caCSR, notCA))
+	withoutBC := csrDER(t, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "ca"}, ExtraExtensions: []pkix.Extension{
+		{Id: oidKeyUsage, Critical: true, Value: []byte{0x03, 0x02, 0x02, 0x04}}}}, key) // cert sign
+	noBC, err := x509.ParseCertificateRequest(withoutBC)
+	require.NoError(t, err)
+	require.Nil(t, CompareCSR(noBC, RequestTemplate{CommonName: "ca", IsCA: true, Usages: []Usage{UsageCertSign}}))
 }
 
 func TestBuildCSRRejectsBadTemplates(t *testing.T) {

@@ -12,13 +12,14 @@
 //     and, with Config.ARI, the CA's suggested renewal window;
 //  2. decides with certificate.Reconcile at the clock's time;
 //  3. carries out the actions in order, exactly as their docs say, and
-//     stops at the first that fails: keys are generated and requests built
-//     with package keys; a create that meets an object of the same
+//     stops at the first that fails: keys are generated, requests built
+//     and temporary certificates made with package keys; a create that meets an object of the same
 //     (deterministic) name is success, and so is a delete of a missing
 //     one; a deleted request's issuer is told (certificate.Issuer.Forget);
 //     a secret is written only over the version the decision read, with
-//     its labels and annotations merged; the status is written last, with
-//     the version read;
+//     its labels and annotations merged, and never when the decision saw
+//     none and one is there by then (a conflict: the next decision reads
+//     it); the status is written last, with the version read;
 //  4. looks again at Result.RequeueAt, and whenever a write concerns the
 //     certificate — its own, its secret's, one of its requests' — at once.
 //

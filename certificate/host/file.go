@@ -30,8 +30,10 @@ import (
 // (Authoritative). One process uses a directory at a time: OpenFileStore
 // takes a lock on it (on Unix), and Close releases it.
 //
-// Secrets hold private keys: the directory is made readable by its owner
-// only (0700) and every file 0600.
+// Secrets hold private keys: the directory and its subdirectories are
+// made readable by their owner only (0700) and every file 0600 — when
+// OpenFileStore finds them with other modes too (a directory made by
+// hand, files restored from a backup), before it reads them.
 //
 // Why files and not an embedded database: a certificate host writes a few
 // objects per issuance, hours or months apart, and reads them from
@@ -64,7 +66,7 @@ const acmeDir = "acme"
 // means the real clock). A file that cannot be decoded is an error that
 // names it: nothing is dropped silently.
 func OpenFileStore(dir string, clk clock.PassiveClock) (*FileStore, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := ownerOnly(dir, 0o700, true); err != nil {
 		return nil, fmt.Errorf("host: making the store directory: %w", err)
 	}
 	d := &disk{dir: dir}
@@ -78,7 +80,7 @@ func OpenFileStore(dir string, clk clock.PassiveClock) (*FileStore, error) {
 		}
 	}()
 	for _, sub := range append(sortedKindDirs(), acmeDir) {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+		if err := ownerOnly(filepath.Join(dir, sub), 0o700, true); err != nil {
 			return nil, fmt.Errorf("host: making %s: %w", filepath.Join(dir, sub), err)
 		}
 	}
@@ -111,6 +113,24 @@ func OpenFileStore(dir string, clk clock.PassiveClock) (*FileStore, error) {
 	mem.disk = d
 	ok = true
 	return &FileStore{mem: mem, disk: d, acme: fa}, nil
+}
+
+// ownerOnly gives path the mode perm when it has another, making it first
+// (a directory, when dir) if it does not exist.
+func ownerOnly(path string, perm os.FileMode, dir bool) error {
+	if dir {
+		if err := os.MkdirAll(path, perm); err != nil {
+			return err
+		}
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if info.Mode().Perm() != perm {
+		return os.Chmod(path, perm)
+	}
+	return nil
 }
 
 func sortedKindDirs() []string {
@@ -231,8 +251,9 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// readAll reads every object file of a directory by key, removing the
-// temporary files a crash left behind.
+// readAll reads every object file of a directory by key, making each
+// readable by its owner only (0600) first, and removing the temporary
+// files a crash left behind.
 func (d *disk) readAll(sub string) (map[string][]byte, error) {
 	dir := filepath.Join(d.dir, sub)
 	ents, err := os.ReadDir(dir)
@@ -252,6 +273,9 @@ func (d *disk) readAll(sub string) (map[string][]byte, error) {
 		k, err := url.PathUnescape(strings.TrimSuffix(name, ".json"))
 		if err != nil {
 			return nil, fmt.Errorf("host: %s: not a name this store wrote: %w", filepath.Join(dir, name), err)
+		}
+		if err := ownerOnly(filepath.Join(dir, name), 0o600, false); err != nil {
+			return nil, fmt.Errorf("host: making %s readable by its owner only: %w", filepath.Join(dir, name), err)
 		}
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {

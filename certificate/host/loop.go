@@ -772,7 +772,30 @@ func (l *Loop) carryOut(ctx context.Context, c *certificate.Certificate, a certi
 		return ignore(err, ErrNotFound)
 
 	case certificate.WriteSecret:
-		return l.writeSecret(ctx, c, a)
+		key, err := l.privateKey(ctx, c.Namespace, a.KeySecretName)
+		if err != nil {
+			return err
+		}
+		data, err := keys.SecretData(l.rand, key, a.Chain, a.CA, a.Output)
+		if err != nil {
+			return err
+		}
+		return l.writeSecret(ctx, c, a.Name, a.OwnerUID, a.ResourceVersion, data, a.Labels, a.Annotations)
+
+	case certificate.WriteTemporaryCertificate:
+		key, err := l.privateKey(ctx, c.Namespace, a.KeySecretName)
+		if err != nil {
+			return err
+		}
+		chain, err := keys.TemporaryCertificate(l.rand, key, a.Template, a.NotBefore, a.NotAfter)
+		if err != nil {
+			return err
+		}
+		data, err := keys.SecretData(l.rand, key, chain, nil, a.Output)
+		if err != nil {
+			return err
+		}
+		return l.writeSecret(ctx, c, a.Name, a.OwnerUID, a.ResourceVersion, data, a.Labels, a.Annotations)
 
 	case certificate.UpdateStatus:
 		n := *c
@@ -821,48 +844,45 @@ func (l *Loop) wrote(kind Kind, namespace, name, ownerUID string) {
 	}
 }
 
-// writeSecret writes the data keys.SecretData makes, merging labels and
-// annotations into what the secret has, and only over the version the
-// decision read.
-func (l *Loop) writeSecret(ctx context.Context, c *certificate.Certificate, a certificate.WriteSecret) error {
-	key, err := l.privateKey(ctx, c.Namespace, a.KeySecretName)
-	if err != nil {
-		return err
-	}
-	data, err := keys.SecretData(l.rand, key, a.Chain, a.CA, a.Output)
-	if err != nil {
-		return err
-	}
+// writeSecret writes data as the secret name's data, owned by ownerUID,
+// merging labels and annotations into what the secret has, and only over
+// the version the decision read (rv; empty: it read none): a secret the
+// decision did not see is never written.
+func (l *Loop) writeSecret(ctx context.Context, c *certificate.Certificate, name, ownerUID, rv string, data map[string][]byte, labels, annotations map[string]string) error {
 	secrets := l.cfg.Store.Secrets()
-	sec, err := secrets.Get(ctx, c.Namespace, a.Name)
+	sec, err := secrets.Get(ctx, c.Namespace, name)
 	switch {
-	case errors.Is(err, ErrNotFound) && a.ResourceVersion != "":
-		return fmt.Errorf("secret %s was read at version %s and is gone: %w", a.Name, a.ResourceVersion, ErrConflict)
+	case errors.Is(err, ErrNotFound) && rv != "":
+		return fmt.Errorf("secret %s was read at version %s and is gone: %w", name, rv, ErrConflict)
 	case errors.Is(err, ErrNotFound):
-		sec = &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Name: a.Name, Namespace: c.Namespace}}
+		sec = &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Name: name, Namespace: c.Namespace}}
 	case err != nil:
 		return err
-	case a.ResourceVersion != "" && sec.ResourceVersion != a.ResourceVersion:
-		return fmt.Errorf("secret %s is at version %s, the decision read %s: %w", a.Name, sec.ResourceVersion, a.ResourceVersion, ErrConflict)
+	case rv == "":
+		// Made since the decision found none, by someone else: the next
+		// decision reads it, and judges whether it may be written.
+		return fmt.Errorf("secret %s exists, but the decision found none: %w", name, ErrConflict)
+	case sec.ResourceVersion != rv:
+		return fmt.Errorf("secret %s is at version %s, the decision read %s: %w", name, sec.ResourceVersion, rv, ErrConflict)
 	}
-	sec.OwnerUID = a.OwnerUID
-	sec.Labels = mergeInto(sec.Labels, a.Labels)
-	sec.Annotations = mergeInto(sec.Annotations, a.Annotations)
+	sec.OwnerUID = ownerUID
+	sec.Labels = mergeInto(sec.Labels, labels)
+	sec.Annotations = mergeInto(sec.Annotations, annotations)
 	sec.Data = data
-	obj := object{KindSecret, c.Namespace, a.Name}
+	obj := object{KindSecret, c.Namespace, name}
 	l.beginWrite(obj)
 	var made *certificate.Secret
 	if sec.ResourceVersion == "" {
 		made, err = secrets.Create(ctx, sec)
 		if errors.Is(err, ErrAlreadyExists) {
-			err = fmt.Errorf("secret %s was made since the decision found none: %w", a.Name, ErrConflict)
+			err = fmt.Errorf("secret %s was made since the decision found none: %w", name, ErrConflict)
 		}
 	} else {
 		made, err = secrets.Update(ctx, sec)
 	}
 	l.endWrite(obj, certItem(c), made, err)
 	if err == nil {
-		l.wrote(KindSecret, c.Namespace, a.Name, a.OwnerUID)
+		l.wrote(KindSecret, c.Namespace, name, ownerUID)
 	}
 	return err
 }

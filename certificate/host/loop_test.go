@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -517,4 +518,119 @@ func TestPassNextIsThisPasssNext(t *testing.T) {
 	assert.True(t, ev.Next.IsZero(), "a certificate that is gone is not looked at again")
 	_, queued := loop.NextFor(host.KindCertificate, "default", "web")
 	assert.False(t, queued)
+}
+
+// racingSecrets is a store in which a user makes secret name by hand
+// between a decision that found no such secret and the loop's write of
+// it: at the write's read of the secret, which follows its read of the
+// next private key once the request is issued.
+type racingSecrets struct {
+	*host.MemoryStore
+	name string
+	made *certificate.Secret
+	// armed: the last read was of a next private key, with the request
+	// issued.
+	armed bool
+}
+
+func (s *racingSecrets) Secrets() host.Collection[*certificate.Secret] { return racingCollection{s} }
+
+type racingCollection struct{ s *racingSecrets }
+
+func (c racingCollection) Get(ctx context.Context, namespace, name string) (*certificate.Secret, error) {
+	inner := c.s.MemoryStore.Secrets()
+	if name == c.s.name && c.s.made == nil && c.s.armed {
+		made, err := inner.Create(ctx, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: namespace, Name: name},
+			Data: map[string][]byte{keys.SecretPrivateKey: []byte("the user's own key"), keys.SecretCertificate: []byte("the user's own certificate")}})
+		if err != nil {
+			return nil, err
+		}
+		c.s.made = made
+	}
+	c.s.armed = false
+	if strings.HasPrefix(name, "web-next-key-") {
+		reqs, err := c.s.MemoryStore.Requests().List(ctx, host.ListOptions{Namespace: namespace})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range reqs {
+			ready := r.Condition(certificate.RequestConditionReady)
+			c.s.armed = c.s.armed || ready != nil && ready.Status == certificate.StatusTrue
+		}
+	}
+	return inner.Get(ctx, namespace, name)
+}
+
+func (c racingCollection) List(ctx context.Context, o host.ListOptions) ([]*certificate.Secret, error) {
+	return c.s.MemoryStore.Secrets().List(ctx, o)
+}
+
+func (c racingCollection) Create(ctx context.Context, obj *certificate.Secret) (*certificate.Secret, error) {
+	return c.s.MemoryStore.Secrets().Create(ctx, obj)
+}
+
+func (c racingCollection) Update(ctx context.Context, obj *certificate.Secret) (*certificate.Secret, error) {
+	return c.s.MemoryStore.Secrets().Update(ctx, obj)
+}
+
+func (c racingCollection) Delete(ctx context.Context, namespace, name string) error {
+	return c.s.MemoryStore.Secrets().Delete(ctx, namespace, name)
+}
+
+// A secret made by someone else after the decision that found none, and
+// before the loop writes it, is never written blindly: the write is a
+// conflict, and the next decision, which reads the secret, leaves what
+// the user put in it alone (certificate.ReasonSecretNotOwned).
+func TestLoopNeverWritesASecretItDidNotSee(t *testing.T) {
+	ctx := context.Background()
+	var race *racingSecrets
+	f := newFixture(t, func(clk *testingclock.FakeClock) host.Store {
+		race = &racingSecrets{MemoryStore: host.NewMemoryStore(clk), name: "web-tls"}
+		return race
+	}, newCA(t, t0).Issuer(nil))
+	f.create(t, newCert("default", "web", "web-tls"))
+	require.NoError(t, f.loop.Advance(ctx, t0.Add(time.Minute), 0))
+
+	require.NotNil(t, race.made, "the user's secret was never made: the loop wrote no secret")
+	sec, err := race.MemoryStore.Secrets().Get(ctx, "default", "web-tls")
+	require.NoError(t, err)
+	assert.Equal(t, race.made.ResourceVersion, sec.ResourceVersion, "the user's secret was written over")
+	assert.Equal(t, race.made.Data, sec.Data)
+	conflicts := 0
+	for _, e := range f.evs {
+		if e.Err != nil && errors.Is(e.Err, host.ErrConflict) && strings.Contains(e.Err.Error(), "the decision found none") {
+			conflicts++
+		}
+	}
+	assert.Equal(t, 1, conflicts, "the write of a secret the decision did not see ends in one conflict")
+	got := f.cert(t, "web")
+	r := got.Status.Condition(certificate.ConditionReady)
+	require.NotNil(t, r)
+	assert.Equal(t, certificate.StatusFalse, r.Status)
+	assert.Equal(t, certificate.ReasonSecretNotOwned, r.Reason, r.Message)
+}
+
+// A self-signed certificate asked for by DNS names alone gets a subject,
+// its first DNS name (RFC 5280 §4.1.2.4: its issuer, which is its
+// subject, must not be empty), and still matches what it asks: Ready
+// once, and no issuance again.
+func TestLoopSelfSignsACertificateWithoutACommonName(t *testing.T) {
+	ctx := context.Background()
+	var store *host.MemoryStore
+	f := newFixture(t, func(clk *testingclock.FakeClock) host.Store {
+		store = host.NewMemoryStore(clk)
+		return store
+	}, nil)
+	f.iss.inner = localca.SelfSigned(store.Secrets().Get, nil)
+	f.create(t, newCert("default", "web", "web-tls"))
+	require.NoError(t, f.loop.Advance(ctx, t0.Add(time.Hour), 0))
+	got := f.cert(t, "web")
+	require.True(t, ready(got), "%+v", got.Status.Conditions)
+	assert.Equal(t, 1, revision(got), "issued again: the certificate does not match what it asks")
+	sec, err := store.Secrets().Get(ctx, "default", "web-tls")
+	require.NoError(t, err)
+	p, err := keys.ParseSecretData(sec.Data)
+	require.NoError(t, err)
+	assert.Equal(t, "CN=web.example", p.Leaf.Subject.String())
+	assert.Equal(t, p.Leaf.RawSubject, p.Leaf.RawIssuer)
 }

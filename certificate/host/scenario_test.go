@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -50,6 +52,10 @@ var scenarioStart = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 //	trigger NAME: a manual trigger (Issuing=True, ManualTrigger); the loop runs at the next step or run
 //	delete-secret NAME / corrupt-secret NAME KEY / strip-annotations NAME: and runs
 //	delete-request NAME / delete-certificate NAME: and runs
+//	user-secret NAME keypair|ca|empty|labels: a secret a user makes by hand, and runs:
+//	    a key pair of their own, only a CA certificate, no data, or only labels and annotations
+//	annotate-secret NAME KEY=VALUE: sets an annotation on a secret, and runs
+//	data NAME: the keys of a secret's data, and whether its data changed since the last data NAME
 //	store-fails N create|update|delete certificates|secrets|requests:
 //	    the loop's next N such writes fail ("the disk is full")
 //	status NAME: the certificate's status and its secret
@@ -149,7 +155,9 @@ type scenario struct {
 	ca    *testCA
 	// fails are the loop's writes to fail: "create secrets" → how many.
 	fails map[string]int
-	out   strings.Builder
+	// digests are the secrets' data as the data command last saw it.
+	digests map[string]string
+	out     strings.Builder
 }
 
 const namespace = "default"
@@ -157,7 +165,7 @@ const namespace = "default"
 func newScenario(t *testing.T) *scenario {
 	root, err := localca.NewRoot(rand.Reader, "scenario CA", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, scenarioStart.AddDate(-1, 0, 0), 10*365*24*time.Hour)
 	require.NoError(t, err)
-	s := &scenario{t: t, ctx: context.Background(), clock: testingclock.NewFakeClock(scenarioStart), fails: map[string]int{}}
+	s := &scenario{t: t, ctx: context.Background(), clock: testingclock.NewFakeClock(scenarioStart), fails: map[string]int{}, digests: map[string]string{}}
 	s.store = host.NewMemoryStore(s.clock)
 	s.ca = &testCA{ca: root, issuer: root.Issuer(nil)}
 	s.loop, err = host.New(host.Config{
@@ -241,6 +249,40 @@ func (s *scenario) do(cmd string) string {
 	case "delete-request":
 		s.must(s.store.Requests().Delete(s.ctx, namespace, args[0]))
 		s.run()
+	case "user-secret":
+		_, err := secrets.Create(s.ctx, s.userSecret(args[0], args[1]))
+		s.must(err)
+		s.run()
+	case "annotate-secret":
+		sec, err := secrets.Get(s.ctx, namespace, args[0])
+		s.must(err)
+		k, v, _ := strings.Cut(args[1], "=")
+		if sec.Annotations == nil {
+			sec.Annotations = map[string]string{}
+		}
+		sec.Annotations[k] = v
+		_, err = secrets.Update(s.ctx, sec)
+		s.must(err)
+		s.run()
+	case "data":
+		sec, err := secrets.Get(s.ctx, namespace, args[0])
+		s.must(err)
+		names := slices.Sorted(maps.Keys(sec.Data))
+		h := sha256.New()
+		for _, k := range names {
+			fmt.Fprintf(h, "%s=%x;", k, sec.Data[k])
+		}
+		digest := string(h.Sum(nil))
+		fmt.Fprintf(&s.out, "secret %s: %s", args[0], strings.Join(names, " "))
+		switch before, ok := s.digests[args[0]]; {
+		case !ok:
+		case before == digest:
+			fmt.Fprint(&s.out, ", unchanged since the last look")
+		default:
+			fmt.Fprint(&s.out, ", changed since the last look")
+		}
+		fmt.Fprintln(&s.out)
+		s.digests[args[0]] = digest
 	case "delete-certificate":
 		s.must(certs.Delete(s.ctx, namespace, args[0]))
 		s.run()
@@ -263,6 +305,30 @@ func (s *scenario) do(cmd string) string {
 	}
 	s.forgotten("")
 	return s.out.String()
+}
+
+// userSecret is a secret a user makes by hand: a key pair of their own
+// (a key and a self-signed certificate for "my own CA"), only a CA
+// certificate, no data at all, or only labels and annotations.
+func (s *scenario) userSecret(name, kind string) *certificate.Secret {
+	sec := &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Name: name, Namespace: namespace}}
+	switch kind {
+	case "keypair", "ca":
+		own, err := localca.NewRoot(rand.Reader, "my own CA", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, s.clock.Now().AddDate(-1, 0, 0), 10*365*24*time.Hour)
+		s.must(err)
+		sec.Data = map[string][]byte{keys.SecretCA: own.CertificatePEM()}
+		if kind == "keypair" {
+			keyPEM, err := own.KeyPEM()
+			s.must(err)
+			sec.Data[keys.SecretCertificate], sec.Data[keys.SecretPrivateKey] = own.CertificatePEM(), keyPEM
+		}
+	case "empty":
+	case "labels":
+		sec.Labels, sec.Annotations = map[string]string{"team": "web"}, map[string]string{"owner": "platform-team"}
+	default:
+		s.t.Fatalf("unknown user secret %q", kind)
+	}
+	return sec
 }
 
 func (s *scenario) certificate(name string) *certificate.Certificate {
@@ -446,7 +512,7 @@ func (s *scenario) objects() {
 // cache behind).
 func quietWorthShowing(res *certificate.Result) bool {
 	switch res.Reason {
-	case certificate.ReasonBackoff, certificate.ReasonSecretInUse, certificate.ReasonSecretNotCaughtUp:
+	case certificate.ReasonBackoff, certificate.ReasonSecretInUse, certificate.ReasonSecretNotCaughtUp, certificate.ReasonSecretNotOwned:
 		return true
 	}
 	return false

@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -221,6 +222,65 @@ func TestFileStoreKeepsEverythingAcrossReopen(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), e.Name())
 	}
+}
+
+// A store directory made by hand, or files restored from a backup, with
+// modes that let others read them: OpenFileStore makes the directories
+// 0700 and every file 0600 before it reads them, and a file it writes
+// again stays 0600.
+func TestFileStoreMakesWhatItFindsReadableByItsOwnerOnly(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "store")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	require.NoError(t, os.Chmod(dir, 0o755)) // whatever the umask
+	s, err := host.OpenFileStore(dir, nil)
+	require.NoError(t, err)
+	_, err = s.Secrets().Create(ctx, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: "default", Name: "web-tls"},
+		Data: map[string][]byte{"tls.key": []byte("a private key")}})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	// Restored from a backup with the modes of a umask 022.
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.Chmod(path, 0o755)
+		}
+		return os.Chmod(path, 0o644)
+	}))
+
+	s, err = host.OpenFileStore(dir, nil)
+	require.NoError(t, err)
+	defer s.Close()
+	check := func(when string) {
+		t.Helper()
+		require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			want := os.FileMode(0o600)
+			if d.IsDir() {
+				want = 0o700
+			}
+			if d.Name() != ".lock" { // it holds nothing
+				assert.Equal(t, want, info.Mode().Perm(), "%s: %s", when, path)
+			}
+			return nil
+		}))
+	}
+	check("after opening")
+	sec, err := s.Secrets().Get(ctx, "default", "web-tls")
+	require.NoError(t, err)
+	sec.Data["tls.key"] = []byte("another private key")
+	_, err = s.Secrets().Update(ctx, sec)
+	require.NoError(t, err)
+	check("after writing")
 }
 
 func TestFileStoreRefusesAFileItCannotRead(t *testing.T) {

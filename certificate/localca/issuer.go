@@ -39,24 +39,30 @@ func (i caIssuer) Answer(_ context.Context, r *certificate.CertificateRequest, n
 func (caIssuer) Forget(context.Context, string, string) error { return nil }
 
 // FromSecret returns an issuer that signs with the CA key pair the secret
-// namespace/name holds (tls.crt, tls.key), read at each answer. While the
-// secret is missing, does not hold a CA and its key, or holds a CA that
-// has expired, requests stay Pending with the reason, and Answer asks to
-// be called again after NotReadyRecheck: replacing the secret lets
-// issuance go on, with no failure recorded and no backoff.
-func FromSecret(get SecretGetter, namespace, name string, rnd io.Reader) certificate.Issuer {
-	return secretIssuer{get: get, namespace: namespace, name: name, rand: orRand(rnd)}
+// namespace/name holds (tls.crt, tls.key), read at each answer, and puts
+// what opts ask into every certificate. While the secret is missing, does
+// not hold a CA and its key, or holds a CA that has expired, or while the
+// options cannot be used, requests stay Pending with the reason, and
+// Answer asks to be called again after NotReadyRecheck: replacing the
+// secret lets issuance go on, with no failure recorded and no backoff.
+func FromSecret(get SecretGetter, namespace, name string, rnd io.Reader, opts ...Option) certificate.Issuer {
+	return secretIssuer{get: get, namespace: namespace, name: name, rand: orRand(rnd), opts: opts}
 }
 
 type secretIssuer struct {
 	get             SecretGetter
 	namespace, name string
 	rand            io.Reader
+	opts            []Option
 }
 
 func (i secretIssuer) Answer(ctx context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
 	if certificate.Answered(r) {
 		return time.Time{}, nil
+	}
+	if err := ValidateOptions(i.opts...); err != nil {
+		certificate.SetPending(r, "the issuer is not ready: "+err.Error(), now)
+		return now.Add(NotReadyRecheck), nil
 	}
 	where := "the CA secret " + qualified(i.namespace, i.name)
 	sec, err := i.get(ctx, i.namespace, i.name)
@@ -64,7 +70,7 @@ func (i secretIssuer) Answer(ctx context.Context, r *certificate.CertificateRequ
 		certificate.SetPending(r, fmt.Sprintf("the issuer is not ready: %s cannot be read: %v", where, err), now)
 		return now.Add(NotReadyRecheck), nil
 	}
-	ca, err := FromPEM(sec.Data[keys.SecretCertificate], sec.Data[keys.SecretPrivateKey])
+	ca, err := FromPEM(sec.Data[keys.SecretCertificate], sec.Data[keys.SecretPrivateKey], i.opts...)
 	if err != nil {
 		certificate.SetPending(r, fmt.Sprintf("the issuer is not ready: %s does not hold a usable CA: %v", where, err), now)
 		return now.Add(NotReadyRecheck), nil
@@ -80,19 +86,27 @@ func (secretIssuer) Forget(context.Context, string, string) error { return nil }
 
 // SelfSigned returns an issuer that signs each request with its own key,
 // read from the secret the request's certificate.
-// AnnotationPrivateKeySecretName names, in the request's namespace.
-func SelfSigned(get SecretGetter, rnd io.Reader) certificate.Issuer {
-	return selfSigned{get: get, rand: orRand(rnd)}
+// AnnotationPrivateKeySecretName names, in the request's namespace, and
+// puts what opts ask into every certificate. While the options cannot be
+// used, requests stay Pending with the reason, looked at again after
+// NotReadyRecheck.
+func SelfSigned(get SecretGetter, rnd io.Reader, opts ...Option) certificate.Issuer {
+	return selfSigned{get: get, rand: orRand(rnd), opts: opts}
 }
 
 type selfSigned struct {
 	get  SecretGetter
 	rand io.Reader
+	opts []Option
 }
 
 func (i selfSigned) Answer(ctx context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
 	if certificate.Answered(r) {
 		return time.Time{}, nil
+	}
+	if err := ValidateOptions(i.opts...); err != nil {
+		certificate.SetPending(r, "the issuer is not ready: "+err.Error(), now)
+		return now.Add(NotReadyRecheck), nil
 	}
 	name := r.Annotations[certificate.AnnotationPrivateKeySecretName]
 	if name == "" {
@@ -109,7 +123,7 @@ func (i selfSigned) Answer(ctx context.Context, r *certificate.CertificateReques
 		certificate.SetInvalid(r, "the private key in secret "+qualified(r.Namespace, name)+" cannot be decoded", now)
 		return time.Time{}, nil
 	}
-	return time.Time{}, SelfSign(i.rand, r, key, now)
+	return time.Time{}, SelfSign(i.rand, r, key, now, i.opts...)
 }
 
 func (selfSigned) Forget(context.Context, string, string) error { return nil }

@@ -2,8 +2,10 @@
 // a CA key pair (a cluster's internal CA, webhook serving certificates) or
 // self-signed with the request's own key. It answers CertificateRequests
 // through the issuer contract of package certificate (SetIssued,
-// SetInvalid, SetFailed), honouring the request's duration, isCA and
-// usages.
+// SetInvalid, SetFailed), honouring the request's duration, isCA, usages,
+// subject and subject alternative names as its CSR encodes them, and a
+// CA's name constraints; options add CRL distribution points, OCSP
+// servers and issuing certificate URLs to every certificate.
 //
 // Signing needs randomness (serial numbers, ECDSA signatures), so it is
 // an effect a host carries out, beside the decisions: for each request
@@ -17,11 +19,13 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"math/big"
+	"net/url"
 	"time"
 
 	"github.com/certlife/certlife/certificate"
@@ -33,6 +37,82 @@ type CA struct {
 	cert    *x509.Certificate
 	certPEM []byte
 	key     crypto.Signer
+	opts    options
+}
+
+// An Option adds to every certificate a CA, or a self-signing issuer,
+// signs. Options are checked where they are given: an unusable one is an
+// error wrapping ErrInvalidOption that names it.
+type Option func(*options)
+
+// options are what Options set.
+type options struct {
+	crlDistributionPoints  []string
+	ocspServers            []string
+	issuingCertificateURLs []string
+}
+
+// CRLDistributionPoints puts the URLs where the CA publishes its
+// certificate revocation list into every certificate it signs (the CRL
+// distribution points extension, RFC 5280 §4.2.1.13), as cert-manager's CA
+// and SelfSigned issuers' crlDistributionPoints do.
+func CRLDistributionPoints(urls ...string) Option {
+	return func(o *options) { o.crlDistributionPoints = append(o.crlDistributionPoints, urls...) }
+}
+
+// OCSPServers puts the URLs of OCSP responders for the CA into every
+// certificate it signs (the authority information access extension, RFC
+// 5280 §4.2.2.1), as cert-manager's CA issuer's ocspServers do.
+func OCSPServers(urls ...string) Option {
+	return func(o *options) { o.ocspServers = append(o.ocspServers, urls...) }
+}
+
+// IssuingCertificateURLs puts URLs where the CA's own certificate can be
+// fetched into every certificate it signs (the authority information
+// access extension's caIssuers, RFC 5280 §4.2.2.1), as cert-manager's CA
+// issuer's issuingCertificateURLs do.
+func IssuingCertificateURLs(urls ...string) Option {
+	return func(o *options) { o.issuingCertificateURLs = append(o.issuingCertificateURLs, urls...) }
+}
+
+// ErrInvalidOption is wrapped by the error of an option that cannot be
+// used.
+var ErrInvalidOption = errors.New("localca: invalid option")
+
+// ValidateOptions reports the options that cannot be used, each naming the
+// option and the value: every URL must be absolute (scheme:rest) and
+// ASCII, as the extensions hold them as IA5Strings. A host checks the
+// options of an issuer it configures with it, to report them before any
+// request comes.
+func ValidateOptions(opts ...Option) error {
+	_, err := collect(opts)
+	return err
+}
+
+func collect(opts []Option) (options, error) {
+	var o options
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	var errs []error
+	check := func(name string, urls []string) {
+		for i, u := range urls {
+			p, err := url.Parse(u)
+			ascii := true
+			for j := 0; j < len(u); j++ {
+				ascii = ascii && u[j] < 0x80 && u[j] > ' '
+			}
+			if err != nil || p.Scheme == "" || !ascii {
+				errs = append(errs, fmt.Errorf("%w: %s[%d]: %q is not an absolute URL in ASCII", ErrInvalidOption, name, i, u))
+			}
+		}
+	}
+	check("crlDistributionPoints", o.crlDistributionPoints)
+	check("ocspServers", o.ocspServers)
+	check("issuingCertificateURLs", o.issuingCertificateURLs)
+	return o, errors.Join(errs...)
 }
 
 // Errors of New and FromPEM, for errors.Is.
@@ -43,8 +123,9 @@ var (
 	ErrKeyMismatch = errors.New("localca: the key is not the CA certificate's")
 )
 
-// New returns a CA for a CA certificate and its private key.
-func New(cert *x509.Certificate, key crypto.Signer) (*CA, error) {
+// New returns a CA for a CA certificate and its private key, which puts
+// what opts ask into every certificate it signs.
+func New(cert *x509.Certificate, key crypto.Signer, opts ...Option) (*CA, error) {
 	if cert == nil || key == nil {
 		return nil, errors.New("localca: New needs a certificate and a key")
 	}
@@ -54,13 +135,18 @@ func New(cert *x509.Certificate, key crypto.Signer) (*CA, error) {
 	if !keys.PublicKeysEqual(cert.PublicKey, key.Public()) {
 		return nil, ErrKeyMismatch
 	}
-	return &CA{cert: cert, certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), key: key}, nil
+	o, err := collect(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &CA{cert: cert, certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), key: key, opts: o}, nil
 }
 
 // FromPEM returns a CA from a CA certificate and its key in PEM, as a
-// Kubernetes TLS secret holds them (tls.crt, tls.key). Errors name the
-// input and never quote the key.
-func FromPEM(certPEM, keyPEM []byte) (*CA, error) {
+// Kubernetes TLS secret holds them (tls.crt, tls.key), which puts what
+// opts ask into every certificate it signs. Errors name the input and
+// never quote the key.
+func FromPEM(certPEM, keyPEM []byte, opts ...Option) (*CA, error) {
 	block, _ := pem.Decode(certPEM)
 	if block == nil || block.Type != "CERTIFICATE" {
 		return nil, errors.New("localca: the CA certificate is not a PEM CERTIFICATE")
@@ -73,13 +159,16 @@ func FromPEM(certPEM, keyPEM []byte) (*CA, error) {
 	if err != nil {
 		return nil, fmt.Errorf("localca: the CA key: %w", err)
 	}
-	return New(cert, key)
+	return New(cert, key, opts...)
 }
 
 // NewRoot makes a self-signed root CA with a new key of spec, valid from
-// notBefore for validity: for tests, and for hosts that bootstrap their
-// own internal CA.
-func NewRoot(rnd io.Reader, commonName string, spec keys.KeySpec, notBefore time.Time, validity time.Duration) (*CA, error) {
+// notBefore for validity, which puts what opts ask into every certificate
+// it signs: for tests, and for hosts that bootstrap their own internal CA.
+func NewRoot(rnd io.Reader, commonName string, spec keys.KeySpec, notBefore time.Time, validity time.Duration, opts ...Option) (*CA, error) {
+	if err := ValidateOptions(opts...); err != nil {
+		return nil, err
+	}
 	key, err := keys.Generate(rnd, spec)
 	if err != nil {
 		return nil, err
@@ -101,7 +190,7 @@ func NewRoot(rnd io.Reader, commonName string, spec keys.KeySpec, notBefore time
 	if err != nil {
 		return nil, err
 	}
-	return New(cert, key)
+	return New(cert, key, opts...)
 }
 
 // Certificate is the CA's certificate.
@@ -116,32 +205,62 @@ func (ca *CA) KeyPEM() ([]byte, error) { return keys.EncodePrivateKey(ca.key, ke
 
 // Issue answers r: it checks the CSR (it must parse and carry a valid
 // signature) and what r asks (usages), and signs a certificate for the
-// CSR's subject, names and key, valid from now for r's duration
-// (certificate.DefaultDuration when unset) but never past the CA's own
-// expiry, with r's usages and isCA. The chain is the leaf, followed by the
-// CA certificate when the CA is not a root; ca.crt is the CA certificate.
+// CSR's subject (as encoded), subject alternative names (the CSR's
+// extension as it is, other names included) and key, valid from now for
+// r's duration (certificate.DefaultDuration when unset) but never past the
+// CA's own expiry, with r's usages and isCA, and, for a CA, the name
+// constraints its CSR asks (RFC 5280 §4.2.1.10). What the CA's options ask
+// (CRL distribution points, OCSP servers, issuing certificate URLs) goes
+// into every certificate. The chain is the leaf, followed by the CA
+// certificate when the CA is not a root; ca.crt is the CA certificate.
 //
-// A request that cannot be signed as asked is answered invalid; a CA that
-// has expired answers failed. Issue does nothing to a request already
-// answered, and returns an error only when signing itself fails (rnd).
+// A request that cannot be signed as asked is answered invalid: among
+// others, name constraints in the CSR of a request that is not for a CA,
+// or that cannot be read, and an isCA request under a CA whose path length
+// constraint is 0 (RFC 5280 §4.2.1.9: it may sign no further CA). A CA
+// signed under a CA whose constraint is n > 0 gets n−1, so that it refuses
+// in its turn what a validator would. A CA that has expired answers
+// failed. Issue does nothing to a request already answered, and returns an
+// error only when signing itself fails (rnd).
+//
+// A certificate never has an empty subject where RFC 5280 requires one
+// (§4.1.2.6): a CA certificate's subject must name it, so an isCA request
+// with an empty subject gets one from its first DNS name (see SelfSign);
+// a leaf may have an empty subject beside its names, whose extension is
+// then critical; a request with neither a subject nor a name is invalid.
 func (ca *CA) Issue(rnd io.Reader, r *certificate.CertificateRequest, now time.Time) error {
-	return issue(rnd, r, now, ca.cert, ca.key, ca.chainSuffix(), ca.certPEM)
+	return issue(rnd, r, now, ca.cert, ca.key, ca.chainSuffix(), ca.certPEM, ca.opts)
 }
 
 // SelfSign answers r with a certificate signed by the key of its own CSR:
 // key must be that private key (the secret the request's
 // certificate.AnnotationPrivateKeySecretName names holds it). The
-// certificate is its own issuer; ca.crt is the certificate itself. A key
-// that is not the CSR's is answered invalid.
-func SelfSign(rnd io.Reader, r *certificate.CertificateRequest, key crypto.Signer, now time.Time) error {
+// certificate is its own issuer; ca.crt is the certificate itself. It
+// carries what the request asks as Issue's do, and what opts ask. A key
+// that is not the CSR's is answered invalid; options that cannot be used
+// are an error wrapping ErrInvalidOption, and r is left as it was.
+//
+// Its issuer is its subject, and an issuer must not be empty (RFC 5280
+// §4.1.2.4): a request with an empty subject gets the common name of its
+// first DNS name of at most 64 characters (the upper bound of a common
+// name), which the certificate stages count among its DNS names, so the
+// certificate still matches what was asked. A request with no such name
+// — only IP addresses, URIs or email addresses, which would read as a
+// DNS name in a common name — is answered invalid, asking for a
+// spec.commonName or spec.subject.
+func SelfSign(rnd io.Reader, r *certificate.CertificateRequest, key crypto.Signer, now time.Time, opts ...Option) error {
 	if certificate.Answered(r) {
 		return nil
+	}
+	o, err := collect(opts)
+	if err != nil {
+		return err
 	}
 	if key == nil {
 		certificate.SetInvalid(r, "no private key to self-sign with", now)
 		return nil
 	}
-	return issue(rnd, r, now, nil, key, nil, nil)
+	return issue(rnd, r, now, nil, key, nil, nil, o)
 }
 
 func (ca *CA) chainSuffix() []byte {
@@ -152,7 +271,8 @@ func (ca *CA) chainSuffix() []byte {
 }
 
 // issue signs r with parent and key (parent nil: self-signed).
-func issue(rnd io.Reader, r *certificate.CertificateRequest, now time.Time, parent *x509.Certificate, key crypto.Signer, chainSuffix, caPEM []byte) error {
+
+func issue(rnd io.Reader, r *certificate.CertificateRequest, now time.Time, parent *x509.Certificate, key crypto.Signer, chainSuffix, caPEM []byte, o options) error {
 	if r == nil || certificate.Answered(r) {
 		return nil
 	}
@@ -171,6 +291,16 @@ func issue(rnd io.Reader, r *certificate.CertificateRequest, now time.Time, pare
 	}
 	if parent == nil && !keys.PublicKeysEqual(csr.PublicKey, key.Public()) {
 		certificate.SetInvalid(r, "the private key to self-sign with is not the CSR's", now)
+		return nil
+	}
+	if parent != nil && r.Spec.IsCA && pathLenExhausted(parent) {
+		certificate.SetInvalid(r, fmt.Sprintf("the CA %s may sign no further CA: its path length constraint is 0 (RFC 5280 §4.2.1.9); "+
+			"have this CA signed by a CA whose path length allows it", describeName(parent.Subject)), now)
+		return nil
+	}
+	subject, problem := subjectOf(csr, parent == nil, r.Spec.IsCA)
+	if problem != "" {
+		certificate.SetInvalid(r, problem, now)
 		return nil
 	}
 	duration := certificate.DefaultDuration
@@ -198,6 +328,33 @@ func issue(rnd io.Reader, r *certificate.CertificateRequest, now time.Time, pare
 		NotBefore: now, NotAfter: notAfter,
 		KeyUsage: ku, ExtKeyUsage: eku,
 		BasicConstraintsValid: true, IsCA: r.Spec.IsCA,
+		CRLDistributionPoints: o.crlDistributionPoints, OCSPServer: o.ocspServers, IssuingCertificateURL: o.issuingCertificateURLs,
+	}
+	for _, ext := range csr.Extensions {
+		switch {
+		case ext.Id.Equal(oidSubjectAltName):
+			// As the CSR has them, other names included, which the
+			// x509 fields cannot hold; critical when the subject is
+			// empty (RFC 5280 §4.2.1.6) and stays so.
+			ext.Critical = subject == nil && bytes.Equal(csr.RawSubject, emptySubject)
+			tmpl.ExtraExtensions = append(tmpl.ExtraExtensions, ext)
+		case ext.Id.Equal(oidNameConstraints):
+			if !r.Spec.IsCA {
+				certificate.SetInvalid(r, "the CSR asks for name constraints, which only a CA certificate may carry (RFC 5280 §4.2.1.10), and the request is not for a CA", now)
+				return nil
+			}
+			if err := keys.ParseNameConstraints(ext, tmpl); err != nil {
+				certificate.SetInvalid(r, "the CSR's name constraints cannot be used: "+err.Error(), now)
+				return nil
+			}
+		}
+	}
+	if subject != nil {
+		tmpl.RawSubject, tmpl.Subject = nil, *subject
+	}
+	if parent != nil && r.Spec.IsCA && parent.MaxPathLen > 0 {
+		tmpl.MaxPathLen = parent.MaxPathLen - 1
+		tmpl.MaxPathLenZero = tmpl.MaxPathLen == 0
 	}
 	self := parent == nil
 	if self {
@@ -213,6 +370,68 @@ func issue(rnd io.Reader, r *certificate.CertificateRequest, now time.Time, pare
 	}
 	certificate.SetIssued(r, append(leaf, chainSuffix...), bytes.Clone(caPEM), now)
 	return nil
+}
+
+var (
+	oidSubjectAltName  = asn1.ObjectIdentifier{2, 5, 29, 17}
+	oidNameConstraints = asn1.ObjectIdentifier{2, 5, 29, 30}
+	// emptySubject is the DER of a subject with no attribute.
+	emptySubject = []byte{0x30, 0}
+)
+
+// pathLenExhausted reports a CA certificate whose path length constraint
+// is 0: it may sign no further CA. A parsed certificate's MaxPathLen is −1
+// when it sets no constraint, and 0 only for a constraint of 0
+// (MaxPathLenZero).
+func pathLenExhausted(ca *x509.Certificate) bool {
+	return ca.MaxPathLenZero || (ca.MaxPathLen == 0 && len(ca.Raw) > 0)
+}
+
+// maxCommonName is the upper bound of a common name (RFC 5280 appendix A,
+// ub-common-name).
+const maxCommonName = 64
+
+// subjectOf is the subject to give a certificate for csr in place of the
+// CSR's own, or nil to keep it; problem says why the request cannot be
+// signed. An empty subject is kept for a leaf signed by a CA when the CSR
+// names something (the names' extension is then critical, RFC 5280
+// §4.1.2.6; crypto/x509 marks it so). A self-signed certificate, whose
+// issuer is its subject (§4.1.2.4), and a CA certificate (§4.1.2.6) need
+// one: the common name of the first DNS name that fits one.
+func subjectOf(csr *x509.CertificateRequest, selfSigned, isCA bool) (subject *pkix.Name, problem string) {
+	if len(csr.Subject.Names) > 0 {
+		return nil, ""
+	}
+	names := len(csr.DNSNames) + len(csr.IPAddresses) + len(csr.URIs) + len(csr.EmailAddresses)
+	for _, ext := range csr.Extensions {
+		if ext.Id.Equal(oidSubjectAltName) {
+			names++ // other names, which crypto/x509 does not list, count too
+		}
+	}
+	if !selfSigned && !isCA {
+		if names == 0 {
+			return nil, "the request has neither a subject nor a name (DNS name, IP address, URI, email address or other name): a certificate must identify its subject (RFC 5280 §4.1.2.6)"
+		}
+		return nil, ""
+	}
+	for _, n := range csr.DNSNames {
+		if n != "" && len(n) <= maxCommonName {
+			return &pkix.Name{CommonName: n}, ""
+		}
+	}
+	what := "a CA certificate must name its subject (RFC 5280 §4.1.2.6)"
+	if selfSigned {
+		what = "a self-signed certificate's issuer is its subject, which must not be empty (RFC 5280 §4.1.2.4)"
+	}
+	return nil, "the request has an empty subject and no DNS name of at most 64 characters to give it one: " + what + "; set spec.commonName or spec.subject"
+}
+
+// describeName is a distinguished name for messages.
+func describeName(n pkix.Name) string {
+	if s := n.String(); s != "" {
+		return s
+	}
+	return "with an empty subject"
 }
 
 // serialNumber is a random positive 128-bit serial, as CAs use.

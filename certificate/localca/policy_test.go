@@ -1,0 +1,205 @@
+package localca_test
+
+import (
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"encoding/pem"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/certificate/localca"
+	"github.com/certlife/certlife/keys"
+)
+
+// caWithPathLen is a root CA whose basic constraints carry pathLen
+// (−1: none).
+func caWithPathLen(t *testing.T, pathLen int) *localca.CA {
+	t.Helper()
+	key, err := keys.Generate(rand.Reader, keys.KeySpec{Algorithm: keys.AlgorithmECDSA})
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "root"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(5, 0, 0),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+		MaxPathLen: pathLen, MaxPathLenZero: pathLen == 0}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	ca, err := localca.New(cert, key)
+	require.NoError(t, err)
+	return ca
+}
+
+// A local CA signs only what its policy allows (RFC 5280 §4.2.1.9): under
+// a CA whose path length constraint is 0 an isCA request is answered
+// invalid, naming the constraint, while a leaf is signed; a CA signed
+// under a constraint of n gets n−1, so it refuses in its turn what a
+// validator would refuse, and the chain it signs verifies.
+func TestACASignsNoCAItsPathLengthForbids(t *testing.T) {
+	ca := keys.RequestTemplate{CommonName: "sub CA", IsCA: true, Usages: []keys.Usage{keys.UsageCertSign}}
+	leaf := keys.RequestTemplate{DNSNames: []string{"web.example"}, Usages: []keys.Usage{keys.UsageServerAuth}}
+	tests := map[string]struct {
+		pathLen int
+		tmpl    keys.RequestTemplate
+		// invalid: the message the request is answered invalid with
+		invalid string
+		// childPathLen is the issued CA's MaxPathLen (−1: none)
+		childPathLen int
+	}{
+		"an isCA request under pathLen 0 is refused":        {pathLen: 0, tmpl: ca, invalid: "the CA CN=root may sign no further CA: its path length constraint is 0 (RFC 5280 §4.2.1.9)"},
+		"a leaf under pathLen 0 is signed":                  {pathLen: 0, tmpl: leaf},
+		"an isCA request under pathLen 1 gets pathLen 0":    {pathLen: 1, tmpl: ca, childPathLen: 0},
+		"an isCA request under pathLen 3 gets pathLen 2":    {pathLen: 3, tmpl: ca, childPathLen: 2},
+		"an isCA request under no constraint gets none":     {pathLen: -1, tmpl: ca, childPathLen: -1},
+		"a leaf under pathLen 1 has no basic constraint cA": {pathLen: 1, tmpl: leaf},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			root := caWithPathLen(t, tc.pathLen)
+			r, _ := request(t, tc.tmpl, nil)
+			require.NoError(t, root.Issue(rand.Reader, r, now))
+			if tc.invalid != "" {
+				c := r.Condition(certificate.RequestConditionInvalidRequest)
+				require.NotNil(t, c, "signed: %+v", readyOf(r))
+				assert.Equal(t, certificate.StatusTrue, c.Status)
+				assert.Contains(t, c.Message, tc.invalid)
+				assert.Empty(t, r.Status.Certificate)
+				return
+			}
+			require.Equal(t, certificate.StatusTrue, readyOf(r).Status, readyOf(r).Message)
+			got := leafOf(t, r)
+			assert.Equal(t, tc.tmpl.IsCA, got.IsCA)
+			if tc.tmpl.IsCA {
+				assert.Equal(t, tc.childPathLen, got.MaxPathLen)
+				assert.Equal(t, tc.childPathLen == 0, got.MaxPathLenZero)
+			}
+		})
+	}
+
+	t.Run("the chain a CA with pathLen 0 signs verifies, and it refuses a further CA", func(t *testing.T) {
+		root := caWithPathLen(t, 1)
+		r, key := request(t, ca, nil)
+		require.NoError(t, root.Issue(rand.Reader, r, now))
+		keyPEM, err := keys.EncodePrivateKey(key, keys.EncodingPKCS8)
+		require.NoError(t, err)
+		sub, err := localca.FromPEM(r.Status.Certificate, keyPEM)
+		require.NoError(t, err)
+
+		further, _ := request(t, ca, nil)
+		require.NoError(t, sub.Issue(rand.Reader, further, now))
+		require.NotNil(t, further.Condition(certificate.RequestConditionInvalidRequest), "a CA below pathLen 0 was signed")
+
+		web, _ := request(t, leaf, nil)
+		require.NoError(t, sub.Issue(rand.Reader, web, now))
+		roots, inter := x509.NewCertPool(), x509.NewCertPool()
+		roots.AddCert(root.Certificate())
+		inter.AddCert(sub.Certificate())
+		_, err = leafOf(t, web).Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, CurrentTime: now.Add(time.Minute),
+			DNSName: "web.example", KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+		require.NoError(t, err)
+	})
+}
+
+var oidSubjectAltName = asn1.ObjectIdentifier{2, 5, 29, 17}
+
+func sanCritical(c *x509.Certificate) (present, critical bool) {
+	for _, e := range c.Extensions {
+		if e.Id.Equal(oidSubjectAltName) {
+			return true, e.Critical
+		}
+	}
+	return false, false
+}
+
+// No certificate has an empty issuer or subject where RFC 5280 requires
+// one. A self-signed certificate's issuer is its subject, which must not
+// be empty (§4.1.2.4), and a CA's subject must name it (§4.1.2.6): a
+// request without a subject gets the common name of its first DNS name
+// that fits one (64 characters), which the stages count among its DNS
+// names, and without one it is answered invalid. A leaf a CA signs may
+// keep an empty subject beside its names, in a critical extension
+// (§4.1.2.6); one with no name at all is invalid.
+func TestNoCertificateWithoutASubjectWhereOneIsRequired(t *testing.T) {
+	long := strings.Repeat("a", 60) + ".example" // 68 characters
+	parent, err := localca.NewRoot(rand.Reader, "root", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, now.Add(-time.Hour), 365*24*time.Hour)
+	require.NoError(t, err)
+	tests := map[string]struct {
+		tmpl     keys.RequestTemplate
+		selfSign bool
+		// subject is the issued certificate's, "" for an empty one; invalid
+		// is the message of a request answered invalid.
+		subject string
+		invalid string
+	}{
+		"self-signed without a subject: its first DNS name": {
+			tmpl: keys.RequestTemplate{DNSNames: []string{"web.example", "www.web.example"}}, selfSign: true, subject: "CN=web.example"},
+		"self-signed, a first DNS name too long for a common name: the next": {
+			tmpl: keys.RequestTemplate{DNSNames: []string{long, "short.example"}}, selfSign: true, subject: "CN=short.example"},
+		"self-signed with a subject of its own keeps it": {
+			tmpl: keys.RequestTemplate{DNSNames: []string{"web.example"}, Subject: &keys.Subject{Organizations: []string{"Example"}}}, selfSign: true, subject: "O=Example"},
+		"self-signed with only an IP address is invalid": {
+			tmpl: keys.RequestTemplate{IPAddresses: []string{"10.0.0.1"}}, selfSign: true,
+			invalid: "a self-signed certificate's issuer is its subject, which must not be empty (RFC 5280 §4.1.2.4); set spec.commonName or spec.subject"},
+		"self-signed with only a DNS name too long for a common name is invalid": {
+			tmpl: keys.RequestTemplate{DNSNames: []string{long}}, selfSign: true, invalid: "no DNS name of at most 64 characters"},
+		"a CA a CA signs, without a subject: its first DNS name": {
+			tmpl: keys.RequestTemplate{DNSNames: []string{"ca.example"}, IsCA: true}, subject: "CN=ca.example"},
+		"a CA a CA signs, with only a URI, is invalid": {
+			tmpl:    keys.RequestTemplate{URIs: []string{"spiffe://cluster.local/ca"}, IsCA: true},
+			invalid: "a CA certificate must name its subject (RFC 5280 §4.1.2.6)"},
+		"a leaf a CA signs keeps its empty subject, its names critical": {
+			tmpl: keys.RequestTemplate{DNSNames: []string{"web.example"}}, subject: ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r, key := request(t, tc.tmpl, nil)
+			if tc.selfSign {
+				require.NoError(t, localca.SelfSign(rand.Reader, r, key, now))
+			} else {
+				require.NoError(t, parent.Issue(rand.Reader, r, now))
+			}
+			if tc.invalid != "" {
+				c := r.Condition(certificate.RequestConditionInvalidRequest)
+				require.NotNil(t, c, "signed: %+v", readyOf(r))
+				assert.Contains(t, c.Message, tc.invalid)
+				assert.Empty(t, r.Status.Certificate)
+				return
+			}
+			require.Equal(t, certificate.StatusTrue, readyOf(r).Status, readyOf(r).Message)
+			got := leafOf(t, r)
+			assert.Equal(t, tc.subject, got.Subject.String())
+			assert.NotEmpty(t, got.Issuer.String(), "an empty issuer (RFC 5280 §4.1.2.4)")
+			if tc.selfSign {
+				assert.Equal(t, got.RawSubject, got.RawIssuer, "a self-signed certificate's issuer is its subject")
+				assert.NoError(t, got.CheckSignature(got.SignatureAlgorithm, got.RawTBSCertificate, got.Signature), "signed by its own key")
+			}
+			if tc.subject == "" {
+				present, critical := sanCritical(got)
+				assert.True(t, present && critical, "an empty subject beside a SAN extension that is not critical (RFC 5280 §4.1.2.6)")
+			}
+			assert.Empty(t, keys.CompareCertificateNames(got, tc.tmpl), "the certificate no longer matches what was asked: a re-issue loop")
+		})
+	}
+	// keys.BuildCSR refuses to build such a CSR; another host's may not.
+	t.Run("a leaf a CA signs with neither a subject nor a name is invalid", func(t *testing.T) {
+		key, err := keys.Generate(rand.Reader, keys.KeySpec{Algorithm: keys.AlgorithmECDSA})
+		require.NoError(t, err)
+		der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, key)
+		require.NoError(t, err)
+		r := &certificate.CertificateRequest{ObjectMeta: certificate.ObjectMeta{Name: "nameless-1"},
+			Spec: certificate.RequestSpec{Request: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})}}
+		require.NoError(t, parent.Issue(rand.Reader, r, now))
+		c := r.Condition(certificate.RequestConditionInvalidRequest)
+		require.NotNil(t, c, "signed: %+v", readyOf(r))
+		assert.Contains(t, c.Message, "the request has neither a subject nor a name")
+		assert.Empty(t, r.Status.Certificate)
+	})
+}
