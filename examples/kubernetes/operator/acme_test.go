@@ -263,9 +263,7 @@ func TestACMEDeletedRequestCleansUp(t *testing.T) {
 	})
 	require.Equal(t, 1, cs.Presented())
 	// A spec change replaces the request mid-order.
-	crt := h.get("web")
-	crt.Spec.DNSNames = []string{"web2.example"}
-	require.NoError(t, k8s.Update(h.ctx, crt))
+	h.edit("web", func(c *cmapi.Certificate) { c.Spec.DNSNames = []string{"web2.example"} })
 	g.open.Store(true)
 	h.waitReady("web", 1)
 	leaf := h.leafOf("web-tls")

@@ -84,6 +84,9 @@ func newOrderStore(c client.Client, api, cache client.Reader, issuer, namespace 
 
 var _ acmeclient.Store = (*orderStore)(nil)
 
+// errRequestGone: the request an order would be made for is deleted.
+var errRequestGone = errors.New("the request is deleted")
+
 // errNoRequest: the store was called outside a Step of a request.
 var errNoRequest = errors.New("the ACME store was called without the request being stepped")
 
@@ -165,6 +168,16 @@ func (s *orderStore) put(ctx context.Context, key string, state *acmeclient.Stat
 		r := requestOf(ctx)
 		if r == nil {
 			return errNoRequest
+		}
+		// A request answered from a cache that has not seen its
+		// deletion (its issuer told to forget it a moment ago) gets no
+		// order: the API server has the last word on whether it is there.
+		var live cmapi.CertificateRequest
+		if err := s.api.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: r.Name}, &live); err != nil || string(live.UID) != r.UID || live.DeletionTimestamp != nil {
+			if err == nil || apierrors.IsNotFound(err) {
+				err = errRequestGone
+			}
+			return fmt.Errorf("creating order %s/%s for request %s/%s: %w", r.Namespace, key, r.Namespace, r.Name, err)
 		}
 		o := want.DeepCopy()
 		o.Namespace = r.Namespace

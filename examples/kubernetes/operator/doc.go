@@ -31,5 +31,7 @@
 // not serve is refused with InvalidSpec naming the field (NotServed).
 package operator
 
-// Leader election holds a Lease.
+// Leader election holds a Lease and records its Events (a replica
+// became the leader) through the core Events API.
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch

@@ -139,6 +139,13 @@ type issuerOf struct {
 // issuer that does not exist, or cannot be used yet, leaves r Pending
 // with the reason — no failure — and is asked again.
 func (i issuerOf) Answer(ctx context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
+	// Not while its issuer forgets it, nor after: a request on its way
+	// out (read from a cache that lags its deletion) is left as it is.
+	unlock := i.is.store.names.lock(r.Namespace + "/" + r.Name)
+	defer unlock()
+	if i.is.store.isForgotten(r.Namespace, r.Name) || i.is.store.deleted(types.UID(r.UID)) {
+		return now.Add(time.Second), nil
+	}
 	if !approved(r) {
 		if !i.is.approve || approvalDecided(r) {
 			pendingIfChanged(r, waitingForApproval, now)
@@ -176,8 +183,14 @@ func (i issuerOf) Answer(ctx context.Context, r *certificate.CertificateRequest,
 
 // Forget tells an ACME issuer that the request namespace/name is gone:
 // it takes down what the request's challenges present and deletes its
-// Order and Challenges. Its CA and SelfSigned issuers keep nothing.
+// Order and Challenges. Its CA and SelfSigned issuers keep nothing. It
+// waits for an answer of the request in flight, and until the store
+// deletes the request (the loop tells the issuer first), the request is
+// not answered again.
 func (i issuerOf) Forget(ctx context.Context, namespace, name string) error {
+	unlock := i.is.store.names.lock(namespace + "/" + name)
+	defer unlock()
+	i.is.store.markForgotten(namespace, name)
 	spec, secretsNS, err := i.is.lookup(ctx, namespace, i.ref)
 	if err == nil && spec.ACME != nil && len(issuerNotServed(spec)) == 0 {
 		if rt, err := i.is.acme.get(ctx, i.ref.Kind, namespace, i.ref.Name, spec.ACME, secretsNS); err == nil {

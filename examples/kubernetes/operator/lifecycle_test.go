@@ -1,10 +1,10 @@
 package operator_test
 
 import (
-	"encoding/json"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"slices"
@@ -200,9 +200,7 @@ func TestSpecChangeReissues(t *testing.T) {
 	h.create(h.certificate("web", "ca"))
 	h.waitReady("web", 1)
 
-	crt := h.get("web")
-	crt.Spec.DNSNames = []string{"web.example", "www.example"}
-	require.NoError(t, k8s.Update(h.ctx, crt))
+	h.edit("web", func(c *cmapi.Certificate) { c.Spec.DNSNames = []string{"web.example", "www.example"} })
 	h.waitReady("web", 2)
 
 	s, err := h.secret("web-tls")
@@ -439,10 +437,10 @@ func TestInvalidCertificate(t *testing.T) {
 	assert.Len(t, secrets.Items, 1, "only the CA's secret: nothing is written")
 
 	// Fixed, the certificate is issued.
-	crt := h.get(names["fields this operator does not serve"])
-	crt.Spec.LiteralSubject = ""
-	crt.Spec.Renewal = nil
-	require.NoError(t, k8s.Update(h.ctx, crt))
+	crt := h.edit(names["fields this operator does not serve"], func(c *cmapi.Certificate) {
+		c.Spec.LiteralSubject = ""
+		c.Spec.Renewal = nil
+	})
 	h.waitReady(crt.Name, 1)
 }
 

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -382,6 +383,19 @@ func (h *harness) get(name string) *cmapi.Certificate {
 	var c cmapi.Certificate
 	require.NoError(h.t, k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, &c))
 	return &c
+}
+
+// edit changes a Certificate as a user would: read, change, update, and
+// again on a conflict (the operator writes its status meanwhile).
+func (h *harness) edit(name string, change func(*cmapi.Certificate)) *cmapi.Certificate {
+	h.t.Helper()
+	var c *cmapi.Certificate
+	require.NoError(h.t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		c = h.get(name)
+		change(c)
+		return k8s.Update(h.ctx, c)
+	}))
+	return c
 }
 
 // eventually waits until cond holds, for at most a minute.

@@ -159,7 +159,7 @@ func Setup(mgr manager.Manager, o Options) error {
 		return err
 	}
 
-	st := &store{client: mgr.GetClient(), cache: mgr.GetCache(), api: mgr.GetAPIReader(), ownerRefs: o.EnableCertificateOwnerRef}
+	st := &store{client: mgr.GetClient(), cache: mgr.GetCache(), api: mgr.GetAPIReader(), ownerRefs: o.EnableCertificateOwnerRef, clock: o.Clock}
 	if o.ACME.ChallengeServer == nil {
 		o.ACME.ChallengeServer = NewChallengeServer()
 	}
