@@ -161,9 +161,23 @@ func specToCore(c *cmapi.Certificate, pw Passwords) certificate.Spec {
 		Duration:       durationToCore(s.Duration),
 		RenewBefore:    durationToCore(s.RenewBefore),
 		IssuerRef:      issuerRefToCore(s.IssuerRef),
+		LiteralSubject: s.LiteralSubject,
 		IsCA:           s.IsCA,
 		Usages:         usagesToCore(s.Usages),
 		SecretTemplate: &certificate.SecretTemplate{Labels: map[string]string{LabelManaged: "true"}},
+		// The reference operator's annotation: a temporary certificate in
+		// the Secret while the first issuance runs.
+		IssueTemporaryCertificate: c.Annotations[cmapi.IssueTemporaryCertificateAnnotation] == "true",
+	}
+	if e := s.EncodeUsagesInRequest; e != nil {
+		out.EncodeUsagesInRequest = new(*e)
+	}
+	for _, o := range s.OtherNames {
+		out.OtherNames = append(out.OtherNames, keys.OtherName{OID: o.OID, UTF8Value: o.UTF8Value})
+	}
+	if nc := s.NameConstraints; nc != nil {
+		out.NameConstraints = &keys.NameConstraints{Critical: nc.Critical,
+			Permitted: nameConstraintItemToCore(nc.Permitted), Excluded: nameConstraintItemToCore(nc.Excluded)}
 	}
 	if p := s.RenewBeforePercentage; p != nil {
 		out.RenewBeforePercentage = new(*p)
@@ -216,6 +230,14 @@ func specToCore(c *cmapi.Certificate, pw Passwords) certificate.Spec {
 	}
 	out.Renewal = renewalToCore(s.Renewal)
 	return out
+}
+
+func nameConstraintItemToCore(i *cmapi.NameConstraintItem) *keys.NameConstraintItem {
+	if i == nil {
+		return nil
+	}
+	return &keys.NameConstraintItem{DNSDomains: slices.Clone(i.DNSDomains), IPRanges: slices.Clone(i.IPRanges),
+		EmailAddresses: slices.Clone(i.EmailAddresses), URIDomains: slices.Clone(i.URIDomains)}
 }
 
 // password is the keystore password: the one read from the Secret, else

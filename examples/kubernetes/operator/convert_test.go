@@ -116,26 +116,14 @@ func TestCertificateSpecCarriesEveryField(t *testing.T) {
 	crt := fullCertificate()
 	require.True(t, allFieldsSet(reflect.ValueOf(crt.Spec)), "the fixture sets every field of cert-manager's CertificateSpec")
 	refused := map[string]string{
-		"LiteralSubject":     "spec.literalSubject",
-		"OtherNames":         "spec.otherNames",
-		"NameConstraints":    "spec.nameConstraints",
 		"SignatureAlgorithm": "spec.signatureAlgorithm",
 	}
-	// encodeUsagesInRequest: true is what certlife does (the usages are in
-	// every request); false is refused.
-	assert.NotContains(t, paths(operator.NotServed(crt)), "spec.encodeUsagesInRequest")
-	noUsages := crt.DeepCopy()
-	noUsages.Spec.EncodeUsagesInRequest = new(false)
-	assert.Contains(t, paths(operator.NotServed(noUsages)), "spec.encodeUsagesInRequest")
 	full := operator.CertificateToCore(crt, operator.Passwords{PKCS12: "p12"})
 	all := paths(operator.NotServed(crt))
 	typ := reflect.TypeFor[cmapi.CertificateSpec]()
 	for i := range typ.NumField() {
 		field := typ.Field(i).Name
 		t.Run(field, func(t *testing.T) {
-			if field == "EncodeUsagesInRequest" {
-				return // above
-			}
 			without := crt.DeepCopy()
 			v := reflect.ValueOf(&without.Spec).Elem().Field(i)
 			v.Set(reflect.Zero(v.Type()))
@@ -165,8 +153,15 @@ func TestCertificateSpecCarriesEveryField(t *testing.T) {
 		Duration: &certificate.Duration{Duration: 48 * time.Hour}, RenewBefore: &certificate.Duration{Duration: time.Hour},
 		RenewBeforePercentage: new(int32(30)),
 		IssuerRef:             certificate.IssuerRef{Name: "ca", Kind: "ClusterIssuer", Group: "cert-manager.io"},
+		LiteralSubject:        "CN=web",
+		OtherNames:            []keys.OtherName{{OID: "1.3.6.1.4.1.311.20.2.3", UTF8Value: "web@example.com"}},
 		IsCA:                  true, Usages: []keys.Usage{keys.UsageServerAuth},
-		PrivateKey: &keys.KeySpec{Algorithm: keys.AlgorithmECDSA, Size: 384, Encoding: keys.EncodingPKCS8, RotationPolicy: keys.RotationNever},
+		EncodeUsagesInRequest: new(true),
+		NameConstraints: &keys.NameConstraints{Critical: true,
+			Permitted: &keys.NameConstraintItem{DNSDomains: []string{"example"}, IPRanges: []string{"192.0.2.0/24"}, EmailAddresses: []string{"example"}, URIDomains: []string{"example"}},
+			Excluded:  &keys.NameConstraintItem{DNSDomains: []string{"test"}, IPRanges: []string{"198.51.100.0/24"}, EmailAddresses: []string{"test"}, URIDomains: []string{"test"}}},
+		IssueTemporaryCertificate: true,
+		PrivateKey:                &keys.KeySpec{Algorithm: keys.AlgorithmECDSA, Size: 384, Encoding: keys.EncodingPKCS8, RotationPolicy: keys.RotationNever},
 		SecretTemplate: &certificate.SecretTemplate{
 			Labels:      map[string]string{"team": "web", operator.LabelManaged: "true"},
 			Annotations: map[string]string{"note": "x"},
@@ -182,7 +177,8 @@ func TestCertificateSpecCarriesEveryField(t *testing.T) {
 	}
 	assert.Empty(t, cmp.Diff(want, got.Spec), "(-want +got)")
 	assert.Empty(t, cmp.Diff(certificate.ObjectMeta{Name: "web", Namespace: "apps", UID: "uid-web", Generation: 2,
-		ResourceVersion: "9", CreationTimestamp: t0, Labels: map[string]string{"l": "v"}, Annotations: map[string]string{"a": "v"}}, got.ObjectMeta))
+		ResourceVersion: "9", CreationTimestamp: t0, Labels: map[string]string{"l": "v"},
+		Annotations: map[string]string{"a": "v", cmapi.IssueTemporaryCertificateAnnotation: "true"}}, got.ObjectMeta))
 }
 
 // cert-manager's defaults are certlife's where they differ: an issuerRef
@@ -353,7 +349,8 @@ func fullRequest() *certificate.CertificateRequest {
 func fullCertificate() *cmapi.Certificate {
 	return &cmapi.Certificate{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "apps", UID: "uid-web", Generation: 2, ResourceVersion: "9",
-			CreationTimestamp: metav1.NewTime(t0), Labels: map[string]string{"l": "v"}, Annotations: map[string]string{"a": "v"}},
+			CreationTimestamp: metav1.NewTime(t0), Labels: map[string]string{"l": "v"},
+			Annotations: map[string]string{"a": "v", cmapi.IssueTemporaryCertificateAnnotation: "true"}},
 		Spec: cmapi.CertificateSpec{
 			SecretName: "web-tls", CommonName: "web", DNSNames: []string{"web.example"}, IPAddresses: []string{"192.0.2.1"},
 			URIs: []string{"spiffe://cluster.local/web"}, EmailAddresses: []string{"web@example.com"},
@@ -417,4 +414,26 @@ func allFieldsSet(v reflect.Value) bool {
 		return v.Len() > 0
 	}
 	return !v.IsZero()
+}
+
+// The reference operator's annotation cert-manager.io/issue-temporary-certificate
+// asks for a temporary certificate while the first issuance runs, when it
+// says exactly "true", as the reference operator reads it.
+func TestIssueTemporaryCertificateAnnotation(t *testing.T) {
+	tests := map[string]struct {
+		annotations map[string]string
+		want        bool
+	}{
+		"no annotation":     {},
+		"true":              {annotations: map[string]string{cmapi.IssueTemporaryCertificateAnnotation: "true"}, want: true},
+		"false":             {annotations: map[string]string{cmapi.IssueTemporaryCertificateAnnotation: "false"}},
+		"anything but true": {annotations: map[string]string{cmapi.IssueTemporaryCertificateAnnotation: "yes"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			crt := &cmapi.Certificate{ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations}, Spec: cmapi.CertificateSpec{SecretName: "web-tls"}}
+			assert.Equal(t, tc.want, operator.CertificateToCore(crt, operator.Passwords{}).Spec.IssueTemporaryCertificate)
+			assert.Empty(t, operator.NotServed(crt), "served")
+		})
+	}
 }

@@ -25,18 +25,6 @@ func NotServed(c *cmapi.Certificate) []*certificate.FieldError {
 	}
 	const notYet = "is not served by this operator yet"
 	s := &c.Spec
-	if s.LiteralSubject != "" {
-		add("spec.literalSubject", "%s: use spec.subject and spec.commonName", notYet)
-	}
-	if len(s.OtherNames) > 0 {
-		add("spec.otherNames", notYet)
-	}
-	if s.NameConstraints != nil {
-		add("spec.nameConstraints", notYet)
-	}
-	if s.EncodeUsagesInRequest != nil && !*s.EncodeUsagesInRequest {
-		add("spec.encodeUsagesInRequest", "false %s: the key usages are always in the request", notYet)
-	}
 	if s.SignatureAlgorithm != "" {
 		add("spec.signatureAlgorithm", "%s: the signature algorithm follows the key", notYet)
 	}
@@ -49,9 +37,6 @@ func NotServed(c *cmapi.Certificate) []*certificate.FieldError {
 				out = append(out, problem)
 			}
 		}
-	}
-	if v := c.Annotations[cmapi.IssueTemporaryCertificateAnnotation]; v == "true" {
-		add("metadata.annotations["+cmapi.IssueTemporaryCertificateAnnotation+"]", "%s: no temporary certificate is written while the first issuance runs", notYet)
 	}
 	return out
 }

@@ -122,10 +122,11 @@ func fieldsClassified[T any](t *testing.T, served []string, refused map[string]s
 }
 
 // Every field of cert-manager's issuer API is served or refused by name:
-// the ca, selfSigned and acme issuers with HTTP-01 and DNS-01 over RFC
-// 2136 are served; other issuer types, DNS providers, and the CA fields
-// certlife's local CA has no counterpart for yet are refused — the
-// issuer's Ready condition and its requests say so, naming the field.
+// the ca (with its CRL distribution points, OCSP servers and
+// issuing-certificate URLs), selfSigned and acme issuers with HTTP-01 and
+// DNS-01 over RFC 2136 are served; other issuer types and DNS providers
+// are refused — the issuer's Ready condition and its requests say so,
+// naming the field.
 func TestIssuerFieldsServedOrRefused(t *testing.T) {
 	acme := func() *cmacme.ACMEIssuer {
 		return &cmacme.ACMEIssuer{Server: "https://acme.example/directory", Solvers: []cmacme.ACMEChallengeSolver{{HTTP01: &cmacme.ACMEChallengeSolverHTTP01{}}}}
@@ -145,14 +146,13 @@ func TestIssuerFieldsServedOrRefused(t *testing.T) {
 			}
 			return s
 		})
-	fieldsClassified(t, []string{"SecretName"}, map[string]string{"CRLDistributionPoints": "spec.ca.crlDistributionPoints",
-		"OCSPServers": "spec.ca.ocspServers", "IssuingCertificateURLs": "spec.ca.issuingCertificateURLs"},
+	fieldsClassified(t, []string{"SecretName", "CRLDistributionPoints", "OCSPServers", "IssuingCertificateURLs"}, nil,
 		func(set func(*cmapi.CAIssuer)) *cmapi.IssuerSpec {
 			ca := &cmapi.CAIssuer{SecretName: "ca"}
 			set(ca)
 			return &cmapi.IssuerSpec{IssuerConfig: cmapi.IssuerConfig{CA: ca}}
 		})
-	fieldsClassified(t, nil, map[string]string{"CRLDistributionPoints": "spec.selfSigned.crlDistributionPoints"},
+	fieldsClassified(t, []string{"CRLDistributionPoints"}, nil,
 		func(set func(*cmapi.SelfSignedIssuer)) *cmapi.IssuerSpec {
 			ss := &cmapi.SelfSignedIssuer{}
 			set(ss)
@@ -210,4 +210,36 @@ func TestIssuerFieldsServedOrRefused(t *testing.T) {
 	assert.Equal(t, []string{"spec: configures no issuer: set one of ca, selfSigned, acme"}, issuerNotServed(&cmapi.IssuerSpec{}))
 	assert.Equal(t, []string{"spec: configures more than one of ca, selfSigned, acme"},
 		issuerNotServed(&cmapi.IssuerSpec{IssuerConfig: cmapi.IssuerConfig{CA: &cmapi.CAIssuer{}, SelfSigned: &cmapi.SelfSignedIssuer{}}}))
+}
+
+// The URLs a CA or SelfSigned issuer puts into the certificates it signs
+// reach certlife's local CA as options (RFC 5280 §4.2.1.13 CRL
+// distribution points, §4.2.2.1 authority information access); one that
+// is not an absolute URL makes the issuer not ready, naming the field and
+// the value.
+func TestCAIssuerURLs(t *testing.T) {
+	tests := map[string]struct {
+		spec     cmapi.IssuerSpec
+		options  int
+		problems []string
+	}{
+		"a CA issuer with every URL": {spec: cmapi.IssuerSpec{IssuerConfig: cmapi.IssuerConfig{CA: &cmapi.CAIssuer{SecretName: "ca",
+			CRLDistributionPoints: []string{"http://crl.example/ca.crl"}, OCSPServers: []string{"http://ocsp.example"},
+			IssuingCertificateURLs: []string{"http://ca.example/ca.crt"}}}}, options: 3},
+		"a CA issuer with none": {spec: cmapi.IssuerSpec{IssuerConfig: cmapi.IssuerConfig{CA: &cmapi.CAIssuer{SecretName: "ca"}}}},
+		"a SelfSigned issuer with CRL distribution points": {spec: cmapi.IssuerSpec{IssuerConfig: cmapi.IssuerConfig{
+			SelfSigned: &cmapi.SelfSignedIssuer{CRLDistributionPoints: []string{"http://crl.example/root.crl"}}}}, options: 1},
+		"an OCSP server that is not a URL": {spec: cmapi.IssuerSpec{IssuerConfig: cmapi.IssuerConfig{CA: &cmapi.CAIssuer{SecretName: "ca",
+			OCSPServers: []string{"http://ocsp.example", "ocsp.example"}}}}, options: 1,
+			problems: []string{`spec.ca.ocspServers[1]: "ocsp.example" is not an absolute URL in ASCII`}},
+		"a CRL distribution point of a SelfSigned issuer that is not ASCII": {spec: cmapi.IssuerSpec{IssuerConfig: cmapi.IssuerConfig{
+			SelfSigned: &cmapi.SelfSignedIssuer{CRLDistributionPoints: []string{"http://crl.exämple/root.crl"}}}}, options: 1,
+			problems: []string{`spec.selfSigned.crlDistributionPoints[0]: "http://crl.exämple/root.crl" is not an absolute URL in ASCII`}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			assert.Len(t, caOptions(&tc.spec), tc.options)
+			assert.Equal(t, tc.problems, issuerNotServed(&tc.spec))
+		})
+	}
 }

@@ -169,9 +169,9 @@ func (i issuerOf) Answer(ctx context.Context, r *certificate.CertificateRequest,
 	}
 	switch {
 	case spec.CA != nil:
-		return localca.FromSecret(i.is.secret, secretsNS, spec.CA.SecretName, i.is.rand).Answer(ctx, r, now)
+		return localca.FromSecret(i.is.secret, secretsNS, spec.CA.SecretName, i.is.rand, caOptions(spec)...).Answer(ctx, r, now)
 	case spec.SelfSigned != nil:
-		return localca.SelfSigned(i.is.secret, i.is.rand).Answer(ctx, r, now)
+		return localca.SelfSigned(i.is.secret, i.is.rand, caOptions(spec)...).Answer(ctx, r, now)
 	}
 	rt, err := i.is.acme.get(ctx, i.ref.Kind, r.Namespace, i.ref.Name, spec.ACME, secretsNS)
 	if err != nil {
@@ -200,6 +200,45 @@ func (i issuerOf) Forget(ctx context.Context, namespace, name string) error {
 	// No ACME issuer to tell (gone, or not usable): remove what the
 	// request's order left, as well as can be done without it.
 	return i.is.acme.forgetRequest(ctx, namespace, name)
+}
+
+// caOptions are what a CA or SelfSigned issuer puts into every
+// certificate it signs: its CRL distribution points, and a CA issuer's
+// OCSP servers and issuing-certificate URLs (the authority information
+// access extension), as the reference operator's issuers put them.
+func caOptions(spec *cmapi.IssuerSpec) []localca.Option {
+	var out []localca.Option
+	switch {
+	case spec.CA != nil:
+		ca := spec.CA
+		if len(ca.CRLDistributionPoints) > 0 {
+			out = append(out, localca.CRLDistributionPoints(ca.CRLDistributionPoints...))
+		}
+		if len(ca.OCSPServers) > 0 {
+			out = append(out, localca.OCSPServers(ca.OCSPServers...))
+		}
+		if len(ca.IssuingCertificateURLs) > 0 {
+			out = append(out, localca.IssuingCertificateURLs(ca.IssuingCertificateURLs...))
+		}
+	case spec.SelfSigned != nil && len(spec.SelfSigned.CRLDistributionPoints) > 0:
+		out = append(out, localca.CRLDistributionPoints(spec.SelfSigned.CRLDistributionPoints...))
+	}
+	return out
+}
+
+// splitJoined lists the messages of errors.Join's errors, one per line.
+func splitJoined(err error) []string {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []string
+		for _, e := range j.Unwrap() {
+			out = append(out, e.Error())
+		}
+		return out
+	}
+	return []string{err.Error()}
 }
 
 // pendingIfChanged marks r Pending with message unless it says that
@@ -242,19 +281,15 @@ func issuerNotServed(spec *cmapi.IssuerSpec) []string {
 	case n > 1:
 		add("", "configures more than one of ca, selfSigned, acme")
 	}
-	if ca := spec.CA; ca != nil {
-		if len(ca.CRLDistributionPoints) > 0 {
-			add("ca.crlDistributionPoints", notServed+" yet")
+	if spec.CA != nil || spec.SelfSigned != nil {
+		field := "ca"
+		if spec.CA == nil {
+			field = "selfSigned"
 		}
-		if len(ca.OCSPServers) > 0 {
-			add("ca.ocspServers", notServed+" yet")
+		for _, e := range splitJoined(localca.ValidateOptions(caOptions(spec)...)) {
+			// "spec.ca.ocspServers[0]: "x" is not an absolute URL in ASCII"
+			out = append(out, "spec."+field+"."+strings.TrimPrefix(e, localca.ErrInvalidOption.Error()+": "))
 		}
-		if len(ca.IssuingCertificateURLs) > 0 {
-			add("ca.issuingCertificateURLs", notServed+" yet")
-		}
-	}
-	if ss := spec.SelfSigned; ss != nil && len(ss.CRLDistributionPoints) > 0 {
-		add("selfSigned.crlDistributionPoints", notServed+" yet")
 	}
 	if a := spec.ACME; a != nil {
 		out = append(out, acmeNotServed(a)...)

@@ -399,11 +399,11 @@ func TestInvalidCertificate(t *testing.T) {
 		},
 		"fields this operator does not serve": {
 			spec: func(c *cmapi.Certificate) {
-				c.Spec.LiteralSubject = "CN=web"
+				c.Spec.SignatureAlgorithm = cmapi.ECDSAWithSHA384
 				c.Spec.Renewal = &cmapi.CertificateRenewal{Windows: []cmapi.CertificateRenewalWindows{
 					{Cron: "*/15 5 * * *", WindowDuration: &metav1.Duration{Duration: 2 * time.Hour}}}}
 			},
-			want: []string{"spec.literalSubject: is not served by this operator yet", `spec.renewal.windows[0].cron: "*/15 5 * * *" is not served`},
+			want: []string{"spec.signatureAlgorithm: is not served by this operator yet", `spec.renewal.windows[0].cron: "*/15 5 * * *" is not served`},
 		},
 	}
 	names := map[string]string{}
@@ -438,7 +438,7 @@ func TestInvalidCertificate(t *testing.T) {
 
 	// Fixed, the certificate is issued.
 	crt := h.edit(names["fields this operator does not serve"], func(c *cmapi.Certificate) {
-		c.Spec.LiteralSubject = ""
+		c.Spec.SignatureAlgorithm = ""
 		c.Spec.Renewal = nil
 	})
 	h.waitReady(crt.Name, 1)
