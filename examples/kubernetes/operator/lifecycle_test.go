@@ -108,6 +108,7 @@ func TestCAIssuerFirstIssuanceAndRenewal(t *testing.T) {
 		"update/status CertificateRequest": 1,
 		"update/status Certificate":        3,
 	}, first), "writes for a first issuance (-want +got)")
+	assert.LessOrEqual(t, sum(first), 8, "at most 8 API writes per issuance, without Events")
 
 	// Renewal: at two thirds of the lifetime (the default), on the fake
 	// clock the work queue measures RequeueAfter with.
@@ -126,6 +127,7 @@ func TestCAIssuerFirstIssuanceAndRenewal(t *testing.T) {
 		"update/status CertificateRequest": 1,
 		"update/status Certificate":        3,
 	}, renewal), "writes for a renewal (-want +got)")
+	assert.Equal(t, 9, sum(renewal), "8 per issuance and the revision history's delete of the last request")
 	reqs = h.requests()
 	require.Len(t, reqs, 1, "the revision history keeps one request")
 	assert.Equal(t, "web-2", reqs[0].Name)
@@ -267,6 +269,24 @@ func TestFailingIssuerBacksOff(t *testing.T) {
 	crt = h.waitReady("web", 1)
 	assert.Nil(t, crt.Status.LastFailureTime, "the failure is cleared")
 	assert.Nil(t, crt.Status.FailedIssuanceAttempts)
+}
+
+// sum is the number of writes counted.
+func sum(writes map[string]int) int {
+	n := 0
+	for _, v := range writes {
+		n += v
+	}
+	return n
+}
+
+// byResource adds up writes by resource (the kind after the verb).
+func byResource(writes map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, v := range writes {
+		out[k[strings.LastIndex(k, " ")+1:]] += v
+	}
+	return out
 }
 
 // answer plays an external issuer: it waits for the request name to be
