@@ -24,7 +24,7 @@
 //     certificate — its own, its secret's, one of its requests' — at once.
 //
 // For each request that is not answered and whose issuerRef names one of
-// Config.Issuers, it calls the issuer's Answer and writes the request's
+// Config.Issuers (or one Config.IssuerFor gives), it calls the issuer's Answer and writes the request's
 // status back when it changed, looking again when the issuer asks.
 //
 // A pass that fails is tried again: at once after a conflict (someone
@@ -41,7 +41,8 @@
 // (a directory on the local disk that survives a crash at any point).
 // A store that implements Watcher reports writes made by anyone, and the
 // loop reacts at once; one that is Authoritative lets the decisions trust
-// that a secret it did not find is gone. Both provided stores also keep
+// that a secret it did not find is gone, and one that is not can say so of
+// one miss (ErrAbsenceConfirmed). Both provided stores also keep
 // an ACME issuer's states (ACME), so a restart resumes every order.
 //
 // # Time

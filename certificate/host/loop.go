@@ -36,13 +36,23 @@ type Config struct {
 	Clock clock.Clock
 	// Issuers answer the requests whose issuerRef names them. An empty
 	// kind or group in a key means the defaults (certificate.IssuerRef.
-	// WithDefaults). A request whose issuer is not here is left to
-	// whoever serves it; the certificate says so when nobody answers.
+	// WithDefaults). A request whose issuer is neither here nor given
+	// by IssuerFor is left to whoever serves it; the certificate says so when nobody answers.
 	// An issuer that keeps state of its own and has a method
 	// Sweep(ctx) (next time.Time, err error) — acmeclient.Issuer does —
 	// is swept when the loop starts and again at each time Sweep returns,
 	// so that what it keeps goes on time even when no request needs it.
 	Issuers map[certificate.IssuerRef]certificate.Issuer
+	// IssuerFor, when set, gives the issuer of a request whose issuerRef
+	// (its defaults filled, certificate.IssuerRef.WithDefaults) is not a
+	// key of Issuers, or nil when the host serves none by that reference:
+	// for a host whose issuers come and go, such as a Kubernetes
+	// operator's Issuer resources. The loop asks it whenever it needs a
+	// request's issuer — to answer the request, and to tell the issuer of
+	// its deletion — so it must be cheap and safe for concurrent use. The
+	// loop does not sweep the issuers it gives; a host whose issuer has a
+	// Sweep method calls it itself.
+	IssuerFor func(ref certificate.IssuerRef) certificate.Issuer
 	// Certificate is passed to every decision.
 	Certificate certificate.Config
 	// Rand is the randomness for keys, CSRs and keystores; nil means
@@ -96,7 +106,10 @@ type Event struct {
 //
 // Step, Settle and Next drive it on the caller's time (a fake clock);
 // Run drives it on the clock's own time until the context ends. One
-// goroutine drives a Loop; Notify may be called from any.
+// goroutine drives a Loop with them; Notify may be called from any. A
+// host with a queue of its own drives it with Pass and Answer instead,
+// which several goroutines may call at once for different objects (as a
+// Kubernetes workqueue's workers do), never for the same object at once.
 type Loop struct {
 	cfg      Config
 	clock    clock.Clock
@@ -126,10 +139,11 @@ type Loop struct {
 	// its issuers serves: a deletion it did not make itself is still told
 	// to the issuer.
 	refs map[item]certificate.IssuerRef
-	// self is the request whose status the loop is writing: the write's
-	// own watch event does not queue it again, as the issuer said when to
-	// look again.
-	self item
+	// self are the requests whose status the loop is writing (several
+	// at once when a host calls Answer from several goroutines): the
+	// write's own watch event does not queue a request again, as its
+	// issuer said when to look again.
+	self map[item]bool
 
 	started    bool
 	nextResync time.Time
@@ -167,7 +181,7 @@ func New(cfg Config) (*Loop, error) {
 		return nil, fmt.Errorf("host: Config.Certificate: %w", err)
 	}
 	l := &Loop{cfg: cfg, clock: cfg.Clock, rand: cfg.Rand, issuers: map[certificate.IssuerRef]certificate.Issuer{},
-		failures: map[item]int{}, uids: map[string]item{}, certUIDs: map[item]string{}, refs: map[item]certificate.IssuerRef{},
+		failures: map[item]int{}, uids: map[string]item{}, certUIDs: map[item]string{}, refs: map[item]certificate.IssuerRef{}, self: map[item]bool{},
 		pending: map[object]*expectation{}, wake: make(chan struct{}, 1)}
 	if l.rand == nil {
 		l.rand = rand.Reader
@@ -284,8 +298,12 @@ func (l *Loop) Step(ctx context.Context) (int, error) {
 // never Step or Run. ok is false when there was nothing to do: the
 // certificate is gone, or its last writes do not show yet (Event.Next is
 // then when to try again, should their watch events not come first).
+// A Watcher store's events of the pass's own writes may make Event.Next
+// now: the next pass follows them.
 func (l *Loop) Pass(ctx context.Context, namespace, name string) (ev Event, ok bool) {
-	ev, ok = l.reconcile(ctx, item{KindCertificate, namespace, name}, l.clock.Now())
+	it := item{KindCertificate, namespace, name}
+	l.take(it)
+	ev, ok = l.reconcile(ctx, it, l.clock.Now())
 	if ok {
 		l.observe(ev)
 	}
@@ -298,11 +316,23 @@ func (l *Loop) Pass(ctx context.Context, namespace, name string) (ev Event, ok b
 // was nothing to do: the request is gone, answered, or for an issuer the
 // loop does not have.
 func (l *Loop) Answer(ctx context.Context, namespace, name string) (ev Event, ok bool) {
-	ev, ok = l.answer(ctx, item{KindRequest, namespace, name}, l.clock.Now())
+	it := item{KindRequest, namespace, name}
+	l.take(it)
+	ev, ok = l.answer(ctx, it, l.clock.Now())
 	if ok {
 		l.observe(ev)
 	}
 	return ev, ok
+}
+
+// take removes it from the loop's queue, as Step does with what is due:
+// the pass about to run is the one it was queued for, and Event.Next is
+// then what this pass and the writes since queue it for, never an
+// earlier time a pass has already served.
+func (l *Loop) take(it item) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.queue.remove(it)
 }
 
 // Settle steps at the clock's time until nothing more is due now, at
@@ -488,7 +518,7 @@ func (l *Loop) changed(ch Change) {
 	}
 	l.mu.Lock()
 	for _, it := range its {
-		if it != l.self {
+		if !l.self[it] {
 			l.push(it, now)
 		}
 	}
@@ -554,6 +584,7 @@ func (l *Loop) reconcile(ctx context.Context, it item, now time.Time) (ev Event,
 	c, err := l.cfg.Store.Certificates().Get(ctx, it.namespace, it.name)
 	switch {
 	case errors.Is(err, ErrNotFound):
+		l.succeeded(it) // nothing left to retry
 		if uid := l.forgetUID(it, ""); uid != "" {
 			l.removeOwnedBy(ctx, item{kindOwned, it.namespace, uid}, now)
 		}
@@ -624,7 +655,7 @@ func (l *Loop) gather(ctx context.Context, c *certificate.Certificate) (s *certi
 	sec, err := st.Secrets().Get(ctx, c.Namespace, c.Spec.SecretName)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		s.SecretAbsenceConfirmed = l.authoritative
+		s.SecretAbsenceConfirmed = l.authoritative || errors.Is(err, ErrAbsenceConfirmed)
 	case err != nil:
 		return nil, nil, err
 	default:
@@ -934,12 +965,14 @@ func (l *Loop) answer(ctx context.Context, it item, now time.Time) (ev Event, ac
 	ev = Event{Time: now, Kind: KindRequest, Namespace: it.namespace, Name: it.name}
 	switch {
 	case errors.Is(err, ErrNotFound):
+		l.succeeded(it) // nothing left to retry
 		return ev, false
 	case err != nil:
 		ev.Err = err
 		ev.Next = l.failed(it, now, err)
 		return ev, true
 	case certificate.Answered(r):
+		l.succeeded(it)
 		return ev, false
 	}
 	iss := l.issuer(r.Spec.IssuerRef)
@@ -961,12 +994,12 @@ func (l *Loop) answer(ctx context.Context, it item, now time.Time) (ev Event, ac
 	}
 	ev.Request = r
 	if after, _ := json.Marshal(r.Status); !bytes.Equal(before, after) {
-		l.writingSelf(it)
+		l.writingSelf(it, true)
 		_, err := reqs.Update(ctx, r)
 		if err == nil {
 			l.wrote(KindRequest, r.Namespace, r.Name, r.OwnerUID)
 		}
-		l.writingSelf(item{})
+		l.writingSelf(it, false)
 		if err != nil {
 			ev.Err = errors.Join(aerr, err)
 			ev.Next = l.failed(it, now, err)
@@ -1017,14 +1050,25 @@ func (l *Loop) sweep(ctx context.Context, it item, now time.Time) {
 	}
 }
 
-func (l *Loop) writingSelf(it item) {
+func (l *Loop) writingSelf(it item, writing bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.self = it
+	if writing {
+		l.self[it] = true
+	} else {
+		delete(l.self, it)
+	}
 }
 
 func (l *Loop) issuer(ref certificate.IssuerRef) certificate.Issuer {
-	return l.issuers[ref.WithDefaults()]
+	ref = ref.WithDefaults()
+	if iss, ok := l.issuers[ref]; ok {
+		return iss
+	}
+	if l.cfg.IssuerFor != nil {
+		return l.cfg.IssuerFor(ref)
+	}
+	return nil
 }
 
 // Retries of a pass that failed: a conflict is retried at once a few
@@ -1121,6 +1165,18 @@ func (s *schedule) add(it item, t time.Time) {
 		s.requests++
 	}
 	heap.Push(s, entry{t, it})
+}
+
+// remove takes it off the schedule, when it is on it.
+func (s *schedule) remove(it item) {
+	i, ok := s.index[it]
+	if !ok {
+		return
+	}
+	if it.kind == KindRequest {
+		s.requests--
+	}
+	heap.Remove(s, i)
 }
 
 // when is the time it is queued for.

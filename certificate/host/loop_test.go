@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -386,6 +387,137 @@ func TestLoopPassAndAnswerForAHostWithItsOwnQueue(t *testing.T) {
 	assert.Equal(t, 1, revision(c))
 	_, ok := loop.Pass(ctx, "default", "gone")
 	assert.False(t, ok, "a certificate that is not there: nothing to do")
+}
+
+// A host whose issuers come and go gives them through Config.IssuerFor:
+// the loop asks it for each request's issuer, answers through the one it
+// gives, tells it of a deleted request, and leaves a request alone when
+// it gives none.
+func TestLoopAsksIssuerForTheIssuersItDoesNotHold(t *testing.T) {
+	ctx := context.Background()
+	clk := testingclock.NewFakeClock(t0)
+	store := host.NewMemoryStore(clk)
+	iss := &recorder{inner: newCA(t, t0).Issuer(nil)}
+	var asked []certificate.IssuerRef
+	var mu sync.Mutex
+	loop, err := host.New(host.Config{Store: store, Clock: clk, IssuerFor: func(ref certificate.IssuerRef) certificate.Issuer {
+		mu.Lock()
+		asked = append(asked, ref)
+		mu.Unlock()
+		if ref.Name == "ca" {
+			return iss
+		}
+		return nil
+	}})
+	require.NoError(t, err)
+	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
+	require.NoError(t, err)
+	other := newCert("default", "other", "other-tls")
+	other.Spec.IssuerRef = certificate.IssuerRef{Name: "vault", Group: "issuers.example.com"}
+	_, err = store.Certificates().Create(ctx, other)
+	require.NoError(t, err)
+	require.NoError(t, loop.Advance(ctx, t0.Add(time.Minute), 0))
+
+	c, err := store.Certificates().Get(ctx, "default", "web")
+	require.NoError(t, err)
+	assert.True(t, ready(c), "answered by the issuer IssuerFor gave")
+	assert.Contains(t, asked, certificate.IssuerRef{Name: "ca", Kind: certificate.DefaultIssuerKind, Group: certificate.DefaultIssuerGroup}, "asked with the defaults filled")
+	r, err := store.Requests().Get(ctx, "default", "other-1")
+	require.NoError(t, err)
+	assert.Empty(t, r.Status.Conditions, "a request of an issuer IssuerFor does not give is left alone")
+
+	require.NoError(t, store.Requests().Delete(ctx, "default", "web-1"))
+	require.NoError(t, loop.Advance(ctx, t0.Add(2*time.Minute), 0))
+	assert.Contains(t, iss.forgot(), "default/web-1", "the issuer IssuerFor gave is told of its request's deletion")
+}
+
+// nonAuthoritative is a store whose reads may lag (it is not
+// Authoritative), and whose secrets' Get confirms a miss at the source of
+// truth when confirm is set.
+type nonAuthoritative struct {
+	host.Store
+	confirm bool
+}
+
+func (s nonAuthoritative) Secrets() host.Collection[*certificate.Secret] {
+	return confirmingSecrets{s.Store.Secrets(), s.confirm}
+}
+
+type confirmingSecrets struct {
+	host.Collection[*certificate.Secret]
+	confirm bool
+}
+
+func (c confirmingSecrets) Get(ctx context.Context, namespace, name string) (*certificate.Secret, error) {
+	s, err := c.Collection.Get(ctx, namespace, name)
+	if errors.Is(err, host.ErrNotFound) && c.confirm {
+		err = fmt.Errorf("%w (%w)", err, host.ErrAbsenceConfirmed)
+	}
+	return s, err
+}
+
+// A store that is not Authoritative but confirmed a secret's absence at
+// its source of truth (ErrAbsenceConfirmed) gets the secret issued again
+// at once; without the confirmation the decision takes the miss for a
+// lagging cache, for the cache grace after the request.
+func TestLoopTrustsAConfirmedAbsence(t *testing.T) {
+	for name, tc := range map[string]struct {
+		confirm bool
+		want    int
+	}{
+		"a confirmed miss re-issues at once":            {confirm: true, want: 2},
+		"an unconfirmed miss waits for the cache grace": {confirm: false, want: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newFixture(t, func(clk *testingclock.FakeClock) host.Store {
+				return nonAuthoritative{host.NewMemoryStore(clk), tc.confirm}
+			}, newCA(t, t0).Issuer(nil))
+			f.create(t, newCert("default", "web", "web-tls"))
+			require.NoError(t, f.loop.Advance(ctx, t0.Add(time.Minute), 0))
+			require.Equal(t, 1, revision(f.cert(t, "web")))
+			require.NoError(t, f.store.Secrets().Delete(ctx, "default", "web-tls"))
+			f.loop.Notify(host.KindSecret, "default", "web-tls")
+			require.NoError(t, f.loop.Advance(ctx, t0.Add(2*time.Minute), 0))
+			assert.Equal(t, tc.want, revision(f.cert(t, "web")))
+		})
+	}
+}
+
+// A host that drives the loop with Pass and Answer gets from each the
+// time its own queue should look again: after an issuance, the renewal
+// time, not a time an earlier pass already served; a certificate that is
+// gone is not looked at again.
+func TestPassNextIsThisPasssNext(t *testing.T) {
+	ctx := context.Background()
+	clk := testingclock.NewFakeClock(t0)
+	store := host.NewMemoryStore(clk)
+	loop, err := host.New(host.Config{Store: store, Clock: clk,
+		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: newCA(t, t0).Issuer(nil)}})
+	require.NoError(t, err)
+	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
+	require.NoError(t, err)
+	var ev host.Event
+	for range 10 {
+		ev, _ = loop.Pass(ctx, "default", "web")
+		require.NoError(t, ev.Err)
+		aev, _ := loop.Answer(ctx, "default", "web-1")
+		require.NoError(t, aev.Err)
+		clk.Step(time.Second)
+	}
+	c, err := store.Certificates().Get(ctx, "default", "web")
+	require.NoError(t, err)
+	require.True(t, ready(c))
+	require.NotNil(t, c.Status.RenewalTime)
+	assert.Empty(t, ev.Done, "a Ready certificate's pass does nothing")
+	assert.True(t, ev.Next.Equal(*c.Status.RenewalTime), "Next is the renewal time %v, not %v", c.Status.RenewalTime, ev.Next)
+
+	require.NoError(t, store.Certificates().Delete(ctx, "default", "web"))
+	ev, ok := loop.Pass(ctx, "default", "web")
+	assert.False(t, ok)
+	assert.True(t, ev.Next.IsZero(), "a certificate that is gone is not looked at again")
+	_, queued := loop.NextFor(host.KindCertificate, "default", "web")
+	assert.False(t, queued)
 }
 
 // racingSecrets is a store in which a user makes secret name by hand

@@ -20,6 +20,17 @@ var (
 	// object's any more — someone wrote it since it was read. The loop
 	// reads again and decides again.
 	ErrConflict = errors.New("conflict: the object has been modified")
+	// ErrAbsenceConfirmed: a Get found no object in the store's source
+	// of truth itself, not only in a cache in front of it that may lag
+	// behind the last write. A store that is not Authoritative wraps it
+	// beside ErrNotFound when it confirmed a miss that way — as a
+	// Kubernetes store does that asks the API server after its cache
+	// misses a secret — and the loop then tells the decisions that the
+	// secret is gone for certain (certificate.Snapshot.
+	// SecretAbsenceConfirmed), as it does for every miss of an
+	// Authoritative store: a secret deleted right after an issuance is
+	// issued again at once rather than after the cache grace.
+	ErrAbsenceConfirmed = errors.New("absence confirmed by the source of truth")
 )
 
 // Object is a kind the loop keeps in a Store.

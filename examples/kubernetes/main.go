@@ -2,15 +2,14 @@
 // cluster of the current kubeconfig (or in a cluster, with its service
 // account):
 //
-//	kubectl apply -f config/crd
+//	kubectl apply -f config/crd   # cert-manager's CRDs
 //	go run . -cluster-resource-namespace default
 //
 // See README.md.
 package main
 
-//go:generate go tool controller-gen object paths=./api/...
-//go:generate go tool controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd
 //go:generate go tool controller-gen rbac:roleName=certlife-operator paths=./operator/... output:rbac:artifacts:config=config/rbac
+//go:generate sh -c "cp \"$(go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)\"/deploy/crds/*.yaml config/crd/ && chmod 644 config/crd/*.yaml"
 
 import (
 	"flag"
@@ -36,9 +35,11 @@ func main() {
 		probeAddr   = flag.String("health-probe-bind-address", ":8081", "where /healthz and /readyz are served")
 		leaderElect = flag.Bool("leader-elect", true, "elect a leader, so that replicas can run side by side")
 		leaderNS    = flag.String("leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace, or default outside a cluster)")
-		clusterNS   = flag.String("cluster-resource-namespace", "certlife", "namespace of the Secrets ClusterIssuers name")
+		clusterNS   = flag.String("cluster-resource-namespace", "cert-manager", "namespace of the Secrets ClusterIssuers name (cert-manager's default)")
 		workers     = flag.Int("workers", 4, "certificates reconciled at once")
 		http01Addr  = flag.String("http01-address", ":8089", "where ACME HTTP-01 challenges are answered, on every replica (route the names' port 80 /.well-known/acme-challenge/ here; empty turns it off)")
+		ownerRef    = flag.Bool("enable-certificate-owner-ref", false, "make each Certificate the owner of its Secret, so that deleting the Certificate deletes the Secret (as cert-manager's flag of the same name)")
+		approve     = flag.Bool("approve-requests", true, "approve every CertificateRequest that has neither an Approved nor a Denied condition, as cert-manager's approver does; false leaves approval to another approver, such as approver-policy")
 	)
 	zapOpts := zap.Options{Development: true}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -65,11 +66,13 @@ func main() {
 		LeaderElectionNamespace:       *leaderNS,
 		LeaderElectionReleaseOnCancel: true,
 	}, operator.Options{
-		Clock:                    clock.RealClock{},
-		ClusterResourceNamespace: *clusterNS,
-		Workers:                  *workers,
-		Metrics:                  metrics,
-		ACME:                     operator.ACMEOptions{ChallengeServer: challenges},
+		Clock:                     clock.RealClock{},
+		ClusterResourceNamespace:  *clusterNS,
+		EnableCertificateOwnerRef: *ownerRef,
+		DisableApprover:           !*approve,
+		Workers:                   *workers,
+		Metrics:                   metrics,
+		ACME:                      operator.ACMEOptions{ChallengeServer: challenges},
 	})
 	if err != nil {
 		logger.Error(err, "setting up the operator")
@@ -89,7 +92,7 @@ func main() {
 		logger.Error(err, "ready check")
 		os.Exit(1)
 	}
-	logger.Info("starting", "leaderElection", *leaderElect, "clusterResourceNamespace", *clusterNS)
+	logger.Info("starting", "leaderElection", *leaderElect, "clusterResourceNamespace", *clusterNS, "enableCertificateOwnerRef", *ownerRef, "approveRequests", *approve)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		logger.Error(err, "the operator stopped")
 		os.Exit(1)

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"crypto"
+	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
@@ -18,6 +19,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	cmacme "github.com/cert-manager/cert-manager/pkg/apis/acme/v1"
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -29,11 +33,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/certlife/certlife/acmeclient"
+	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/certificate/host"
 	"github.com/certlife/certlife/challenge"
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/order"
-
-	"github.com/certlife/certlife/examples/kubernetes/api/v1alpha1"
 )
 
 // ChallengeServer answers HTTP-01 challenges (RFC 8555 §8.3) on the
@@ -70,10 +74,10 @@ func (s *ChallengeServer) Presented() int { return s.handler.Presented() }
 func (s *ChallengeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if token, ok := strings.CutPrefix(r.URL.Path, acmeclient.HTTP01Path); ok && token != "" && s.cache != nil &&
 		(r.Method == http.MethodGet || r.Method == http.MethodHead) {
-		var l v1alpha1.ChallengeList
+		var l cmacme.ChallengeList
 		if err := s.cache.List(r.Context(), &l, client.MatchingFields{indexChallengeToken: token}); err == nil {
 			for _, c := range l.Items {
-				if c.Spec.Type == string(challenge.TypeHTTP01) && c.Status.Presented && !challenge.State(c.Status.State).Final() {
+				if c.Spec.Type == cmacme.ACMEChallengeTypeHTTP01 && c.Status.Presented && !challenge.State(c.Status.State).Final() {
 					w.Header().Set("Content-Type", "text/plain")
 					_, _ = w.Write([]byte(c.Spec.Key))
 					return
@@ -86,7 +90,7 @@ func (s *ChallengeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // forget stops serving a deleted Challenge's token from memory.
 func (s *ChallengeServer) forget(obj any) {
-	if c, ok := obj.(*v1alpha1.Challenge); ok {
+	if c, ok := obj.(*cmacme.Challenge); ok {
 		_ = s.handler.CleanUp(context.Background(), acmeclient.Presentation{Type: challenge.TypeHTTP01, Token: c.Spec.Token})
 	}
 }
@@ -111,7 +115,7 @@ type ACMEOptions struct {
 type acmeIssuers struct {
 	client        client.Client
 	api, cache    client.Reader
-	gather        Gatherer
+	store         *store
 	clock         clock.PassiveClock
 	opts          ACMEOptions
 	log           logr.Logger
@@ -144,13 +148,9 @@ type acmeRuntime struct {
 	kind, namespace, name string
 	// registered is the account URL once registered with this client.
 	registered string
-}
-
-// errNoAccountKey: the account key Secret does not exist yet.
-type errNoAccountKey struct{ namespace, name string }
-
-func (e errNoAccountKey) Error() string {
-	return fmt.Sprintf("the ACME account key secret %s/%s does not exist yet", e.namespace, e.name)
+	// keyHash is the account key's hash as cert-manager records it in
+	// status.acme.lastPrivateKeyHash (RSA keys; empty for others).
+	keyHash string
 }
 
 // issuerID names an issuer among all: kind, namespace (for an Issuer),
@@ -162,15 +162,49 @@ func issuerID(kind, namespace, name string) string {
 	return "Issuer/" + namespace + "/" + name
 }
 
+// accountKeyRef is the account key's Secret and key: tls.key when the
+// spec names no key, as in cert-manager.
+func accountKeyRef(spec *cmacme.ACMEIssuer) cmmeta.SecretKeySelector {
+	ref := spec.PrivateKey
+	if ref.Key == "" {
+		ref.Key = corev1.TLSPrivateKeyKey
+	}
+	return ref
+}
+
+// errNoAccountKey: the account key Secret does not exist yet.
+type errNoAccountKey struct{ namespace, name string }
+
+func (e errNoAccountKey) Error() string {
+	return fmt.Sprintf("the ACME account key secret %s/%s does not exist yet", e.namespace, e.name)
+}
+
+// secretData reads a Secret's data; nil when it does not exist.
+func (a *acmeIssuers) secretData(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	s, err := a.store.secret(ctx, namespace, name)
+	if errors.Is(err, host.ErrNotFound) {
+		return nil, nil
+	}
+	return s, err
+}
+
+// existing returns the runtime built for an issuer, nil when none is.
+func (a *acmeIssuers) existing(id string) *acmeRuntime {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.byID[id]
+}
+
 // get returns the runtime of an ACME issuer, built anew when its spec or
 // any Secret it reads changed.
-func (a *acmeIssuers) get(ctx context.Context, kind, namespace, name string, spec *v1alpha1.ACMEIssuer, secretsNS string) (*acmeRuntime, error) {
-	keySecret, err := a.gather.secret(ctx, secretsNS, spec.PrivateKeySecretRef.Name)
+func (a *acmeIssuers) get(ctx context.Context, kind, namespace, name string, spec *cmacme.ACMEIssuer, secretsNS string) (*acmeRuntime, error) {
+	keyRef := accountKeyRef(spec)
+	keySecret, err := a.secretData(ctx, secretsNS, keyRef.Name)
 	if err != nil {
 		return nil, err
 	}
-	if keySecret == nil || len(keySecret.Data[spec.PrivateKeySecretRef.Key]) == 0 {
-		return nil, errNoAccountKey{secretsNS, spec.PrivateKeySecretRef.Name}
+	if keySecret == nil || len(keySecret.Data[keyRef.Key]) == 0 {
+		return nil, errNoAccountKey{secretsNS, keyRef.Name}
 	}
 	var eab *acmeclient.EAB
 	fp := sha256.New()
@@ -178,45 +212,45 @@ func (a *acmeIssuers) get(ctx context.Context, kind, namespace, name string, spe
 	fp.Write(specJSON)
 	fmt.Fprintf(fp, "|%s|%s", keySecret.UID, keySecret.ResourceVersion)
 	if b := spec.ExternalAccountBinding; b != nil {
-		s, err := a.gather.secret(ctx, secretsNS, b.KeySecretRef.Name)
+		s, err := a.secretData(ctx, secretsNS, b.Key.Name)
 		if err != nil {
 			return nil, err
 		}
-		if s == nil || len(s.Data[b.KeySecretRef.Key]) == 0 {
-			return nil, fmt.Errorf("spec.acme.externalAccountBinding.keySecretRef: secret %s/%s has no key %q", secretsNS, b.KeySecretRef.Name, b.KeySecretRef.Key)
+		if s == nil || len(s.Data[b.Key.Key]) == 0 {
+			return nil, fmt.Errorf("spec.acme.externalAccountBinding.keySecretRef: secret %s/%s has no key %q", secretsNS, b.Key.Name, b.Key.Key)
 		}
-		mac, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(strings.TrimSpace(string(s.Data[b.KeySecretRef.Key])), "="))
+		mac, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(strings.TrimSpace(string(s.Data[b.Key.Key])), "="))
 		if err != nil {
-			return nil, fmt.Errorf("spec.acme.externalAccountBinding.keySecretRef: secret %s/%s key %q is not base64url", secretsNS, b.KeySecretRef.Name, b.KeySecretRef.Key)
+			return nil, fmt.Errorf("spec.acme.externalAccountBinding.keySecretRef: secret %s/%s key %q is not base64url", secretsNS, b.Key.Name, b.Key.Key)
 		}
 		eab = &acmeclient.EAB{KeyID: b.KeyID, Key: mac}
 		fmt.Fprintf(fp, "|%s|%s", s.UID, s.ResourceVersion)
 	}
 	id := issuerID(kind, namespace, name)
 	fingerprint := hex.EncodeToString(fp.Sum(nil))
-	a.mu.Lock()
-	rt := a.byID[id]
-	a.mu.Unlock()
-	if rt != nil && rt.fingerprint == fingerprint {
+	if rt := a.existing(id); rt != nil && rt.fingerprint == fingerprint {
 		return rt, nil
 	}
 
-	key, err := keys.DecodePrivateKey(keySecret.Data[spec.PrivateKeySecretRef.Key])
+	key, err := keys.DecodePrivateKey(keySecret.Data[keyRef.Key])
 	if err != nil {
-		return nil, fmt.Errorf("spec.acme.privateKeySecretRef: the key in secret %s/%s cannot be used: %w", secretsNS, spec.PrivateKeySecretRef.Name, err)
+		return nil, fmt.Errorf("spec.acme.privateKeySecretRef: the key in secret %s/%s cannot be used: %w", secretsNS, keyRef.Name, err)
 	}
 	signer, ok := key.(crypto.Signer)
 	if !ok {
-		return nil, fmt.Errorf("spec.acme.privateKeySecretRef: the key in secret %s/%s cannot sign", secretsNS, spec.PrivateKeySecretRef.Name)
+		return nil, fmt.Errorf("spec.acme.privateKeySecretRef: the key in secret %s/%s cannot sign", secretsNS, keyRef.Name)
 	}
 	hc := &http.Client{Timeout: 30 * time.Second}
-	if len(spec.CABundle) > 0 {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(spec.CABundle) {
-			return nil, errors.New("spec.acme.caBundle: no PEM certificate in it")
-		}
+	if len(spec.CABundle) > 0 || spec.SkipTLSVerify {
 		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: spec.SkipTLSVerify} // #nosec G402 -- the issuer's spec asks for it (skipTLSVerify)
+		if len(spec.CABundle) > 0 {
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(spec.CABundle) {
+				return nil, errors.New("spec.acme.caBundle: no PEM certificate in it")
+			}
+			t.TLSClientConfig.RootCAs = pool
+		}
 		hc.Transport = t
 	}
 	ua := a.opts.UserAgent
@@ -239,13 +273,14 @@ func (a *acmeIssuers) get(ctx context.Context, kind, namespace, name string, spe
 	label := labelValueHash(id)
 	logger := a.log.WithValues("issuer", id)
 	iss, err := acmeclient.NewIssuer(acmeclient.IssuerConfig{
-		Client:         c,
-		Account:        account,
-		Store:          newOrderStore(a.client, a.api, a.cache, label, storeNS),
-		Solvers:        solvers,
-		SolverConfigs:  configs,
-		Profile:        spec.Profile,
-		PreferredChain: spec.PreferredChain,
+		Client:          c,
+		Account:         account,
+		Store:           newOrderStore(a.client, a.api, a.cache, label, storeNS),
+		Solvers:         solvers,
+		SolverConfigs:   configs,
+		Profile:         spec.Profile,
+		PreferredChain:  spec.PreferredChain,
+		RequestValidity: spec.EnableDurationFeature,
 		Trace: func(e acmeclient.Event) {
 			if e.Err != nil {
 				logger.Info(e.String(), "error", e.Err.Error())
@@ -257,7 +292,11 @@ func (a *acmeIssuers) get(ctx context.Context, kind, namespace, name string, spe
 	if err != nil {
 		return nil, fmt.Errorf("spec.acme: %w", err)
 	}
-	rt = &acmeRuntime{fingerprint: fingerprint, client: c, issuer: iss, account: account, kind: kind, namespace: namespace, name: name}
+	rt := &acmeRuntime{fingerprint: fingerprint, client: c, issuer: iss, account: account, kind: kind, namespace: namespace, name: name}
+	if k, ok := signer.(*rsa.PrivateKey); ok {
+		sum := sha256.Sum256(x509.MarshalPKCS1PrivateKey(k))
+		rt.keyHash = base64.StdEncoding.EncodeToString(sum[:])
+	}
 	a.mu.Lock()
 	if old := a.byID[id]; old != nil {
 		// Keep the request counts of the client replaced.
@@ -278,7 +317,7 @@ func labelValueHash(s string) string {
 // solvers maps the issuer's solvers to certlife's: the presenters (the
 // challenge server for HTTP-01, RFC 2136 for DNS-01) and one solver
 // configuration per solver, with its selector.
-func (a *acmeIssuers) solvers(spec *v1alpha1.ACMEIssuer, secretsNS string) (acmeclient.Solvers, []order.SolverConfig) {
+func (a *acmeIssuers) solvers(spec *cmacme.ACMEIssuer, secretsNS string) (acmeclient.Solvers, []order.SolverConfig) {
 	s := acmeclient.Solvers{HTTP01: a.opts.ChallengeServer, HTTP01Check: a.opts.HTTP01Check, DNS01Check: a.opts.DNS01Check}
 	if s.HTTP01Check == nil {
 		s.HTTP01Check = acmeclient.HTTP01Checker{}
@@ -292,42 +331,113 @@ func (a *acmeIssuers) solvers(spec *v1alpha1.ACMEIssuer, secretsNS string) (acme
 		switch {
 		case sv.HTTP01 != nil:
 			sc.Solver.HTTP01 = &challenge.HTTP01Solver{}
-		case sv.DNS01 != nil:
-			sc.Solver.DNS01 = dns01Config(sv.DNS01)
-			s.DNS01 = &dns01Presenter{gather: a.gather, namespace: secretsNS}
+		case sv.DNS01 != nil && sv.DNS01.RFC2136 != nil:
+			sc.Solver.DNS01 = dns01Config(sv.DNS01.RFC2136)
+			s.DNS01 = &dns01Presenter{secrets: a, namespace: secretsNS}
 			if s.DNS01Check == nil {
-				s.DNS01Check = acmeclient.DNS01Checker{Nameservers: sv.DNS01.Nameservers}
+				s.DNS01Check = acmeclient.DNS01Checker{}
 			}
+		default:
+			continue // refused (acmeNotServed)
 		}
 		configs = append(configs, sc)
 	}
 	return s, configs
 }
 
-// dns01Config is the solver configuration a DNS-01 presenter reads back
-// from a presentation: the provider and its settings (the TSIG secret by
-// reference, never its value).
-func dns01Config(d *v1alpha1.ACMEDNS01Solver) *challenge.DNS01Solver {
-	out := &challenge.DNS01Solver{Config: map[string]string{}}
-	if r := d.RFC2136; r != nil {
-		out.Provider = "rfc2136"
-		out.Config["nameserver"] = r.Nameserver
-		if r.TSIGKeyName != "" {
-			out.Config["tsigKeyName"] = r.TSIGKeyName
-			out.Config["tsigAlgorithm"] = r.TSIGAlgorithm
+// acmeNotServed names what an ACME issuer configures that this operator
+// does not serve: DNS-01 providers other than RFC 2136, CNAME following,
+// waiting instead of the self-check, a solver that solves nothing.
+func acmeNotServed(a *cmacme.ACMEIssuer) []string {
+	var out []string
+	for i, sv := range a.Solvers {
+		path := fmt.Sprintf("spec.acme.solvers[%d]", i)
+		if sv.WaitInsteadOfSelfCheck != nil {
+			out = append(out, path+".waitInsteadOfSelfCheck: is not served by this operator (it checks each challenge itself before accepting it)")
 		}
-		if ref := r.TSIGSecretRef; ref != nil {
-			out.Config["tsigSecretName"] = ref.Name
-			out.Config["tsigSecretKey"] = ref.Key
+		switch {
+		case sv.HTTP01 != nil && sv.DNS01 != nil:
+			out = append(out, path+": sets both http01 and dns01; give each its own solver")
+		case sv.HTTP01 != nil:
+		case sv.DNS01 == nil:
+			out = append(out, path+": sets neither http01 nor dns01")
+		default:
+			d := sv.DNS01
+			if d.CNAMEStrategy == cmacme.FollowStrategy {
+				out = append(out, path+".dns01.cnameStrategy: Follow is not served by this operator")
+			}
+			for _, p := range []struct {
+				name string
+				set  bool
+			}{{"acmeDNS", d.AcmeDNS != nil}, {"akamai", d.Akamai != nil}, {"azureDNS", d.AzureDNS != nil}, {"cloudDNS", d.CloudDNS != nil},
+				{"cloudflare", d.Cloudflare != nil}, {"digitalocean", d.DigitalOcean != nil}, {"route53", d.Route53 != nil}, {"webhook", d.Webhook != nil}} {
+				if p.set {
+					out = append(out, path+".dns01."+p.name+": is not served by this operator (its DNS-01 provider is rfc2136)")
+				}
+			}
+			if d.RFC2136 == nil && !slicesContainsTrue(d.AcmeDNS != nil, d.Akamai != nil, d.AzureDNS != nil, d.CloudDNS != nil, d.Cloudflare != nil, d.DigitalOcean != nil, d.Route53 != nil, d.Webhook != nil) {
+				out = append(out, path+".dns01: names no DNS provider (this operator's is rfc2136)")
+			}
 		}
 	}
 	return out
 }
 
+func slicesContainsTrue(bs ...bool) bool {
+	for _, b := range bs {
+		if b {
+			return true
+		}
+	}
+	return false
+}
+
+// http01Note says, for an issuer with HTTP-01 solvers that configure an
+// Ingress or a Gateway route, that the operator answers HTTP-01 itself:
+// their settings are not used.
+func http01Note(a *cmacme.ACMEIssuer) string {
+	var paths []string
+	for i, sv := range a.Solvers {
+		if h := sv.HTTP01; h != nil && (h.Ingress != nil || h.GatewayHTTPRoute != nil) {
+			paths = append(paths, fmt.Sprintf("spec.acme.solvers[%d].http01", i))
+		}
+	}
+	if len(paths) == 0 {
+		return ""
+	}
+	return "HTTP-01 is answered by the operator's challenge server, which makes no Ingress, Gateway route or solver pod: " +
+		strings.Join(paths, ", ") + " settings are not used; route port 80 of the names (path /.well-known/acme-challenge/) to the operator"
+}
+
+// dns01Config is the solver configuration a DNS-01 presenter reads back
+// from a presentation: the RFC 2136 settings (the TSIG secret by
+// reference, never its value).
+func dns01Config(r *cmacme.ACMEIssuerDNS01ProviderRFC2136) *challenge.DNS01Solver {
+	out := &challenge.DNS01Solver{Provider: "rfc2136", Config: map[string]string{"nameserver": r.Nameserver}}
+	set := func(k, v string) {
+		if v != "" {
+			out.Config[k] = v
+		}
+	}
+	set("tsigKeyName", r.TSIGKeyName)
+	set("tsigAlgorithm", r.TSIGAlgorithm)
+	set("tsigSecretName", r.TSIGSecret.Name)
+	set("tsigSecretKey", r.TSIGSecret.Key)
+	set("protocol", string(r.Protocol))
+	return out
+}
+
+// rfc2136FromConfig is the inverse of dns01Config.
+func rfc2136FromConfig(cfg map[string]string) *cmacme.ACMEIssuerDNS01ProviderRFC2136 {
+	return &cmacme.ACMEIssuerDNS01ProviderRFC2136{Nameserver: cfg["nameserver"], TSIGKeyName: cfg["tsigKeyName"], TSIGAlgorithm: cfg["tsigAlgorithm"],
+		TSIGSecret: cmmeta.SecretKeySelector{LocalObjectReference: cmmeta.LocalObjectReference{Name: cfg["tsigSecretName"]}, Key: cfg["tsigSecretKey"]},
+		Protocol:   cmacme.RFC2136UpdateProtocol(cfg["protocol"])}
+}
+
 // dns01Presenter publishes DNS-01 TXT records with the provider the
 // presentation's solver configuration names.
 type dns01Presenter struct {
-	gather    Gatherer
+	secrets   *acmeIssuers
 	namespace string // of the TSIG Secrets
 }
 
@@ -336,16 +446,16 @@ func (d *dns01Presenter) provider(ctx context.Context, p acmeclient.Presentation
 	if cfg == nil || cfg.Provider != "rfc2136" {
 		return nil, errors.New("spec.acme.solvers[].dns01: no DNS provider configured (rfc2136 is the one this operator has)")
 	}
-	in := &v1alpha1.ACMEDNS01RFC2136{Nameserver: cfg.Config["nameserver"], TSIGKeyName: cfg.Config["tsigKeyName"], TSIGAlgorithm: cfg.Config["tsigAlgorithm"]}
+	in := rfc2136FromConfig(cfg.Config)
 	secret := ""
-	if name := cfg.Config["tsigSecretName"]; name != "" {
-		s, err := d.gather.secret(ctx, d.namespace, name)
+	if name := in.TSIGSecret.Name; name != "" {
+		s, err := d.secrets.secretData(ctx, d.namespace, name)
 		if err != nil {
 			return nil, err
 		}
-		key := cfg.Config["tsigSecretKey"]
+		key := in.TSIGSecret.Key
 		if s == nil || len(s.Data[key]) == 0 {
-			return nil, fmt.Errorf("spec.acme.solvers[].dns01.rfc2136.tsigSecretRef: secret %s/%s has no key %q", d.namespace, name, key)
+			return nil, fmt.Errorf("spec.acme.solvers[].dns01.rfc2136.tsigSecretSecretRef: secret %s/%s has no key %q", d.namespace, name, key)
 		}
 		secret = strings.TrimSpace(string(s.Data[key]))
 	}
@@ -370,25 +480,32 @@ func (d *dns01Presenter) CleanUp(ctx context.Context, p acmeclient.Presentation)
 	return pr.CleanUp(ctx, p)
 }
 
-// ensureAccountKey creates the account key Secret when it is missing: an
-// ECDSA P-256 key, PKCS#8, labelled so the operator caches it.
-func (a *acmeIssuers) ensureAccountKey(ctx context.Context, spec *v1alpha1.ACMEIssuer, secretsNS string, rnd io.Reader) error {
-	s, err := a.gather.secret(ctx, secretsNS, spec.PrivateKeySecretRef.Name)
+// ensureAccountKey creates the account key Secret when it is missing, as
+// cert-manager does — an RSA 2048 key in PKCS#1, which cert-manager
+// requires of the accounts it uses, so that going back to it keeps the
+// account — labelled so the operator caches it. With
+// spec.acme.disableAccountKeyGeneration, a missing one is an error.
+func (a *acmeIssuers) ensureAccountKey(ctx context.Context, spec *cmacme.ACMEIssuer, secretsNS string, rnd io.Reader) error {
+	ref := accountKeyRef(spec)
+	s, err := a.secretData(ctx, secretsNS, ref.Name)
 	if err != nil || s != nil {
 		return err
 	}
-	key, err := keys.Generate(rnd, keys.KeySpec{Algorithm: keys.AlgorithmECDSA, Size: 256})
+	if spec.DisableAccountKeyGeneration {
+		return errors.New("it does not exist, and spec.acme.disableAccountKeyGeneration forbids making it")
+	}
+	key, err := keys.Generate(rnd, keys.KeySpec{Algorithm: keys.AlgorithmRSA, Size: 2048})
 	if err != nil {
 		return err
 	}
-	pemKey, err := keys.EncodePrivateKey(key, keys.EncodingPKCS8)
+	pemKey, err := keys.EncodePrivateKey(key, keys.EncodingPKCS1)
 	if err != nil {
 		return err
 	}
 	obj := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: spec.PrivateKeySecretRef.Name, Namespace: secretsNS, Labels: map[string]string{LabelManaged: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: secretsNS, Labels: map[string]string{LabelManaged: "true"}},
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{spec.PrivateKeySecretRef.Key: pemKey},
+		Data:       map[string][]byte{ref.Key: pemKey},
 	}
 	if err := a.client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
@@ -396,17 +513,17 @@ func (a *acmeIssuers) ensureAccountKey(ctx context.Context, spec *v1alpha1.ACMEI
 	return nil
 }
 
-// forgetRequest cleans up after a CertificateRequest deleted before its
-// order ended: it takes down what the order's challenges present (an
-// HTTP-01 token, a DNS-01 TXT record) and deletes the Challenges and the
-// Order (which the garbage collector would delete too, but without
-// cleaning up). Orders of a newer request of the same name stay.
+// forgetRequest cleans up after a CertificateRequest whose ACME issuer
+// cannot be told (it was deleted): it takes down what the request's
+// challenges present (an HTTP-01 token, a DNS-01 TXT record) and deletes
+// the Challenges and the Order. Orders of a newer request of the same
+// name stay.
 func (a *acmeIssuers) forgetRequest(ctx context.Context, namespace, name string) error {
-	var ol v1alpha1.OrderList
+	var ol cmacme.OrderList
 	if err := a.api.List(ctx, &ol, client.InNamespace(namespace), client.MatchingLabels{LabelACMERequest: labelValue(name)}); err != nil || len(ol.Items) == 0 {
 		return err
 	}
-	var live v1alpha1.CertificateRequest
+	var live cmapi.CertificateRequest
 	err := a.api.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &live)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
@@ -416,7 +533,7 @@ func (a *acmeIssuers) forgetRequest(ctx context.Context, namespace, name string)
 		if ref := metav1.GetControllerOfNoCopy(o); ref == nil || ref.Kind != "CertificateRequest" || ref.Name != name || (err == nil && ref.UID == live.UID) {
 			continue
 		}
-		var cl v1alpha1.ChallengeList
+		var cl cmacme.ChallengeList
 		if err := a.api.List(ctx, &cl, client.InNamespace(namespace), client.MatchingLabels{LabelACMEOrder: labelValue(o.Name)}); err != nil {
 			return err
 		}
@@ -439,7 +556,7 @@ func (a *acmeIssuers) forgetRequest(ctx context.Context, namespace, name string)
 }
 
 // cleanUp takes down what a Challenge presents.
-func (a *acmeIssuers) cleanUp(ctx context.Context, c *v1alpha1.Challenge) error {
+func (a *acmeIssuers) cleanUp(ctx context.Context, c *cmacme.Challenge) error {
 	core := ChallengeToCore(c)
 	p := acmeclient.Presentation{Type: core.Spec.Type, Identifier: core.Spec.DNSName, Wildcard: core.Spec.Wildcard,
 		Token: core.Spec.Token, KeyAuthorization: core.Spec.Key, Solver: core.Spec.Solver}
@@ -451,7 +568,7 @@ func (a *acmeIssuers) cleanUp(ctx context.Context, c *v1alpha1.Challenge) error 
 		if c.Spec.IssuerRef.Kind == "ClusterIssuer" {
 			ns = a.clusterSecret
 		}
-		return (&dns01Presenter{gather: a.gather, namespace: ns}).CleanUp(ctx, p)
+		return (&dns01Presenter{secrets: a, namespace: ns}).CleanUp(ctx, p)
 	}
 	return nil
 }
@@ -464,6 +581,21 @@ func (a *acmeIssuers) drop(id string) {
 		delete(a.byID, id)
 	}
 	a.mu.Unlock()
+}
+
+// stepRequest is the context key of the CertificateRequest being
+// answered.
+type stepRequest struct{}
+
+// withRequest tells the ACME store which request a step is for: its
+// Order is created in the request's namespace, owned by it.
+func withRequest(ctx context.Context, r *certificate.CertificateRequest) context.Context {
+	return context.WithValue(ctx, stepRequest{}, r)
+}
+
+func requestOf(ctx context.Context) *certificate.CertificateRequest {
+	r, _ := ctx.Value(stepRequest{}).(*certificate.CertificateRequest)
+	return r
 }
 
 // acmeRequestsCollector exports every ACME issuer's request counts, by

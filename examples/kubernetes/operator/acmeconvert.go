@@ -1,334 +1,238 @@
 package operator
 
 import (
+	"encoding/json"
 	"encoding/pem"
 	"maps"
 	"time"
 
+	cmacme "github.com/cert-manager/cert-manager/pkg/apis/acme/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/certlife/certlife/backoff/retry"
+	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/challenge"
 	"github.com/certlife/certlife/order"
-
-	"github.com/certlife/certlife/examples/kubernetes/api/v1alpha1"
 )
 
-// The conversions between certlife's ACME order and challenge and the
-// Order and Challenge resources, both ways, field for field. Times keep
-// microseconds (metav1.MicroTime); the creation time is the one certlife
-// gave the order (on the clock its decisions run on), kept in the
-// certificate.AnnotationCreatedAt annotation, since the API server's
-// metadata.creationTimestamp has only seconds and its own clock.
+// The conversions between certlife's ACME order and challenge and
+// cert-manager's acme.cert-manager.io/v1 Order and Challenge. certlife's
+// order or challenge travels whole — spec and status, times to the
+// nanosecond, the creation time certlife gave it — as JSON in the
+// AnnotationACMEState annotation, which is what the operator reads back;
+// cert-manager's fields (spec.request, dnsNames, status.url, state,
+// reason, authorizations, certificate; a Challenge's type, token, key,
+// presented, processing, state) are filled from it, so that `kubectl get
+// orders,challenges` reads as it does with the reference operator.
 
-func microFromCore(t *time.Time) *metav1.MicroTime {
-	if t == nil {
-		return nil
-	}
-	m := metav1.NewMicroTime(*t)
-	return &m
+// AnnotationACMEState on an Order or a Challenge: certlife's order or
+// challenge, spec and status, as JSON.
+const AnnotationACMEState = "certlife.dev/acme-state"
+
+// orderState is what AnnotationACMEState holds on an Order.
+type orderState struct {
+	CreationTimestamp time.Time             `json:"creationTimestamp"`
+	Spec              order.Spec            `json:"spec"`
+	Status            order.Status          `json:"status"`
+	AnsweredAt        *time.Time            `json:"answeredAt,omitempty"`
+	Request           acmeclient.RequestRef `json:"request,omitzero"`
 }
 
-func microToCore(t *metav1.MicroTime) *time.Time {
-	if t == nil {
-		return nil
-	}
-	c := t.Time
-	return &c
+// challengeState is what AnnotationACMEState holds on a Challenge.
+type challengeState struct {
+	CreationTimestamp time.Time        `json:"creationTimestamp"`
+	Spec              challenge.Spec   `json:"spec"`
+	Status            challenge.Status `json:"status"`
 }
 
-// createdAtFromCore records a creation time in meta's annotations.
-func createdAtFromCore(meta *metav1.ObjectMeta, t time.Time) {
-	if t.IsZero() {
-		return
-	}
-	if meta.Annotations == nil {
-		meta.Annotations = map[string]string{}
-	}
-	meta.Annotations[certificate.AnnotationCreatedAt] = t.UTC().Format(time.RFC3339Nano)
-}
-
-// createdAtToCore is the creation time createdAtFromCore recorded, else
-// the API server's.
-func createdAtToCore(meta *metav1.ObjectMeta) time.Time {
-	if at, ok := meta.Annotations[certificate.AnnotationCreatedAt]; ok {
-		if t, err := time.Parse(time.RFC3339Nano, at); err == nil {
-			return t
-		}
-	}
-	return meta.CreationTimestamp.Time
-}
-
-func solverFromCore(s challenge.Solver) v1alpha1.ChallengeSolver {
-	var out v1alpha1.ChallengeSolver
-	if s.HTTP01 != nil {
-		out.HTTP01 = &v1alpha1.ChallengeHTTP01Solver{Options: s.HTTP01.Options}
-	}
-	if s.DNS01 != nil {
-		out.DNS01 = &v1alpha1.ChallengeDNS01Solver{Provider: s.DNS01.Provider, Config: s.DNS01.Config}
-	}
-	return out
-}
-
-func solverToCore(s v1alpha1.ChallengeSolver) challenge.Solver {
-	var out challenge.Solver
-	if s.HTTP01 != nil {
-		out.HTTP01 = &challenge.HTTP01Solver{Options: s.HTTP01.Options}
-	}
-	if s.DNS01 != nil {
-		out.DNS01 = &challenge.DNS01Solver{Provider: s.DNS01.Provider, Config: s.DNS01.Config}
-	}
-	return out
-}
-
-func acmeIssuerFromCore(i challenge.Issuer) v1alpha1.IssuerReference {
-	return v1alpha1.IssuerReference{Name: i.Name, Kind: i.Kind, Group: i.Group}
-}
-
-func acmeIssuerToCore(i v1alpha1.IssuerReference) challenge.Issuer {
-	return challenge.Issuer{Name: i.Name, Kind: i.Kind, Group: i.Group}
-}
-
-// OrderFromCore converts an order into an Order resource: name,
-// namespace, labels, creation time, spec and status. Owner references and
-// the store's own labels are the caller's.
-func OrderFromCore(o *order.Order) *v1alpha1.Order {
-	out := &v1alpha1.Order{
-		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, Labels: maps.Clone(o.Labels)},
-		Spec: v1alpha1.OrderSpec{
-			Request:        string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: o.Spec.CSR})),
-			IssuerRef:      acmeIssuerFromCore(o.Spec.Issuer),
-			Account:        o.Spec.Account,
-			CommonName:     o.Spec.CommonName,
-			DNSNames:       o.Spec.DNSNames,
-			IPAddresses:    o.Spec.IPAddresses,
-			Profile:        o.Spec.Profile,
-			NotBefore:      microFromCore(o.Spec.NotBefore),
-			NotAfter:       microFromCore(o.Spec.NotAfter),
-			Replaces:       o.Spec.Replaces,
-			PreferredChain: o.Spec.PreferredChain,
+// OrderFromCore converts the order of an ACME issuer's state (its
+// challenges aside) into an Order: name, namespace, labels, the state in
+// AnnotationACMEState, and cert-manager's spec and status filled from it.
+// Owner references and the store's own labels are the caller's.
+func OrderFromCore(st *acmeclient.State) *cmacme.Order {
+	o := &st.Order
+	b, _ := json.Marshal(orderState{CreationTimestamp: o.CreationTimestamp, Spec: o.Spec, Status: o.Status, AnsweredAt: st.AnsweredAt, Request: st.Request})
+	out := &cmacme.Order{
+		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, Labels: maps.Clone(o.Labels),
+			Annotations: map[string]string{AnnotationACMEState: string(b)}},
+		Spec: cmacme.OrderSpec{
+			IssuerRef:   issuerRefFromCore(acmeIssuerToRef(o.Spec.Issuer)),
+			CommonName:  o.Spec.CommonName,
+			DNSNames:    o.Spec.DNSNames,
+			IPAddresses: o.Spec.IPAddresses,
+			Profile:     o.Spec.Profile,
+			Replaces:    o.Spec.Replaces,
 		},
-		Status: OrderStatusFromCore(o.Status),
+		Status: cmacme.OrderStatus{
+			URL:         o.Status.URL,
+			FinalizeURL: o.Status.FinalizeURL,
+			Certificate: o.Status.Certificate,
+			State:       cmacme.State(o.Status.State),
+			Reason:      o.Status.Reason,
+			FailureTime: timeFromCore(o.Status.FailureTime),
+		},
 	}
-	createdAtFromCore(&out.ObjectMeta, o.CreationTimestamp)
-	if o.Spec.Solvers != nil {
-		out.Spec.Solvers = make([]v1alpha1.OrderSolver, len(o.Spec.Solvers))
+	if len(o.Spec.CSR) > 0 {
+		out.Spec.Request = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: o.Spec.CSR})
 	}
-	for i, s := range o.Spec.Solvers {
-		out.Spec.Solvers[i].Solver = solverFromCore(s.Solver)
-		if s.Selector != nil {
-			out.Spec.Solvers[i].Selector = &v1alpha1.ACMESolverSelector{DNSNames: s.Selector.DNSNames, DNSZones: s.Selector.DNSZones, MatchLabels: s.Selector.MatchLabels}
+	if nb, na := o.Spec.NotBefore, o.Spec.NotAfter; nb != nil && na != nil {
+		out.Spec.Duration = &metav1.Duration{Duration: na.Sub(*nb)}
+	}
+	for _, a := range o.Status.Authorizations {
+		ca := cmacme.ACMEAuthorization{URL: a.URL, Identifier: a.Identifier, InitialState: cmacme.State(a.InitialState)}
+		if a.Wildcard {
+			ca.Wildcard = new(true)
 		}
-	}
-	return out
-}
-
-// OrderStatusFromCore converts an order's status.
-func OrderStatusFromCore(s order.Status) v1alpha1.OrderStatus {
-	out := v1alpha1.OrderStatus{
-		URL:               s.URL,
-		FinalizeURL:       s.FinalizeURL,
-		CertificateURL:    s.CertificateURL,
-		State:             v1alpha1.OrderState(s.State),
-		Reason:            s.Reason,
-		Certificate:       s.Certificate,
-		FailureTime:       microFromCore(s.FailureTime),
-		SyncedAt:          microFromCore(s.SyncedAt),
-		ChangedAt:         microFromCore(s.ChangedAt),
-		Expires:           microFromCore(s.Expires),
-		SpecHash:          s.SpecHash,
-		LastError:         s.LastError,
-		Transient:         s.Transient,
-		LastErrorTime:     microFromCore(s.LastErrorTime),
-		FailedAttempts:    s.FailedAttempts,
-		RetryAfter:        microFromCore(s.RetryAfter),
-		KeyAuthorizations: s.KeyAuthorizations,
-		ReplacesRefused:   s.ReplacesRefused,
-		ReadFirst:         s.ReadFirst,
-		BadCertificate:    s.BadCertificate,
-	}
-	for _, a := range s.Authorizations {
-		oa := v1alpha1.ACMEAuthorization{URL: a.URL, Identifier: a.Identifier, Wildcard: a.Wildcard, InitialState: string(a.InitialState), FetchedAt: microFromCore(a.FetchedAt)}
 		for _, c := range a.Challenges {
-			oa.Challenges = append(oa.Challenges, v1alpha1.ACMEOfferedChallenge{Type: string(c.Type), URL: c.URL, Token: c.Token})
+			ca.Challenges = append(ca.Challenges, cmacme.ACMEChallenge{URL: c.URL, Token: c.Token, Type: string(c.Type)})
 		}
-		out.Authorizations = append(out.Authorizations, oa)
+		out.Status.Authorizations = append(out.Status.Authorizations, ca)
 	}
 	return out
 }
 
-// OrderToCore converts an Order resource back. labels, when set, are
-// left out of the order's labels (the store's own).
-func OrderToCore(o *v1alpha1.Order, storeLabels ...string) order.Order {
-	out := order.Order{
-		Name:              o.Name,
-		Namespace:         o.Namespace,
-		UID:               string(o.UID),
-		CreationTimestamp: createdAtToCore(&o.ObjectMeta),
-		Labels:            maps.Clone(o.Labels),
-		Spec: order.Spec{
-			CSR:            csrDER(o.Spec.Request),
-			Issuer:         acmeIssuerToCore(o.Spec.IssuerRef),
-			Account:        o.Spec.Account,
-			CommonName:     o.Spec.CommonName,
-			DNSNames:       o.Spec.DNSNames,
-			IPAddresses:    o.Spec.IPAddresses,
-			Profile:        o.Spec.Profile,
-			NotBefore:      microToCore(o.Spec.NotBefore),
-			NotAfter:       microToCore(o.Spec.NotAfter),
-			Replaces:       o.Spec.Replaces,
-			PreferredChain: o.Spec.PreferredChain,
-		},
-		Status: OrderStatusToCore(o.Status),
-	}
+// OrderToCore reads an ACME issuer's state (its challenges aside) back
+// from an Order: from AnnotationACMEState, or — for an Order without it,
+// such as the reference operator's — as well as cert-manager's fields
+// say. storeLabels are left out of the order's labels (the store's own).
+func OrderToCore(o *cmacme.Order, storeLabels ...string) acmeclient.State {
+	st := acmeclient.State{Order: order.Order{Name: o.Name, Namespace: o.Namespace, UID: string(o.UID), Labels: maps.Clone(o.Labels)}}
 	for _, l := range storeLabels {
-		delete(out.Labels, l)
+		delete(st.Order.Labels, l)
 	}
-	if len(out.Labels) == 0 {
-		out.Labels = nil
+	if len(st.Order.Labels) == 0 {
+		st.Order.Labels = nil
 	}
-	if o.Spec.Solvers != nil {
-		out.Spec.Solvers = make([]order.SolverConfig, len(o.Spec.Solvers))
+	var saved orderState
+	if raw, ok := o.Annotations[AnnotationACMEState]; ok && json.Unmarshal([]byte(raw), &saved) == nil {
+		st.Order.CreationTimestamp, st.Order.Spec, st.Order.Status = saved.CreationTimestamp, saved.Spec, saved.Status
+		st.AnsweredAt, st.Request = saved.AnsweredAt, saved.Request
+		return st
 	}
-	for i, s := range o.Spec.Solvers {
-		out.Spec.Solvers[i].Solver = solverToCore(s.Solver)
-		if s.Selector != nil {
-			out.Spec.Solvers[i].Selector = &order.Selector{DNSNames: s.Selector.DNSNames, DNSZones: s.Selector.DNSZones, MatchLabels: s.Selector.MatchLabels}
-		}
-	}
-	return out
-}
-
-// OrderStatusToCore converts an Order's status back.
-func OrderStatusToCore(s v1alpha1.OrderStatus) order.Status {
-	out := order.Status{
-		URL:               s.URL,
-		FinalizeURL:       s.FinalizeURL,
-		CertificateURL:    s.CertificateURL,
-		State:             order.State(s.State),
-		Reason:            s.Reason,
-		Certificate:       s.Certificate,
-		FailureTime:       microToCore(s.FailureTime),
-		SyncedAt:          microToCore(s.SyncedAt),
-		ChangedAt:         microToCore(s.ChangedAt),
-		Expires:           microToCore(s.Expires),
-		SpecHash:          s.SpecHash,
-		Attempts:          attemptsToCore(s.LastError, s.Transient, s.LastErrorTime, s.FailedAttempts, s.RetryAfter),
-		KeyAuthorizations: s.KeyAuthorizations,
-		ReplacesRefused:   s.ReplacesRefused,
-		ReadFirst:         s.ReadFirst,
-		BadCertificate:    s.BadCertificate,
-	}
-	for _, a := range s.Authorizations {
-		ca := order.Authorization{URL: a.URL, Identifier: a.Identifier, Wildcard: a.Wildcard, InitialState: order.State(a.InitialState), FetchedAt: microToCore(a.FetchedAt)}
+	st.Order.CreationTimestamp = o.CreationTimestamp.Time
+	st.Order.Spec = order.Spec{CSR: csrDER(o.Spec.Request), Issuer: acmeIssuerFromRef(issuerRefToCore(o.Spec.IssuerRef)),
+		CommonName: o.Spec.CommonName, DNSNames: o.Spec.DNSNames, IPAddresses: o.Spec.IPAddresses, Profile: o.Spec.Profile, Replaces: o.Spec.Replaces}
+	st.Order.Status = order.Status{URL: o.Status.URL, FinalizeURL: o.Status.FinalizeURL, Certificate: o.Status.Certificate,
+		State: order.State(o.Status.State), Reason: o.Status.Reason, FailureTime: timeToCore(o.Status.FailureTime)}
+	for _, a := range o.Status.Authorizations {
+		ca := order.Authorization{URL: a.URL, Identifier: a.Identifier, Wildcard: a.Wildcard != nil && *a.Wildcard, InitialState: order.State(a.InitialState)}
 		for _, c := range a.Challenges {
 			ca.Challenges = append(ca.Challenges, order.OfferedChallenge{Type: challenge.Type(c.Type), URL: c.URL, Token: c.Token})
 		}
-		out.Authorizations = append(out.Authorizations, ca)
+		st.Order.Status.Authorizations = append(st.Order.Status.Authorizations, ca)
 	}
-	return out
+	return st
 }
 
-// ChallengeFromCore converts a challenge into a Challenge resource.
-func ChallengeFromCore(c *challenge.Challenge) *v1alpha1.Challenge {
-	out := &v1alpha1.Challenge{
-		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace},
-		Spec: v1alpha1.ChallengeSpec{
-			AuthorizationURL: c.Spec.AuthorizationURL,
+// challengeTypes maps certlife's challenge types to cert-manager's.
+var challengeTypes = map[challenge.Type]cmacme.ACMEChallengeType{
+	challenge.TypeHTTP01: cmacme.ACMEChallengeTypeHTTP01,
+	challenge.TypeDNS01:  cmacme.ACMEChallengeTypeDNS01,
+}
+
+// ChallengeFromCore converts a challenge into a Challenge: the challenge
+// in AnnotationACMEState, and cert-manager's spec and status filled from
+// it (the states certlife has that cert-manager's schema does not,
+// deactivated and revoked, show as invalid).
+func ChallengeFromCore(c *challenge.Challenge) *cmacme.Challenge {
+	b, _ := json.Marshal(challengeState{CreationTimestamp: c.CreationTimestamp, Spec: c.Spec, Status: c.Status})
+	out := &cmacme.Challenge{
+		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, Annotations: map[string]string{AnnotationACMEState: string(b)}},
+		Spec: cmacme.ChallengeSpec{
 			URL:              c.Spec.URL,
-			Type:             string(c.Spec.Type),
+			AuthorizationURL: c.Spec.AuthorizationURL,
 			DNSName:          c.Spec.DNSName,
+			Wildcard:         c.Spec.Wildcard,
+			Type:             challengeTypes[c.Spec.Type],
 			Token:            c.Spec.Token,
 			Key:              c.Spec.Key,
-			Wildcard:         c.Spec.Wildcard,
 			Solver:           solverFromCore(c.Spec.Solver),
-			IssuerRef:        acmeIssuerFromCore(c.Spec.Issuer),
-			Account:          c.Spec.Account,
-			Expires:          microFromCore(c.Spec.Expires),
+			IssuerRef:        issuerRefFromCore(acmeIssuerToRef(c.Spec.Issuer)),
 		},
-		Status: ChallengeStatusFromCore(c.Status),
+		Status: cmacme.ChallengeStatus{
+			Processing:  c.Status.Processing,
+			Presented:   c.Status.Presented,
+			PresentedAt: timeFromCore(c.Status.PresentedAt),
+			Reason:      c.Status.Reason,
+			State:       cmacme.State(c.Status.State),
+		},
 	}
-	createdAtFromCore(&out.ObjectMeta, c.CreationTimestamp)
+	if s := c.Status.State; s == challenge.StateDeactivated || s == challenge.StateRevoked {
+		out.Status.State = cmacme.Invalid
+	}
 	return out
 }
 
-// ChallengeStatusFromCore converts a challenge's status.
-func ChallengeStatusFromCore(s challenge.Status) v1alpha1.ChallengeStatus {
-	return v1alpha1.ChallengeStatus{
-		Processing:      s.Processing,
-		Presented:       s.Presented,
-		PresentedAt:     microFromCore(s.PresentedAt),
-		State:           string(s.State),
-		Reason:          s.Reason,
-		SyncedAt:        microFromCore(s.SyncedAt),
-		ChangedAt:       microFromCore(s.ChangedAt),
-		SelfCheckAt:     microFromCore(s.SelfCheckAt),
-		SelfCheckPassed: s.SelfCheckPassed,
-		Accepted:        s.Accepted,
-		LastError:       s.LastError,
-		Transient:       s.Transient,
-		RetryAfter:      microFromCore(s.RetryAfter),
-		LastErrorTime:   microFromCore(s.LastErrorTime),
-		FailedAttempts:  s.FailedAttempts,
-		NextAttemptAt:   microFromCore(s.NextAttemptAt),
+// ChallengeToCore reads a challenge back from a Challenge: from
+// AnnotationACMEState, or — for a Challenge without it, such as the
+// reference operator's — as well as cert-manager's fields say.
+func ChallengeToCore(c *cmacme.Challenge) challenge.Challenge {
+	out := challenge.Challenge{Name: c.Name, Namespace: c.Namespace, UID: string(c.UID)}
+	var saved challengeState
+	if raw, ok := c.Annotations[AnnotationACMEState]; ok && json.Unmarshal([]byte(raw), &saved) == nil {
+		out.CreationTimestamp, out.Spec, out.Status = saved.CreationTimestamp, saved.Spec, saved.Status
+		return out
 	}
+	out.CreationTimestamp = c.CreationTimestamp.Time
+	typ := challenge.Type("")
+	for t, theirs := range challengeTypes {
+		if theirs == c.Spec.Type {
+			typ = t
+		}
+	}
+	out.Spec = challenge.Spec{AuthorizationURL: c.Spec.AuthorizationURL, URL: c.Spec.URL, Type: typ, DNSName: c.Spec.DNSName,
+		Token: c.Spec.Token, Key: c.Spec.Key, Wildcard: c.Spec.Wildcard, Solver: solverToCore(c.Spec.Solver),
+		Issuer: acmeIssuerFromRef(issuerRefToCore(c.Spec.IssuerRef))}
+	out.Status = challenge.Status{Processing: c.Status.Processing, Presented: c.Status.Presented, PresentedAt: timeToCore(c.Status.PresentedAt),
+		Reason: c.Status.Reason, State: challenge.State(c.Status.State)}
+	return out
 }
 
-// ChallengeToCore converts a Challenge resource back.
-func ChallengeToCore(c *v1alpha1.Challenge) challenge.Challenge {
-	return challenge.Challenge{
-		Name:              c.Name,
-		Namespace:         c.Namespace,
-		UID:               string(c.UID),
-		CreationTimestamp: createdAtToCore(&c.ObjectMeta),
-		Spec: challenge.Spec{
-			AuthorizationURL: c.Spec.AuthorizationURL,
-			URL:              c.Spec.URL,
-			Type:             challenge.Type(c.Spec.Type),
-			DNSName:          c.Spec.DNSName,
-			Token:            c.Spec.Token,
-			Key:              c.Spec.Key,
-			Wildcard:         c.Spec.Wildcard,
-			Solver:           solverToCore(c.Spec.Solver),
-			Issuer:           acmeIssuerToCore(c.Spec.IssuerRef),
-			Account:          c.Spec.Account,
-			Expires:          microToCore(c.Spec.Expires),
-		},
-		Status: ChallengeStatusToCore(c.Status),
+// solverFromCore shows certlife's solver as cert-manager's: HTTP-01, or
+// DNS-01 over RFC 2136 with its settings.
+func solverFromCore(s challenge.Solver) cmacme.ACMEChallengeSolver {
+	var out cmacme.ACMEChallengeSolver
+	if s.HTTP01 != nil {
+		out.HTTP01 = &cmacme.ACMEChallengeSolverHTTP01{}
 	}
+	if d := s.DNS01; d != nil {
+		out.DNS01 = &cmacme.ACMEChallengeSolverDNS01{}
+		if d.Provider == "rfc2136" {
+			out.DNS01.RFC2136 = rfc2136FromConfig(d.Config)
+		}
+	}
+	return out
 }
 
-// ChallengeStatusToCore converts a Challenge's status back.
-func ChallengeStatusToCore(s v1alpha1.ChallengeStatus) challenge.Status {
-	return challenge.Status{
-		Processing:      s.Processing,
-		Presented:       s.Presented,
-		PresentedAt:     microToCore(s.PresentedAt),
-		State:           challenge.State(s.State),
-		Reason:          s.Reason,
-		SyncedAt:        microToCore(s.SyncedAt),
-		ChangedAt:       microToCore(s.ChangedAt),
-		SelfCheckAt:     microToCore(s.SelfCheckAt),
-		SelfCheckPassed: s.SelfCheckPassed,
-		Accepted:        s.Accepted,
-		Attempts:        attemptsToCore(s.LastError, s.Transient, s.LastErrorTime, s.FailedAttempts, s.RetryAfter),
-		NextAttemptAt:   microToCore(s.NextAttemptAt),
+// solverToCore reads cert-manager's solver as certlife's.
+func solverToCore(s cmacme.ACMEChallengeSolver) challenge.Solver {
+	var out challenge.Solver
+	if s.HTTP01 != nil {
+		out.HTTP01 = &challenge.HTTP01Solver{}
 	}
+	if d := s.DNS01; d != nil {
+		out.DNS01 = &challenge.DNS01Solver{}
+		if d.RFC2136 != nil {
+			out.DNS01 = dns01Config(d.RFC2136)
+		}
+	}
+	return out
 }
 
-// attemptsToCore converts the failed-call record both statuses share.
-func attemptsToCore(lastError string, transient bool, lastErrorTime *metav1.MicroTime, failedAttempts int, retryAfter *metav1.MicroTime) retry.Attempts {
-	return retry.Attempts{LastError: lastError, Transient: transient, LastErrorTime: microToCore(lastErrorTime),
-		FailedAttempts: failedAttempts, RetryAfter: microToCore(retryAfter)}
+func acmeIssuerToRef(i challenge.Issuer) certificate.IssuerRef {
+	return certificate.IssuerRef{Name: i.Name, Kind: i.Kind, Group: i.Group}
+}
+
+func acmeIssuerFromRef(r certificate.IssuerRef) challenge.Issuer {
+	return challenge.Issuer{Name: r.Name, Kind: r.Kind, Group: r.Group}
 }
 
 // csrDER is the DER of a PEM certificate signing request; nil when it is
 // not one (the order then fails as it would with a bad CSR).
-func csrDER(s string) []byte {
-	b, _ := pem.Decode([]byte(s))
-	if b == nil {
+func csrDER(b []byte) []byte {
+	blk, _ := pem.Decode(b)
+	if blk == nil {
 		return nil
 	}
-	return b.Bytes
+	return blk.Bytes
 }

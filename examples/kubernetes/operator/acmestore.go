@@ -4,9 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 
@@ -16,10 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	cmacme "github.com/cert-manager/cert-manager/pkg/apis/acme/v1"
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+
 	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/challenge"
-
-	"github.com/certlife/certlife/examples/kubernetes/api/v1alpha1"
 )
 
 // Labels the ACME store puts on its Orders and Challenges.
@@ -45,20 +46,6 @@ func labelValue(s string) string {
 }
 
 func alnum(b byte) bool { return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' }
-
-// stepRequest is the context key of the CertificateRequest being stepped.
-type stepRequest struct{}
-
-// withRequest tells the store which request a Step is for: its Order is
-// created in the request's namespace, owned by it.
-func withRequest(ctx context.Context, cr *v1alpha1.CertificateRequest) context.Context {
-	return context.WithValue(ctx, stepRequest{}, cr)
-}
-
-func requestOf(ctx context.Context) *v1alpha1.CertificateRequest {
-	cr, _ := ctx.Value(stepRequest{}).(*v1alpha1.CertificateRequest)
-	return cr
-}
 
 // orderStore is an acmeclient.Store kept in Order and Challenge
 // resources, so ACME work survives a restart and shows in kubectl: an
@@ -87,8 +74,8 @@ type orderStore struct {
 
 // stored is a state's objects as last read or written.
 type stored struct {
-	order      *v1alpha1.Order
-	challenges map[string]*v1alpha1.Challenge
+	order      *cmacme.Order
+	challenges map[string]*cmacme.Challenge
 }
 
 func newOrderStore(c client.Client, api, cache client.Reader, issuer, namespace string) *orderStore {
@@ -97,17 +84,20 @@ func newOrderStore(c client.Client, api, cache client.Reader, issuer, namespace 
 
 var _ acmeclient.Store = (*orderStore)(nil)
 
+// errRequestGone: the request an order would be made for is deleted.
+var errRequestGone = errors.New("the request is deleted")
+
 // errNoRequest: the store was called outside a Step of a request.
 var errNoRequest = errors.New("the ACME store was called without the request being stepped")
 
 // Get reads a state from the API server.
 func (s *orderStore) Get(ctx context.Context, key string) (*acmeclient.State, error) {
-	cr := requestOf(ctx)
-	if cr == nil {
+	r := requestOf(ctx)
+	if r == nil {
 		return nil, errNoRequest
 	}
-	var o v1alpha1.Order
-	err := s.api.Get(ctx, types.NamespacedName{Namespace: cr.Namespace, Name: key}, &o)
+	var o cmacme.Order
+	err := s.api.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: key}, &o)
 	if apierrors.IsNotFound(err) {
 		s.forget(key)
 		return nil, nil
@@ -115,11 +105,11 @@ func (s *orderStore) Get(ctx context.Context, key string) (*acmeclient.State, er
 	if err != nil {
 		return nil, err
 	}
-	var cl v1alpha1.ChallengeList
-	if err := s.api.List(ctx, &cl, client.InNamespace(cr.Namespace), client.MatchingLabels{LabelACMEIssuer: s.issuer, LabelACMEOrder: labelValue(key)}); err != nil {
+	var cl cmacme.ChallengeList
+	if err := s.api.List(ctx, &cl, client.InNamespace(r.Namespace), client.MatchingLabels{LabelACMEIssuer: s.issuer, LabelACMEOrder: labelValue(key)}); err != nil {
 		return nil, err
 	}
-	st := &stored{order: &o, challenges: map[string]*v1alpha1.Challenge{}}
+	st := &stored{order: &o, challenges: map[string]*cmacme.Challenge{}}
 	for i := range cl.Items {
 		c := &cl.Items[i]
 		if ref := metav1.GetControllerOfNoCopy(c); ref != nil && ref.UID == o.UID {
@@ -134,7 +124,7 @@ func (s *orderStore) Get(ctx context.Context, key string) (*acmeclient.State, er
 
 // state converts stored objects into a state.
 func (s *orderStore) state(st *stored) *acmeclient.State {
-	out := &acmeclient.State{Order: OrderToCore(st.order, LabelACMEIssuer, LabelACMERequest), AnsweredAt: microToCore(st.order.Status.AnsweredAt)}
+	out := OrderToCore(st.order, LabelACMEIssuer, LabelACMERequest)
 	names := make([]string, 0, len(st.challenges))
 	for n := range st.challenges {
 		names = append(names, n)
@@ -143,7 +133,7 @@ func (s *orderStore) state(st *stored) *acmeclient.State {
 	for _, n := range names {
 		out.Challenges = append(out.Challenges, ChallengeToCore(st.challenges[n]))
 	}
-	return out
+	return &out
 }
 
 func (s *orderStore) forget(key string) {
@@ -152,8 +142,9 @@ func (s *orderStore) forget(key string) {
 	s.mu.Unlock()
 }
 
-// Put writes what changed: the Order (created with its spec, then its
-// status) and each Challenge (created, status updated, or deleted).
+// Put writes what changed: the Order (created with its state, then its
+// state and its status as they change) and each Challenge (created,
+// changed, or deleted).
 func (s *orderStore) Put(ctx context.Context, key string, state *acmeclient.State) error {
 	s.mu.Lock()
 	st := s.known[key]
@@ -170,36 +161,49 @@ func (s *orderStore) Put(ctx context.Context, key string, state *acmeclient.Stat
 }
 
 func (s *orderStore) put(ctx context.Context, key string, state *acmeclient.State, st *stored) error {
-	want := OrderFromCore(&state.Order)
+	want := OrderFromCore(state)
 	want.Name = key
 	want.Labels = mergeInto(want.Labels, map[string]string{LabelACMEIssuer: s.issuer})
-	want.Status.AnsweredAt = microFromCore(state.AnsweredAt)
-	normalize(&want.Status)
 	if st == nil {
-		cr := requestOf(ctx)
-		if cr == nil {
+		r := requestOf(ctx)
+		if r == nil {
 			return errNoRequest
 		}
+		// A request answered from a cache that has not seen its
+		// deletion (its issuer told to forget it a moment ago) gets no
+		// order: the API server has the last word on whether it is there.
+		var live cmapi.CertificateRequest
+		if err := s.api.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: r.Name}, &live); err != nil || string(live.UID) != r.UID || live.DeletionTimestamp != nil {
+			if err == nil || apierrors.IsNotFound(err) {
+				err = errRequestGone
+			}
+			return fmt.Errorf("creating order %s/%s for request %s/%s: %w", r.Namespace, key, r.Namespace, r.Name, err)
+		}
 		o := want.DeepCopy()
-		o.Status = v1alpha1.OrderStatus{}
-		o.Labels[LabelACMERequest] = labelValue(cr.Name)
-		o.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(cr, v1alpha1.GroupVersion.WithKind("CertificateRequest"))}
+		o.Namespace = r.Namespace
+		o.Status = cmacme.OrderStatus{}
+		o.Labels[LabelACMERequest] = labelValue(r.Name)
+		o.OwnerReferences = []metav1.OwnerReference{{APIVersion: cmapi.SchemeGroupVersion.String(), Kind: cmapi.CertificateRequestKind,
+			Name: r.Name, UID: types.UID(r.UID), Controller: new(true), BlockOwnerDeletion: new(true)}}
 		if err := s.client.Create(ctx, o); err != nil {
 			return fmt.Errorf("creating order %s/%s: %w", o.Namespace, o.Name, err)
 		}
-		st = &stored{order: o, challenges: map[string]*v1alpha1.Challenge{}}
+		st = &stored{order: o, challenges: map[string]*cmacme.Challenge{}}
 		s.mu.Lock()
 		s.known[key] = st
 		s.mu.Unlock()
 	}
-	if !equality.Semantic.DeepEqual(st.order.Status, want.Status) {
-		o := st.order.DeepCopy()
-		o.Status = want.Status
-		if err := s.client.Status().Update(ctx, o); err != nil {
-			return fmt.Errorf("updating order %s/%s: %w", o.Namespace, o.Name, err)
+	o, err := putObject(ctx, s.client, st.order, want.Annotations[AnnotationACMEState], func(o *cmacme.Order) bool {
+		if equality.Semantic.DeepEqual(o.Status, want.Status) {
+			return false
 		}
-		st.order = o
+		o.Status = want.Status
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("updating order %s/%s: %w", st.order.Namespace, st.order.Name, err)
 	}
+	st.order = o
 	seen := map[string]bool{}
 	for i := range state.Challenges {
 		c := &state.Challenges[i]
@@ -224,44 +228,64 @@ func (s *orderStore) put(ctx context.Context, key string, state *acmeclient.Stat
 
 func (s *orderStore) putChallenge(ctx context.Context, st *stored, key string, c *challenge.Challenge) error {
 	want := ChallengeFromCore(c)
-	want.Namespace = st.order.Namespace
-	normalize(&want.Status)
 	have := st.challenges[c.Name]
 	if have == nil {
 		obj := want.DeepCopy()
-		obj.Status = v1alpha1.ChallengeStatus{}
+		obj.Namespace = st.order.Namespace
+		obj.Status = cmacme.ChallengeStatus{}
 		obj.Labels = map[string]string{LabelACMEIssuer: s.issuer, LabelACMEOrder: labelValue(key)}
-		obj.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(st.order, v1alpha1.GroupVersion.WithKind("Order"))}
+		obj.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(st.order, cmacme.SchemeGroupVersion.WithKind(cmacme.OrderKind))}
 		if err := s.client.Create(ctx, obj); err != nil {
 			return fmt.Errorf("creating challenge %s/%s: %w", obj.Namespace, obj.Name, err)
 		}
 		have = obj
 		st.challenges[c.Name] = obj
 	}
-	if equality.Semantic.DeepEqual(have.Status, want.Status) {
-		return nil
-	}
-	obj := have.DeepCopy()
-	obj.Status = want.Status
-	if err := s.client.Status().Update(ctx, obj); err != nil {
-		return fmt.Errorf("updating challenge %s/%s: %w", obj.Namespace, obj.Name, err)
+	obj, err := putObject(ctx, s.client, have, want.Annotations[AnnotationACMEState], func(o *cmacme.Challenge) bool {
+		if equality.Semantic.DeepEqual(o.Status, want.Status) {
+			return false
+		}
+		o.Status = want.Status
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("updating challenge %s/%s: %w", have.Namespace, have.Name, err)
 	}
 	st.challenges[c.Name] = obj
 	return nil
 }
 
-// normalize gives a status the precision the API server keeps
-// (microseconds), so that what was written compares equal to what is
-// read back.
-func normalize[T any](v *T) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return
+// putObject brings an Order or Challenge, as last read or written, to the
+// state annotation given (a merge patch at its version) and then to the
+// status setStatus makes (the status subresource, at the version the
+// patch left), each only when it changes; it returns the object as
+// written.
+func putObject[T interface {
+	client.Object
+	DeepCopy() T
+}](ctx context.Context, c client.Client, have T, state string, setStatus func(T) bool) (T, error) {
+	cur := have
+	if cur.GetAnnotations()[AnnotationACMEState] != state {
+		patched := cur.DeepCopy()
+		a := maps.Clone(patched.GetAnnotations())
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[AnnotationACMEState] = state
+		patched.SetAnnotations(a)
+		if err := c.Patch(ctx, patched, mergePatch(cur)); err != nil {
+			return have, err
+		}
+		cur = patched
 	}
-	var out T
-	if json.Unmarshal(b, &out) == nil {
-		*v = out
+	upd := cur.DeepCopy()
+	if setStatus(upd) {
+		if err := c.Status().Update(ctx, upd); err != nil {
+			return cur, err
+		}
+		cur = upd
 	}
+	return cur, nil
 }
 
 // Delete removes a state's Order and its Challenges (Kubernetes' garbage
@@ -280,7 +304,7 @@ func (s *orderStore) Delete(ctx context.Context, key string) error {
 		// Not read nor written lately (the issuer removes an old state
 		// during another request's step): find it among the issuer's
 		// Orders.
-		var ol v1alpha1.OrderList
+		var ol cmacme.OrderList
 		opts := []client.ListOption{client.MatchingLabels{LabelACMEIssuer: s.issuer}}
 		if s.namespace != "" {
 			opts = append(opts, client.InNamespace(s.namespace))
@@ -300,7 +324,7 @@ func (s *orderStore) Delete(ctx context.Context, key string) error {
 			return nil // nothing known to delete
 		}
 	}
-	var cl v1alpha1.ChallengeList
+	var cl cmacme.ChallengeList
 	if err := s.api.List(ctx, &cl, client.InNamespace(ns), client.MatchingLabels{LabelACMEIssuer: s.issuer, LabelACMEOrder: labelValue(key)}); err != nil {
 		return err
 	}
@@ -309,7 +333,7 @@ func (s *orderStore) Delete(ctx context.Context, key string) error {
 			return err
 		}
 	}
-	o := &v1alpha1.Order{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key}}
+	o := &cmacme.Order{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key}}
 	if err := s.client.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
@@ -322,18 +346,18 @@ func (s *orderStore) List(ctx context.Context) (map[string]*acmeclient.State, er
 	if s.namespace != "" {
 		opts = append(opts, client.InNamespace(s.namespace))
 	}
-	var ol v1alpha1.OrderList
+	var ol cmacme.OrderList
 	if err := s.cache.List(ctx, &ol, opts...); err != nil {
 		return nil, err
 	}
-	var cl v1alpha1.ChallengeList
+	var cl cmacme.ChallengeList
 	if err := s.cache.List(ctx, &cl, opts...); err != nil {
 		return nil, err
 	}
 	byOrder := map[types.UID]*stored{}
 	out := make(map[string]*acmeclient.State, len(ol.Items))
 	for i := range ol.Items {
-		byOrder[ol.Items[i].UID] = &stored{order: &ol.Items[i], challenges: map[string]*v1alpha1.Challenge{}}
+		byOrder[ol.Items[i].UID] = &stored{order: &ol.Items[i], challenges: map[string]*cmacme.Challenge{}}
 	}
 	for i := range cl.Items {
 		c := &cl.Items[i]
@@ -344,8 +368,9 @@ func (s *orderStore) List(ctx context.Context) (map[string]*acmeclient.State, er
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, st := range byOrder {
-		out[st.order.Name] = s.state(st)
-		if _, ok := s.known[st.order.Name]; !ok && st.order.Status.AnsweredAt != nil {
+		state := s.state(st)
+		out[st.order.Name] = state
+		if _, ok := s.known[st.order.Name]; !ok && state.AnsweredAt != nil {
 			s.known[st.order.Name] = st // for Delete, which removes old answered states
 		}
 	}

@@ -6,17 +6,19 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/certlife/certlife/certificate"
-
-	"github.com/certlife/certlife/examples/kubernetes/api/v1alpha1"
 )
 
 // createAll creates n certificates from the CA issuer at once (from a few
@@ -30,7 +32,9 @@ func createAll(b *testing.B, h *harness, n int, algorithm string) map[string]tim
 	for range 8 {
 		wg.Go(func() {
 			for name := range names {
-				c := h.certificate(name, "ca", func(s *v1alpha1.CertificateSpec) { s.PrivateKey = &v1alpha1.PrivateKey{Algorithm: algorithm} })
+				c := h.certificate(name, "ca", func(s *cmapi.CertificateSpec) {
+					s.PrivateKey = &cmapi.CertificatePrivateKey{Algorithm: cmapi.PrivateKeyAlgorithm(algorithm)}
+				})
 				require.NoError(b, k8s.Create(h.ctx, c))
 				mu.Lock()
 				created[name] = time.Now()
@@ -59,15 +63,15 @@ func readyTimes(b *testing.B, h *harness, n int, timeout time.Duration, settled 
 		if time.Now().After(deadline) {
 			b.Fatalf("%d of %d certificates Ready after %v", len(ready), n, timeout)
 		}
-		var list v1alpha1.CertificateList
+		var list cmapi.CertificateList
 		require.NoError(b, k8s.List(h.ctx, &list, client.InNamespace(h.ns)))
 		now := time.Now()
 		for _, c := range list.Items {
 			if _, seen := ready[c.Name]; seen {
 				continue
 			}
-			if r := condition(c.Status.Conditions, certificate.ConditionReady); r != nil && r.Status == metav1.ConditionTrue &&
-				(!settled || c.Status.NextPrivateKeySecretName == "") {
+			if r := condition(c.Status.Conditions, certificate.ConditionReady); r != nil && r.Status == cmmeta.ConditionTrue &&
+				(!settled || c.Status.NextPrivateKeySecretName == nil) {
 				ready[c.Name] = now
 			}
 		}
@@ -103,6 +107,25 @@ func BenchmarkHeapPerCertificate1000(b *testing.B) {
 	benchmarkHeap(b, 1000, "ECDSA")
 }
 
+// The fleet: OPERATOR_BENCH_CERTS (1,000 unless set) cert-manager.io/v1
+// Certificates created at once through a CA Issuer (ECDSA P-256 keys).
+// It reports the seconds until all are Ready and settled
+// (s-all-ready), the live heap per certificate after GC (B/certificate),
+// API writes per issuance in all (writes/certificate) and by verb and
+// resource (<verb>-<resource>/issuance), refused updates (conflicts per
+// certificate) and the process's CPU-seconds until all were Ready
+// (cpu-s-to-ready: the operator, and the test's own polling, which is
+// small; the API server is another process). Run it on a quiet machine:
+//
+//	go test -run '^$' -bench BenchmarkFleet -benchtime 1x ./operator
+func BenchmarkFleet(b *testing.B) {
+	n := 1000
+	if v, err := strconv.Atoi(os.Getenv("OPERATOR_BENCH_CERTS")); err == nil && v > 0 {
+		n = v
+	}
+	benchmarkHeap(b, n, "ECDSA")
+}
+
 // The same with RSA 2048 keys (certlife's default): bigger keys and CSRs.
 func BenchmarkHeapPerCertificate1000RSA(b *testing.B) {
 	benchmarkHeap(b, 1000, "RSA")
@@ -115,11 +138,12 @@ func benchmarkHeap(b *testing.B, n int, algorithm string) {
 		op := h.start()
 		h.eventually("the issuer", func() bool { return issuerReady(h, "ca") })
 		h.settle(op)
+		op.writes.take()
 		before := liveHeap()
-		start := time.Now()
+		start, cpuStart := time.Now(), cpuSeconds()
 		createAll(b, h, n, algorithm)
 		readyTimes(b, h, n, 20*time.Minute, true)
-		allReady := time.Since(start)
+		allReady, cpu := time.Since(start), cpuSeconds()-cpuStart
 		h.settle(op)
 		after := liveHeap()
 		if path := os.Getenv("OPERATOR_HEAP_PROFILE"); path != "" {
@@ -139,15 +163,27 @@ func benchmarkHeap(b *testing.B, n int, algorithm string) {
 			b.ReportMetric(float64(liveHeap()-before)/float64(n), "B/certificate-later")
 		}
 		b.ReportMetric(allReady.Seconds(), "s-all-ready")
+		b.ReportMetric(cpu, "cpu-s-to-ready")
 		ok, failed := op.writes.take()
-		writes := 0
-		for _, v := range ok {
-			writes += v
+		b.ReportMetric(float64(sum(ok))/float64(n), "writes/certificate")
+		for k, v := range ok {
+			b.ReportMetric(float64(v)/float64(n), strings.NewReplacer(" ", "-", "/", "-").Replace(k)+"/issuance")
 		}
-		b.ReportMetric(float64(writes)/float64(n), "writes/certificate")
+		// The operator's writes are at the version read: a refused one is
+		// a conflict.
+		b.ReportMetric(float64(sum(failed))/float64(n), "conflicts/certificate")
 		b.Logf("writes %v, failed %v", ok, failed)
 		op.stop()
 	}
+}
+
+// cpuSeconds is the CPU time (user and system) this process has used.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 func liveHeap() uint64 {
@@ -159,10 +195,10 @@ func liveHeap() uint64 {
 }
 
 func issuerReady(h *harness, name string) bool {
-	var iss v1alpha1.Issuer
+	var iss cmapi.Issuer
 	if err := k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, &iss); err != nil {
 		return false
 	}
 	c := condition(iss.Status.Conditions, "Ready")
-	return c != nil && c.Status == metav1.ConditionTrue
+	return c != nil && c.Status == cmmeta.ConditionTrue
 }

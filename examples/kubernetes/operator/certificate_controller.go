@@ -2,19 +2,18 @@ package operator
 
 import (
 	"context"
-	"crypto"
 	"errors"
-	"fmt"
-	"io"
 	"maps"
 	"strings"
 	"sync"
 	"time"
 
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -23,377 +22,154 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/certlife/certlife/certificate"
-	"github.com/certlife/certlife/keys"
-
-	"github.com/certlife/certlife/examples/kubernetes/api/v1alpha1"
+	"github.com/certlife/certlife/certificate/host"
 )
 
-// conflictRetry is when a pass that met a conflict looks again, should
-// the watch event of the newer object not bring it back first.
-const conflictRetry = time.Second
-
-// CertificateReconciler is the Certificate controller: one pass gathers a
-// snapshot, calls certificate.Reconcile, carries out the actions in order
-// and requeues at the result's RequeueAt.
+// CertificateReconciler is the Certificate controller: each pass is one
+// host.Loop.Pass — gather from the Kubernetes store, decide with
+// certificate.Reconcile, carry out the actions in order — and the work
+// queue looks again when the pass says (Event.Next). A Certificate that
+// asks for what the operator does not serve (NotServed) is not passed to
+// the loop: its Ready condition says InvalidSpec and names the fields.
 type CertificateReconciler struct {
-	// Client writes; Gatherer reads.
-	Client   client.Client
-	Gatherer Gatherer
-	// Clock gives every decision its now.
-	Clock clock.PassiveClock
-	// Config is passed to every decision.
-	Config certificate.Config
-	// Rand is the randomness for keys, CSRs and keystores.
-	Rand     io.Reader
+	Loop *host.Loop
+	// Cache reads the Certificate; Client writes a NotServed status.
+	Cache  client.Reader
+	Client client.Client
+	// Clock is the loop's.
+	Clock    clock.PassiveClock
 	Recorder events.EventRecorder
 	Metrics  *Metrics
-	// Issuers, when set, tells ACME issuers apart, whose renewal requests
-	// name the certificate they replace.
-	Issuers *Issuers
 
-	// replaced holds, per certificate, the resourceVersion its last
-	// status write replaced, until the cache shows a newer one: a pass
-	// on that version would decide on the state before its own write.
-	replaced sync.Map // types.NamespacedName → string
+	soon soon
 }
 
-// +kubebuilder:rbac:groups=certlife.dev,resources=certificates,verbs=get;list;watch
-// +kubebuilder:rbac:groups=certlife.dev,resources=certificates/status,verbs=update
-// +kubebuilder:rbac:groups=certlife.dev,resources=certificaterequests,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;delete
+// The Certificate controller's writes, through the store.
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates/status,verbs=update
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificaterequests,verbs=get;list;watch;create;delete;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile is one pass for one Certificate.
 func (r *CertificateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	logger := log.FromContext(ctx)
-	var crt v1alpha1.Certificate
-	if err := r.Gatherer.Cache.Get(ctx, req.NamespacedName, &crt); err != nil {
+	var crt cmapi.Certificate
+	if err := r.Cache.Get(ctx, req.NamespacedName, &crt); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.replaced.Delete(req.NamespacedName)
-			return ctrl.Result{}, nil // its Secrets and requests go with it (owner references)
+			// The loop removes what it owned: its requests (their issuers
+			// told) and its next private keys. Its Secret stays, unless
+			// the Certificate owns it (EnableCertificateOwnerRef) and the
+			// garbage collector takes it.
+			r.Loop.Pass(ctx, req.Namespace, req.Name)
+			r.soon.forget(req.NamespacedName)
 		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if crt.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
-	if rv, ok := r.replaced.Load(req.NamespacedName); ok {
-		if rv == crt.ResourceVersion {
-			// The cache has not caught up with this operator's last status
-			// write; its watch event brings the next pass.
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
-		}
-		r.replaced.Delete(req.NamespacedName)
+	if problems := NotServed(&crt); len(problems) > 0 {
+		return r.notServed(ctx, &crt, problems)
 	}
+	spec := specToCore(&crt, Passwords{})
+	before := statusToCore(&crt, &spec)
+	ev, ok := r.Loop.Pass(ctx, req.Namespace, req.Name)
+	if ok {
+		r.report(ctx, &crt, &before, ev)
+	}
+	return r.soon.requeue(req.NamespacedName, ev.Next, r.Clock.Now()), nil
+}
 
-	// 1. Gather.
-	g, err := r.Gatherer.gather(ctx, &crt)
-	if err != nil {
-		r.event(&crt, corev1.EventTypeWarning, "GatherFailed", "Gather", err.Error())
-		return ctrl.Result{}, err
+// report logs a pass, records its Event and counts its metrics.
+func (r *CertificateReconciler) report(ctx context.Context, crt *cmapi.Certificate, before *certificate.Status, ev host.Event) {
+	logger := log.FromContext(ctx)
+	res := ev.Result
+	if res == nil {
+		// The store could not be read: the loop tries again.
+		logger.Info("the pass could not gather what it decides on", "error", ev.Err.Error(), "next", ev.Next)
+		r.event(crt, corev1.EventTypeWarning, "GatherFailed", "Gather", ev.Err.Error())
+		return
 	}
-	// 2. Decide.
-	now := r.Clock.Now()
-	res := certificate.Reconcile(g.snap, now, r.Config)
-	if res.Err != nil {
-		// Only a certificate without a name or UID gets here, which the
-		// API server never serves.
-		logger.Error(res.Err, "no decision can be made")
-		return ctrl.Result{}, nil
-	}
-	// 3. Carry out, in order, stopping at the first error.
-	before := crt.Status.DeepCopy()
-	backoff := backoffOf(res)
-	var done []certificate.Action
-	wroteStatus := false
-	for _, a := range res.Actions {
-		if _, ok := a.(certificate.UpdateStatus); ok {
-			wroteStatus = true
-		}
-		if err = r.carryOut(ctx, &crt, g, a, backoff, now); err != nil {
-			err = fmt.Errorf("%v: %w", a, err)
-			break
-		}
-		done = append(done, a)
-	}
-	// The backoff is the operator's addition to the status: written with
-	// certlife's status, or alone when only it changed.
-	if err == nil && !wroteStatus && !equality.Semantic.DeepEqual(crt.Status.Backoff, backoff) {
-		st := *crt.Status.DeepCopy()
-		st.Backoff = backoff
-		err = r.writeStatus(ctx, &crt, st)
-	}
-
 	logger.V(1).Info(res.Message, "stage", res.Stage, "reason", res.Reason, "issuing", res.IssuanceReason,
-		"actions", len(res.Actions), "done", len(done), "requeueAt", res.RequeueAt)
-	if len(done) > 0 && !quietReasons[res.Reason] {
+		"actions", len(res.Actions), "done", len(ev.Done), "next", ev.Next)
+	switch {
+	case ev.Err == nil:
+	case errors.Is(ev.Err, host.ErrConflict) || errors.Is(ev.Err, host.ErrAlreadyExists):
+		// Someone changed what the decision read: the loop decides again
+		// on fresh state, never overwrites.
+		logger.V(1).Info("conflict; looking again", "error", ev.Err.Error())
+	default:
+		r.event(crt, corev1.EventTypeWarning, "ActionFailed", string(res.Stage), ev.Err.Error())
+	}
+	if len(ev.Done) > 0 && !quietReasons[res.Reason] {
 		note := res.Message
-		if c := condition(before.Conditions, certificate.ConditionIssuing); res.Reason == certificate.ReasonIssued && c != nil && c.Status == metav1.ConditionTrue {
+		if c := before.Condition(certificate.ConditionIssuing); res.Reason == certificate.ReasonIssued && c != nil && c.Status == certificate.StatusTrue {
 			note += "; issued because " + issuedBecause(c)
 		}
-		r.event(&crt, eventType(res.Reason), res.Reason, string(res.Stage), note)
+		r.event(crt, eventType(res.Reason), res.Reason, string(res.Stage), note)
 	}
-	issued := before.Revision == nil && crt.Status.Revision != nil ||
-		before.Revision != nil && crt.Status.Revision != nil && *crt.Status.Revision > *before.Revision
-	r.Metrics.observe(&crt, before, &crt.Status, issued, failureOf(before, &crt.Status))
-
-	// 4. Requeue.
-	var out ctrl.Result
-	if !res.RequeueAt.IsZero() {
-		out.RequeueAfter = max(res.RequeueAt.Sub(now), time.Millisecond)
-	}
-	switch {
-	case err == nil:
-	case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || errors.Is(err, errGone):
-		// Someone changed what the decision read: decide again on fresh
-		// state, never overwrite.
-		logger.V(1).Info("conflict; looking again", "error", err.Error())
-		if out.RequeueAfter == 0 || out.RequeueAfter > conflictRetry {
-			out.RequeueAfter = conflictRetry
+	after := before
+	for _, a := range ev.Done {
+		if u, ok := a.(certificate.UpdateStatus); ok {
+			after = &u.Status
 		}
+	}
+	issued := after.Revision != nil && (before.Revision == nil || *after.Revision > *before.Revision)
+	r.Metrics.observe(crt, before, after, issued, failureOf(before, after))
+}
+
+// notServed says on the Certificate's Ready condition that its spec asks
+// for what the operator does not serve, naming each field, as certlife
+// says of any invalid spec; nothing is issued until it is changed.
+func (r *CertificateReconciler) notServed(ctx context.Context, crt *cmapi.Certificate, problems []*certificate.FieldError) (ctrl.Result, error) {
+	errs := make([]error, len(problems))
+	for i, p := range problems {
+		errs[i] = p
+	}
+	ready := cmapi.CertificateCondition{Type: cmapi.CertificateConditionReady, Status: cmmeta.ConditionFalse, Reason: certificate.ReasonInvalidSpec,
+		Message: "the spec is invalid: " + errors.Join(errs...).Error(), ObservedGeneration: crt.Generation}
+	upd := crt.DeepCopy()
+	i := slicesIndex(upd.Status.Conditions, cmapi.CertificateConditionReady)
+	switch {
+	case i < 0:
+		ready.LastTransitionTime = &metav1.Time{Time: r.Clock.Now().Truncate(time.Second)}
+		upd.Status.Conditions = append(upd.Status.Conditions, ready)
+	case upd.Status.Conditions[i].Reason == ready.Reason && upd.Status.Conditions[i].Message == ready.Message && upd.Status.Conditions[i].ObservedGeneration == ready.ObservedGeneration:
+		return ctrl.Result{}, nil // said already
 	default:
-		r.event(&crt, corev1.EventTypeWarning, "ActionFailed", string(res.Stage), err.Error())
+		ready.LastTransitionTime = upd.Status.Conditions[i].LastTransitionTime
+		if upd.Status.Conditions[i].Status != ready.Status || ready.LastTransitionTime == nil {
+			ready.LastTransitionTime = &metav1.Time{Time: r.Clock.Now().Truncate(time.Second)}
+		}
+		upd.Status.Conditions[i] = ready
+	}
+	if err := r.Client.Status().Update(ctx, upd); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: time.Second}, nil
+		}
 		return ctrl.Result{}, err
 	}
-	return out, nil
+	r.event(crt, corev1.EventTypeWarning, certificate.ReasonInvalidSpec, "Validate", ready.Message)
+	return ctrl.Result{}, nil
 }
 
-// errGone: an object the decision read at a version is gone.
-var errGone = errors.New("the object the decision read is gone")
-
-// carryOut does what an action's doc in package certificate says.
-func (r *CertificateReconciler) carryOut(ctx context.Context, crt *v1alpha1.Certificate, g *gathered, a certificate.Action, backoff *v1alpha1.BackoffStatus, now time.Time) error {
-	switch a := a.(type) {
-	case certificate.GenerateKey:
-		return r.generateKey(ctx, crt, g, a)
-
-	case certificate.CreateRequest:
-		key, err := r.privateKey(ctx, crt.Namespace, g, a.KeySecretName)
-		if err != nil {
-			return err
-		}
-		req := a.Request
-		if req.Spec.Request, err = keys.BuildCSR(r.Rand, a.Template, key); err != nil {
-			return err
-		}
-		obj := RequestFromCore(&req, crt)
-		obj.CreationTimestamp = metav1.Time{}
-		obj.Namespace = crt.Namespace
-		if err := r.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err // AlreadyExists: made by an earlier pass, seen by a stale cache
-		}
-		return nil
-
-	case certificate.DeleteRequest:
-		obj := &v1alpha1.CertificateRequest{ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: crt.Namespace}}
-		return r.delete(ctx, obj, uidOf(g.requests, a.Name))
-
-	case certificate.DeleteSecret:
-		obj := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: crt.Namespace}}
-		return r.delete(ctx, obj, uidOf(g.nextKeys, a.Name))
-
-	case certificate.WriteSecret:
-		return r.writeSecret(ctx, crt, g, a)
-
-	case certificate.UpdateStatus:
-		st := StatusFromCore(a.Status)
-		st.Backoff = backoff
-		return r.writeStatus(ctx, crt, st)
-	}
-	return fmt.Errorf("unknown action %T", a)
-}
-
-// generateKey creates the next-private-key Secret: labelled, owned by the
-// certificate, tls.key in PKCS#8 — a new key, or a copy of ReuseFrom's.
-func (r *CertificateReconciler) generateKey(ctx context.Context, crt *v1alpha1.Certificate, g *gathered, a certificate.GenerateKey) error {
-	var pemKey []byte
-	if a.ReuseFrom != "" {
-		from := g.target
-		if from == nil || from.Name != a.ReuseFrom {
-			var err error
-			if from, err = r.Gatherer.secret(ctx, crt.Namespace, a.ReuseFrom); err != nil {
-				return err
-			}
-		}
-		if from == nil || len(from.Data[keys.SecretPrivateKey]) == 0 {
-			return fmt.Errorf("secret %s holds no key to reuse", a.ReuseFrom)
-		}
-		pemKey = from.Data[keys.SecretPrivateKey]
-	} else {
-		key, err := keys.Generate(r.Rand, a.Spec)
-		if err != nil {
-			return err
-		}
-		if pemKey, err = keys.EncodePrivateKey(key, keys.EncodingPKCS8); err != nil {
-			return err
+func slicesIndex(cs []cmapi.CertificateCondition, t cmapi.CertificateConditionType) int {
+	for i := range cs {
+		if cs[i].Type == t {
+			return i
 		}
 	}
-	s := SecretFromCore(&certificate.Secret{
-		ObjectMeta: certificate.ObjectMeta{Name: a.SecretName, Namespace: crt.Namespace, OwnerUID: a.OwnerUID,
-			Labels: map[string]string{certificate.LabelNextPrivateKey: "true", LabelManaged: "true"}},
-		Data: map[string][]byte{keys.SecretPrivateKey: pemKey},
-	}, crt)
-	s.Type = corev1.SecretTypeOpaque
-	if err := r.Client.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err // AlreadyExists: an earlier pass made it
-	}
-	return nil
-}
-
-// writeSecret writes the data keys.SecretData makes into the Secret,
-// merging labels and annotations and making the certificate its
-// controller — over the version the decision read, or, when the decision
-// saw no Secret, into a new one (or whatever is there by now).
-func (r *CertificateReconciler) writeSecret(ctx context.Context, crt *v1alpha1.Certificate, g *gathered, a certificate.WriteSecret) error {
-	key, err := r.privateKey(ctx, crt.Namespace, g, a.KeySecretName)
-	if err != nil {
-		return err
-	}
-	data, err := keys.SecretData(r.Rand, key, a.Chain, a.CA, a.Output)
-	if err != nil {
-		return err
-	}
-	var s *corev1.Secret
-	switch {
-	case a.ResourceVersion != "":
-		if g.target == nil || g.target.ResourceVersion != a.ResourceVersion {
-			return fmt.Errorf("secret %s: %w", a.Name, errGone)
-		}
-		s = g.target.DeepCopy()
-	default:
-		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: crt.Namespace}, Type: corev1.SecretTypeTLS}
-	}
-	fill := func(s *corev1.Secret) error {
-		s.Labels = mergeInto(s.Labels, a.Labels)
-		s.Annotations = mergeInto(s.Annotations, a.Annotations)
-		s.Data = data
-		if a.OwnerUID == string(crt.UID) {
-			return setController(s, crt)
-		}
-		return nil
-	}
-	if err := fill(s); err != nil {
-		return err
-	}
-	if s.ResourceVersion != "" {
-		return r.Client.Update(ctx, s) // precondition: the version read
-	}
-	err = r.Client.Create(ctx, s)
-	if !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	// The decision saw no Secret; one is there now: update whatever is
-	// there, at the version just read.
-	s = &corev1.Secret{}
-	if err := r.Gatherer.API.Get(ctx, types.NamespacedName{Namespace: crt.Namespace, Name: a.Name}, s); err != nil {
-		return err
-	}
-	if err := fill(s); err != nil {
-		return err
-	}
-	return r.Client.Update(ctx, s)
-}
-
-// writeStatus writes st as crt's status at the version read, unless it is
-// what is stored. crt takes the new version.
-func (r *CertificateReconciler) writeStatus(ctx context.Context, crt *v1alpha1.Certificate, st v1alpha1.CertificateStatus) error {
-	if equality.Semantic.DeepEqual(crt.Status, st) {
-		return nil
-	}
-	upd := crt.DeepCopy()
-	upd.Status = st
-	if err := r.Client.Status().Update(ctx, upd); err != nil {
-		return err
-	}
-	r.replaced.Store(client.ObjectKeyFromObject(crt), crt.ResourceVersion)
-	*crt = *upd
-	return nil
-}
-
-// delete deletes obj, only while it is the object the decision read (its
-// UID, when known): a newer object of the same name is left alone. NotFound
-// is success, and so is a newer object: the one meant is gone.
-func (r *CertificateReconciler) delete(ctx context.Context, obj client.Object, uid types.UID) error {
-	var opts []client.DeleteOption
-	if uid != "" {
-		opts = append(opts, client.Preconditions{UID: &uid})
-	}
-	err := r.Client.Delete(ctx, obj, opts...)
-	if apierrors.IsNotFound(err) || uid != "" && apierrors.IsConflict(err) {
-		return nil
-	}
-	return err
-}
-
-// privateKey decodes tls.key of a Secret the snapshot holds (the target or
-// a next private key), else of one read now.
-func (r *CertificateReconciler) privateKey(ctx context.Context, namespace string, g *gathered, name string) (crypto.Signer, error) {
-	s := g.nextKeys[name]
-	if s == nil && g.target != nil && g.target.Name == name {
-		s = g.target
-	}
-	if s == nil {
-		var err error
-		if s, err = r.Gatherer.secret(ctx, namespace, name); err != nil {
-			return nil, err
-		}
-		if s == nil {
-			return nil, fmt.Errorf("secret %s: %w", name, errGone)
-		}
-	}
-	key, err := keys.DecodePrivateKey(s.Data[keys.SecretPrivateKey])
-	if err != nil {
-		return nil, fmt.Errorf("secret %s: %w", name, err)
-	}
-	return key, nil
-}
-
-// setController makes crt the controller of s. A Secret controlled by
-// another Certificate (one that gave it up) is taken over; one controlled
-// by anything else is left alone, with an error.
-func setController(s *corev1.Secret, crt *v1alpha1.Certificate) error {
-	refs := s.OwnerReferences[:0:0]
-	for _, ref := range s.OwnerReferences {
-		if ref.Controller == nil || !*ref.Controller || ref.UID == crt.UID {
-			refs = append(refs, ref)
-			continue
-		}
-		if ref.Kind != "Certificate" || ref.APIVersion != v1alpha1.GroupVersion.String() {
-			return fmt.Errorf("secret %s is controlled by %s %s, not by a Certificate: refusing to write it", s.Name, ref.Kind, ref.Name)
-		}
-	}
-	for i := range refs {
-		if refs[i].UID == crt.UID {
-			refs[i] = ownerReference(crt)
-			s.OwnerReferences = refs
-			return nil
-		}
-	}
-	s.OwnerReferences = append(refs, ownerReference(crt))
-	return nil
-}
-
-// backoffOf is the operator's record of a backoff: the trigger's word and
-// deadline while it holds issuance back, nil otherwise.
-func backoffOf(res certificate.Result) *v1alpha1.BackoffStatus {
-	for _, s := range res.Steps {
-		if s.Stage == certificate.StageTrigger && s.Reason == certificate.ReasonBackoff && !s.RequeueAt.IsZero() {
-			return &v1alpha1.BackoffStatus{NextAttemptTime: metav1.NewTime(s.RequeueAt.Truncate(time.Second)), Message: s.Message}
-		}
-	}
-	return nil
+	return -1
 }
 
 // failureOf is the reason of a failure the status newly records, "" for
 // none.
-func failureOf(before, after *v1alpha1.CertificateStatus) string {
-	if after.LastFailureTime == nil || before.LastFailureTime != nil && before.LastFailureTime.Equal(after.LastFailureTime) {
+func failureOf(before, after *certificate.Status) string {
+	if after.LastFailureTime == nil || before.LastFailureTime != nil && before.LastFailureTime.Equal(*after.LastFailureTime) {
 		return ""
 	}
-	for _, c := range after.Conditions {
-		if c.Type == certificate.ConditionIssuing && c.Status == metav1.ConditionFalse {
-			return c.Reason
-		}
+	if c := after.Condition(certificate.ConditionIssuing); c != nil && c.Status == certificate.StatusFalse {
+		return c.Reason
 	}
 	return "Unknown"
 }
@@ -402,7 +178,7 @@ func failureOf(before, after *v1alpha1.CertificateStatus) string {
 // the reason and the trigger's words, which certlife keeps at the head of
 // the message while it adds what the issuance waits for ("secret web-tls
 // does not exist; request web-1 is waiting for the issuer: …").
-func issuedBecause(issuing *metav1.Condition) string {
+func issuedBecause(issuing *certificate.Condition) string {
 	why := issuing.Message
 	for _, sep := range []string{"; request ", "; no issuer has answered request "} {
 		if i := strings.Index(why, sep); i >= 0 {
@@ -440,14 +216,18 @@ func eventType(reason string) string {
 }
 
 // event records an Event on crt; a note is at most 1 KiB.
-func (r *CertificateReconciler) event(crt *v1alpha1.Certificate, typ, reason, action, note string) {
-	if r.Recorder == nil {
+func (r *CertificateReconciler) event(crt runtime.Object, typ, reason, action, note string) {
+	recordEvent(r.Recorder, crt, nil, typ, reason, action, note)
+}
+
+func recordEvent(rec events.EventRecorder, regarding, related runtime.Object, typ, reason, action, note string) {
+	if rec == nil {
 		return
 	}
 	if len(note) > 1000 {
 		note = note[:1000] + "…"
 	}
-	r.Recorder.Eventf(crt, nil, typ, reason, action, "%s", note)
+	rec.Eventf(regarding, related, typ, reason, action, "%s", note)
 }
 
 func mergeInto(dst, src map[string]string) map[string]string {
@@ -461,20 +241,39 @@ func mergeInto(dst, src map[string]string) map[string]string {
 	return dst
 }
 
-func condition(cs []metav1.Condition, t string) *metav1.Condition {
-	for i := range cs {
-		if cs[i].Type == t {
-			return &cs[i]
-		}
+// soon spaces out the passes of an object whose last pass asked to be
+// looked at again at once (its own writes' watch events queued it, or a
+// conflict): 5 ms, doubling to a minute while that goes on, so that a
+// pass that keeps asking costs little; a pass that names a later time,
+// or none, starts again from 5 ms.
+type soon struct{ n sync.Map } // types.NamespacedName → int
+
+const (
+	soonMin = 5 * time.Millisecond
+	soonMax = time.Minute
+)
+
+// requeue is the work queue's answer to a pass that named next (zero:
+// only when a watch event comes).
+func (s *soon) requeue(key types.NamespacedName, next, now time.Time) ctrl.Result {
+	switch {
+	case next.IsZero():
+		s.n.Delete(key)
+		return ctrl.Result{}
+	case next.After(now):
+		s.n.Delete(key)
+		return ctrl.Result{RequeueAfter: next.Sub(now)}
 	}
-	return nil
+	n := 0
+	if v, ok := s.n.Load(key); ok {
+		n = v.(int)
+	}
+	s.n.Store(key, n+1)
+	d := soonMin
+	for i := 0; i < n && d < soonMax; i++ {
+		d *= 2
+	}
+	return ctrl.Result{RequeueAfter: min(d, soonMax)}
 }
 
-// uidOf is the UID of the object of that name the snapshot holds, "" for
-// none.
-func uidOf[T client.Object](objs map[string]T, name string) types.UID {
-	if o, ok := objs[name]; ok {
-		return o.GetUID()
-	}
-	return ""
-}
+func (s *soon) forget(key types.NamespacedName) { s.n.Delete(key) }

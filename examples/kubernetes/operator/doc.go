@@ -1,56 +1,37 @@
 // Package operator is a Kubernetes operator built on certlife's public
-// packages with controller-runtime: its controllers gather, call certlife,
-// and carry out what certlife decides.
+// packages with controller-runtime, serving cert-manager's API:
+// cert-manager.io/v1 Certificates, CertificateRequests, Issuers and
+// ClusterIssuers, and acme.cert-manager.io/v1 Orders and Challenges, with
+// the reference operator's own Go types and CRDs.
 //
-//   - The Certificate controller gathers a certificate.Snapshot (Gatherer),
-//     calls certificate.Reconcile once per pass, and carries out the
-//     actions in order, exactly as their docs in package certificate say:
-//     keys and CSRs from package keys, deterministic names whose
-//     AlreadyExists is success, deletions whose NotFound is success (and
-//     which never reach a newer object of the same name), a Secret written
-//     only over the version the decision read, the status last with the
-//     version read. A conflict ends the pass and requeues; nothing is
-//     overwritten. RequeueAfter is the result's RequeueAt.
-//   - The CertificateRequest controller answers requests for CA and
-//     SelfSigned issuers through certlife's issuer contract, with package
-//     certificate/localca, and for ACME issuers with package acmeclient.
+//   - The Certificate controller is certlife's host loop
+//     (certificate/host): each pass is Loop.Pass over a host.Store kept
+//     in the Kubernetes API (store.go) — Certificates, Secrets and
+//     CertificateRequests read from the cache (a Secret the cache misses
+//     from the API server), written with the resource version read, and
+//     converted to and from certlife's types (convert.go). The loop
+//     gathers, decides with certificate.Reconcile, carries out the
+//     actions in order, and says when to look again.
+//   - The CertificateRequest controller answers the requests of the
+//     issuers the operator serves — Issuers and ClusterIssuers of
+//     cert-manager.io with a ca, selfSigned or acme configuration — with
+//     Loop.Answer through certlife's issuer contract (package
+//     certificate/localca; package acmeclient, its orders and challenges
+//     kept in Order and Challenge resources). It approves every request
+//     with neither an Approved nor a Denied condition, as the reference
+//     operator's approver does (Options.DisableApprover turns that off),
+//     and leaves a request of any other group to that group's issuer.
 //   - The Issuer and ClusterIssuer controllers say in status whether an
-//     issuer can sign.
+//     issuer can sign, and register ACME accounts.
 //
-// Only Secrets the operator manages are cached (those labelled
-// LabelManaged); a target Secret that is not in the cache is read from the
-// API server directly, and one the API server does not have either is
-// confirmed missing to certlife (certificate.Snapshot.SecretAbsenceConfirmed).
-// A request whose issuer cannot sign yet stays Pending with the reason,
-// and its Certificate gets a Warning Event (ReasonIssuerNotReady).
-// Conversions between the API types and certlife's
-// snapshot types are in tocore.go and fromcore.go.
+// Only Secrets labelled LabelManaged (cert-manager's own label) are
+// cached. A request whose issuer cannot sign yet stays Pending with the
+// reason, and its Certificate gets a Warning Event
+// (ReasonIssuerNotReady). A Certificate that asks for what certlife does
+// not serve is refused with InvalidSpec naming the field (NotServed).
 package operator
 
-// Leader election holds a Lease.
+// Leader election holds a Lease and records its Events (a replica
+// became the leader) through the core Events API.
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
-
-// Labels and annotations of the operator (certlife's own are in package
-// certificate).
-const (
-	// LabelManaged marks every Secret the operator writes — targets and
-	// next private keys — with the value "true". Only Secrets with it are
-	// held in the operator's cache; certlife puts it back on a target
-	// Secret that lost it (it joins spec.secretTemplate's labels).
-	LabelManaged = "operator.certlife.dev/managed"
-)
-
-// Field indexes the controllers look objects up by.
-const (
-	// indexOwner: the UID of an object's controller (Secrets and
-	// CertificateRequests).
-	indexOwner = "operator.certlife.dev/owner"
-	// indexSecretName: a Certificate's spec.secretName.
-	indexSecretName = "operator.certlife.dev/secret-name"
-	// indexIssuer: a CertificateRequest's issuer, "Kind/name".
-	indexIssuer = "operator.certlife.dev/issuer"
-	// indexCASecret: the CA Secret an Issuer or ClusterIssuer signs with.
-	indexCASecret = "operator.certlife.dev/ca-secret"
-	// indexChallengeToken: a Challenge's token.
-	indexChallengeToken = "operator.certlife.dev/challenge-token"
-)
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch

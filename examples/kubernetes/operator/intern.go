@@ -8,12 +8,11 @@ import (
 	"unsafe"
 	"weak"
 
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/certlife/certlife/keys"
-
-	"github.com/certlife/certlife/examples/kubernetes/api/v1alpha1"
 )
 
 // interner lets cached objects share equal byte strings and strings:
@@ -118,9 +117,16 @@ func (in *interner) meta(m *metav1.ObjectMeta) {
 	}
 }
 
-func (in *interner) conditions(cs []metav1.Condition) {
+func (in *interner) certificateConditions(cs []cmapi.CertificateCondition) {
 	for i := range cs {
-		cs[i].Type, cs[i].Reason = in.str(cs[i].Type), in.str(cs[i].Reason)
+		cs[i].Type, cs[i].Reason = cmapi.CertificateConditionType(in.str(string(cs[i].Type))), in.str(cs[i].Reason)
+	}
+}
+
+func (in *interner) requestConditions(cs []cmapi.CertificateRequestCondition) {
+	for i := range cs {
+		cs[i].Type, cs[i].Reason = cmapi.CertificateRequestConditionType(in.str(string(cs[i].Type))), in.str(cs[i].Reason)
+		cs[i].Message = in.str(cs[i].Message)
 	}
 }
 
@@ -136,14 +142,14 @@ func (in *interner) transform(obj any) (any, error) {
 				o.Data[k] = in.shareBytes(b)
 			}
 		}
-	case *v1alpha1.CertificateRequest:
+	case *cmapi.CertificateRequest:
 		in.meta(&o.ObjectMeta)
 		o.Status.Certificate = in.shareBytes(o.Status.Certificate)
 		o.Status.CA = in.shareBytes(o.Status.CA)
-		in.conditions(o.Status.Conditions)
-	case *v1alpha1.Certificate:
+		in.requestConditions(o.Status.Conditions)
+	case *cmapi.Certificate:
 		in.meta(&o.ObjectMeta)
-		in.conditions(o.Status.Conditions)
+		in.certificateConditions(o.Status.Conditions)
 	}
 	return obj, nil
 }

@@ -7,14 +7,13 @@ import (
 	"time"
 	"unsafe"
 
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/certlife/certlife/keys"
-
-	"github.com/certlife/certlife/examples/kubernetes/api/v1alpha1"
 )
 
 // The cache transform replaces fields only with equal values, and equal
@@ -27,8 +26,8 @@ func TestTransformSharesEqualValues(t *testing.T) {
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}},
 		Annotations:   map[string]string{corev1.LastAppliedConfigAnnotation: "{}", "a": "b"}},
 		Data: map[string][]byte{keys.SecretCertificate: bytes.Clone(chain), keys.SecretCA: bytes.Clone(ca), keys.SecretPrivateKey: []byte("key")}}
-	r := &v1alpha1.CertificateRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "ns"},
-		Status: v1alpha1.CertificateRequestStatus{Certificate: bytes.Clone(chain), CA: bytes.Clone(ca)}}
+	r := &cmapi.CertificateRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "ns"},
+		Status: cmapi.CertificateRequestStatus{Certificate: bytes.Clone(chain), CA: bytes.Clone(ca)}}
 	want := s.DeepCopy()
 	want.ManagedFields = nil
 	delete(want.Annotations, corev1.LastAppliedConfigAnnotation)

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zapcore"
@@ -22,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,7 +41,6 @@ import (
 	"github.com/certlife/certlife/certificate/localca"
 	"github.com/certlife/certlife/keys"
 
-	"github.com/certlife/certlife/examples/kubernetes/api/v1alpha1"
 	"github.com/certlife/certlife/examples/kubernetes/operator"
 )
 
@@ -280,8 +282,8 @@ func (h *harness) elect(mo *manager.Options, _ *operator.Options) {
 func (h *harness) caIssuer(name string) *localca.CA {
 	h.t.Helper()
 	ca := h.caSecret(name + "-ca")
-	h.create(&v1alpha1.Issuer{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns},
-		Spec: v1alpha1.IssuerSpec{CA: &v1alpha1.CAIssuer{SecretName: name + "-ca"}}})
+	h.create(&cmapi.Issuer{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns},
+		Spec: cmapi.IssuerSpec{IssuerConfig: cmapi.IssuerConfig{CA: &cmapi.CAIssuer{SecretName: name + "-ca"}}}})
 	return ca
 }
 
@@ -364,11 +366,11 @@ func (h *harness) create(obj client.Object) {
 }
 
 // certificate is a Certificate for name.example from issuer, ECDSA.
-func (h *harness) certificate(name, issuer string, mod ...func(*v1alpha1.CertificateSpec)) *v1alpha1.Certificate {
-	c := &v1alpha1.Certificate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns}, Spec: v1alpha1.CertificateSpec{
+func (h *harness) certificate(name, issuer string, mod ...func(*cmapi.CertificateSpec)) *cmapi.Certificate {
+	c := &cmapi.Certificate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns}, Spec: cmapi.CertificateSpec{
 		SecretName: name + "-tls", DNSNames: []string{name + ".example"},
-		IssuerRef:  v1alpha1.IssuerReference{Name: issuer},
-		PrivateKey: &v1alpha1.PrivateKey{Algorithm: "ECDSA"},
+		IssuerRef:  cmmeta.IssuerReference{Name: issuer},
+		PrivateKey: &cmapi.CertificatePrivateKey{Algorithm: cmapi.ECDSAKeyAlgorithm},
 	}}
 	for _, f := range mod {
 		f(&c.Spec)
@@ -376,11 +378,24 @@ func (h *harness) certificate(name, issuer string, mod ...func(*v1alpha1.Certifi
 	return c
 }
 
-func (h *harness) get(name string) *v1alpha1.Certificate {
+func (h *harness) get(name string) *cmapi.Certificate {
 	h.t.Helper()
-	var c v1alpha1.Certificate
+	var c cmapi.Certificate
 	require.NoError(h.t, k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, &c))
 	return &c
+}
+
+// edit changes a Certificate as a user would: read, change, update, and
+// again on a conflict (the operator writes its status meanwhile).
+func (h *harness) edit(name string, change func(*cmapi.Certificate)) *cmapi.Certificate {
+	h.t.Helper()
+	var c *cmapi.Certificate
+	require.NoError(h.t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		c = h.get(name)
+		change(c)
+		return k8s.Update(h.ctx, c)
+	}))
+	return c
 }
 
 // eventually waits until cond holds, for at most a minute.
@@ -395,40 +410,58 @@ func (h *harness) eventually(what string, cond func() bool) {
 	}
 }
 
+// isReady reports whether the certificate is Ready at revision rev, its
+// issuance done (no next private key).
+func isReady(c *cmapi.Certificate, rev int) bool {
+	ready := condition(c.Status.Conditions, certificate.ConditionReady)
+	return ready != nil && ready.Status == cmmeta.ConditionTrue && c.Status.Revision != nil && *c.Status.Revision == rev &&
+		c.Status.NextPrivateKeySecretName == nil
+}
+
 // isReady reports whether the certificate is Ready at revision rev.
 func (h *harness) isReady(name string, rev int) bool {
-	c := &v1alpha1.Certificate{}
+	c := &cmapi.Certificate{}
 	if err := k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, c); err != nil {
 		return false
 	}
-	ready := condition(c.Status.Conditions, certificate.ConditionReady)
-	return ready != nil && ready.Status == metav1.ConditionTrue && c.Status.Revision != nil && *c.Status.Revision == rev &&
-		c.Status.NextPrivateKeySecretName == ""
+	return isReady(c, rev)
 }
 
 // waitReady waits until the certificate is Ready at revision rev.
-func (h *harness) waitReady(name string, rev int) *v1alpha1.Certificate {
+func (h *harness) waitReady(name string, rev int) *cmapi.Certificate {
 	h.t.Helper()
-	var c *v1alpha1.Certificate
+	var c *cmapi.Certificate
 	h.eventually(fmt.Sprintf("%s Ready at revision %d", name, rev), func() bool {
-		c = &v1alpha1.Certificate{}
+		c = &cmapi.Certificate{}
 		if err := k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, c); err != nil {
 			return false
 		}
-		ready := condition(c.Status.Conditions, certificate.ConditionReady)
-		return ready != nil && ready.Status == metav1.ConditionTrue && c.Status.Revision != nil && *c.Status.Revision == rev &&
-			c.Status.NextPrivateKeySecretName == ""
+		return isReady(c, rev)
 	})
 	return c
 }
 
-func condition(cs []metav1.Condition, t string) *metav1.Condition {
+// condition finds a condition of type t among a Certificate's, a
+// CertificateRequest's or an Issuer's.
+func condition[C cmapi.CertificateCondition | cmapi.CertificateRequestCondition | cmapi.IssuerCondition](cs []C, t string) *C {
 	for i := range cs {
-		if cs[i].Type == t {
+		if conditionType(cs[i]) == t {
 			return &cs[i]
 		}
 	}
 	return nil
+}
+
+func conditionType(c any) string {
+	switch c := c.(type) {
+	case cmapi.CertificateCondition:
+		return string(c.Type)
+	case cmapi.CertificateRequestCondition:
+		return string(c.Type)
+	case cmapi.IssuerCondition:
+		return string(c.Type)
+	}
+	return ""
 }
 
 // settle waits until the operator has made no write for a while.
@@ -449,20 +482,20 @@ func (h *harness) secret(name string) (*corev1.Secret, error) {
 	return &s, err
 }
 
-func (h *harness) requests() []v1alpha1.CertificateRequest {
+func (h *harness) requests() []cmapi.CertificateRequest {
 	h.t.Helper()
-	var l v1alpha1.CertificateRequestList
+	var l cmapi.CertificateRequestList
 	require.NoError(h.t, k8s.List(h.ctx, &l, client.InNamespace(h.ns)))
 	return l.Items
 }
 
 // watchCertificate records every version of a certificate the API server
 // serves after the one it has now, in order, until the test ends.
-func (h *harness) watchCertificate(name string) func() []v1alpha1.Certificate {
+func (h *harness) watchCertificate(name string) func() []cmapi.Certificate {
 	h.t.Helper()
 	wc, err := client.NewWithWatch(restConfig, client.Options{Scheme: operator.Scheme()})
 	require.NoError(h.t, err)
-	w, err := wc.Watch(h.ctx, &v1alpha1.CertificateList{}, &client.ListOptions{
+	w, err := wc.Watch(h.ctx, &cmapi.CertificateList{}, &client.ListOptions{
 		Namespace:     h.ns,
 		FieldSelector: fields.OneTermEqualSelector("metadata.name", name),
 		Raw:           &metav1.ListOptions{ResourceVersion: h.get(name).ResourceVersion},
@@ -471,18 +504,18 @@ func (h *harness) watchCertificate(name string) func() []v1alpha1.Certificate {
 	h.t.Cleanup(w.Stop)
 	var (
 		mu   sync.Mutex
-		seen []v1alpha1.Certificate
+		seen []cmapi.Certificate
 	)
 	go func() {
 		for ev := range w.ResultChan() {
-			if c, ok := ev.Object.(*v1alpha1.Certificate); ok {
+			if c, ok := ev.Object.(*cmapi.Certificate); ok {
 				mu.Lock()
 				seen = append(seen, *c)
 				mu.Unlock()
 			}
 		}
 	}()
-	return func() []v1alpha1.Certificate {
+	return func() []cmapi.Certificate {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(seen)

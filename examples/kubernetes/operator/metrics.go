@@ -4,13 +4,12 @@ import (
 	"context"
 	"sync/atomic"
 
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/renewal"
-
-	"github.com/certlife/certlife/examples/kubernetes/api/v1alpha1"
 )
 
 // Metrics are the operator's Prometheus metrics. Register them with
@@ -112,7 +111,7 @@ func (c *certificateCollector) Collect(ch chan<- prometheus.Metric) {
 	if r == nil {
 		return
 	}
-	var list v1alpha1.CertificateList
+	var list cmapi.CertificateList
 	if err := (*r).List(context.Background(), &list, client.UnsafeDisableDeepCopy); err != nil {
 		return
 	}
@@ -127,7 +126,7 @@ func (c *certificateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ready := certificate.StatusUnknown
 		for _, cond := range crt.Status.Conditions {
-			if cond.Type == certificate.ConditionReady {
+			if cond.Type == cmapi.CertificateConditionReady {
 				ready = string(cond.Status)
 			}
 		}
@@ -142,13 +141,13 @@ func (c *certificateCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // observe counts what changed in crt's status during a pass.
-func (m *Metrics) observe(crt *v1alpha1.Certificate, before, after *v1alpha1.CertificateStatus, issued bool, failure string) {
+func (m *Metrics) observe(crt *cmapi.Certificate, before, after *certificate.Status, issued bool, failure string) {
 	if m == nil {
 		return
 	}
 	kind := crt.Spec.IssuerRef.Kind
 	if kind == "" {
-		kind = certificate.DefaultIssuerKind
+		kind = cmapi.IssuerKind
 	}
 	iss := []string{crt.Namespace, kind, crt.Spec.IssuerRef.Name}
 	if issued {
@@ -171,15 +170,11 @@ func (m *Metrics) answered(namespace, kind, name, answer string) {
 	}
 }
 
-func turnedTrue(before, after *v1alpha1.CertificateStatus, t string) bool {
+func turnedTrue(before, after *certificate.Status, t string) bool {
 	return conditionTrue(after, t) && !conditionTrue(before, t)
 }
 
-func conditionTrue(s *v1alpha1.CertificateStatus, t string) bool {
-	for _, c := range s.Conditions {
-		if c.Type == t {
-			return c.Status == "True"
-		}
-	}
-	return false
+func conditionTrue(s *certificate.Status, t string) bool {
+	c := s.Condition(t)
+	return c != nil && c.Status == certificate.StatusTrue
 }

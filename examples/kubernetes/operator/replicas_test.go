@@ -6,10 +6,9 @@ import (
 	"testing"
 	"time"
 
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/certlife/certlife/certificate"
 )
 
 // Two replicas with leader election: only the leader acts; when it stops,
@@ -77,7 +76,7 @@ func TestStaleCachesMakeOneRequestPerRevision(t *testing.T) {
 	reqs := h.requests()
 	perRevision := map[string]int{}
 	for _, r := range reqs {
-		perRevision[r.Annotations[certificate.AnnotationCertificateName]+"@"+r.Annotations[certificate.AnnotationRevision]]++
+		perRevision[r.Annotations[cmapi.CertificateNameKey]+"@"+r.Annotations[cmapi.CertificateRequestRevisionAnnotationKey]]++
 	}
 	require.Len(t, perRevision, n)
 	for k, v := range perRevision {

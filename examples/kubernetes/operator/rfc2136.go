@@ -2,9 +2,17 @@ package operator
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -12,10 +20,10 @@ import (
 
 	"github.com/miekg/dns"
 
+	cmacme "github.com/cert-manager/cert-manager/pkg/apis/acme/v1"
+
 	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/challenge"
-
-	"github.com/certlife/certlife/examples/kubernetes/api/v1alpha1"
 )
 
 // RFC2136 publishes DNS-01 TXT records with RFC 2136 dynamic updates to a
@@ -39,9 +47,10 @@ type RFC2136 struct {
 	Zone string
 	// TSIGKeyName names the TSIG key. Empty means unsigned updates.
 	TSIGKeyName string
-	// TSIGAlgorithm is the key's algorithm: "HMACSHA256" (the default
-	// when a key is set), "HMACSHA384" or "HMACSHA512", as the
-	// Issuer's spec spells them.
+	// TSIGAlgorithm is the key's algorithm, as the Issuer's spec spells
+	// it (in any case): "HMACMD5" (the default when a key is set, as it
+	// is cert-manager's), "HMACSHA1", "HMACSHA256", "HMACSHA384" or
+	// "HMACSHA512".
 	TSIGAlgorithm string
 	// TSIGSecret is the key's secret, base64.
 	TSIGSecret string
@@ -56,21 +65,32 @@ type RFC2136 struct {
 	Net string
 }
 
-// rfc2136Algorithms maps the algorithm names of the Issuer's spec to TSIG's.
+// rfc2136Algorithms maps the algorithm names of the Issuer's spec (upper
+// case) to TSIG's.
 var rfc2136Algorithms = map[string]string{
+	"HMACMD5":    dns.HmacMD5,
+	"HMACSHA1":   dns.HmacSHA1,
 	"HMACSHA256": dns.HmacSHA256,
 	"HMACSHA384": dns.HmacSHA384,
 	"HMACSHA512": dns.HmacSHA512,
 }
+
+// rfc2136DefaultAlgorithm is the TSIG algorithm of a key whose spec names
+// none: cert-manager's default, so that an Issuer written for it signs
+// as its DNS server expects.
+const rfc2136DefaultAlgorithm = "HMACMD5"
+
+// rfc2136AlgorithmNames lists the algorithms for errors.
+const rfc2136AlgorithmNames = "HMACMD5, HMACSHA1, HMACSHA256, HMACSHA384, HMACSHA512"
 
 // rfc2136Field is the path of the RFC 2136 solver's settings in an
 // Issuer's or ClusterIssuer's spec, for errors.
 const rfc2136Field = "spec.acme.solvers[].dns01.rfc2136"
 
 // newRFC2136 builds a presenter from an Issuer's RFC 2136 solver settings
-// and the TSIG secret read from cfg.TSIGSecretRef ("" when it is unset).
+// and the TSIG secret read from cfg.TSIGSecret ("" when it is unset).
 // Errors name the field at fault and never carry the secret.
-func newRFC2136(cfg *v1alpha1.ACMEDNS01RFC2136, tsigSecret string) (*RFC2136, error) {
+func newRFC2136(cfg *cmacme.ACMEIssuerDNS01ProviderRFC2136, tsigSecret string) (*RFC2136, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("%s: not set", rfc2136Field)
 	}
@@ -87,13 +107,14 @@ func newRFC2136(cfg *v1alpha1.ACMEDNS01RFC2136, tsigSecret string) (*RFC2136, er
 	// The secret's value decides whether updates are signed; the
 	// reference only names it in errors.
 	ref := "the TSIG secret"
-	if r := cfg.TSIGSecretRef; r != nil {
-		ref = fmt.Sprintf("Secret %q key %q", r.Name, r.Key)
+	hasRef := cfg.TSIGSecret.Name != ""
+	if hasRef {
+		ref = fmt.Sprintf("Secret %q key %q", cfg.TSIGSecret.Name, cfg.TSIGSecret.Key)
 	}
 	if cfg.TSIGKeyName == "" {
 		switch {
-		case cfg.TSIGSecretRef != nil || tsigSecret != "":
-			return nil, fmt.Errorf("%s.tsigKeyName: required when tsigSecretRef is set", rfc2136Field)
+		case hasRef || tsigSecret != "":
+			return nil, fmt.Errorf("%s.tsigKeyName: required when tsigSecretSecretRef is set", rfc2136Field)
 		case cfg.TSIGAlgorithm != "":
 			return nil, fmt.Errorf("%s.tsigAlgorithm %q: set without tsigKeyName", rfc2136Field, cfg.TSIGAlgorithm)
 		}
@@ -102,25 +123,36 @@ func newRFC2136(cfg *v1alpha1.ACMEDNS01RFC2136, tsigSecret string) (*RFC2136, er
 			return nil, fmt.Errorf("%s.tsigKeyName %q: not a domain name", rfc2136Field, cfg.TSIGKeyName)
 		}
 		switch {
-		case tsigSecret == "" && cfg.TSIGSecretRef == nil:
-			return nil, fmt.Errorf("%s.tsigSecretRef: required when tsigKeyName is set", rfc2136Field)
+		case tsigSecret == "" && !hasRef:
+			return nil, fmt.Errorf("%s.tsigSecretSecretRef: required when tsigKeyName is set", rfc2136Field)
 		case tsigSecret == "":
-			return nil, fmt.Errorf("%s.tsigSecretRef: %s is empty", rfc2136Field, ref)
+			return nil, fmt.Errorf("%s.tsigSecretSecretRef: %s is empty", rfc2136Field, ref)
 		}
 		if err := checkRFC2136Secret(tsigSecret); err != nil {
-			return nil, fmt.Errorf("%s.tsigSecretRef: %s: %w", rfc2136Field, ref, err)
+			return nil, fmt.Errorf("%s.tsigSecretSecretRef: %s: %w", rfc2136Field, ref, err)
 		}
 	}
 	if cfg.TSIGAlgorithm != "" {
-		if _, ok := rfc2136Algorithms[cfg.TSIGAlgorithm]; !ok {
-			return nil, fmt.Errorf("%s.tsigAlgorithm %q: not one of HMACSHA256, HMACSHA384, HMACSHA512", rfc2136Field, cfg.TSIGAlgorithm)
+		if _, ok := rfc2136Algorithms[strings.ToUpper(cfg.TSIGAlgorithm)]; !ok {
+			return nil, fmt.Errorf("%s.tsigAlgorithm %q: not one of %s", rfc2136Field, cfg.TSIGAlgorithm, rfc2136AlgorithmNames)
 		}
+	}
+	net := ""
+	switch cfg.Protocol {
+	case "":
+	case cmacme.RFC2136UpdateProtocolTCP:
+		net = "tcp"
+	case cmacme.RFC2136UpdateProtocolUDP:
+		net = "udp"
+	default:
+		return nil, fmt.Errorf("%s.protocol %q: not TCP or UDP", rfc2136Field, cfg.Protocol)
 	}
 	return &RFC2136{
 		Nameserver:    cfg.Nameserver,
 		TSIGKeyName:   cfg.TSIGKeyName,
 		TSIGAlgorithm: cfg.TSIGAlgorithm,
 		TSIGSecret:    tsigSecret,
+		Net:           net,
 	}, nil
 }
 
@@ -202,12 +234,13 @@ func (r *RFC2136) check() (string, error) {
 		}
 		return "", nil
 	}
-	alg := dns.HmacSHA256
-	if r.TSIGAlgorithm != "" {
-		var ok bool
-		if alg, ok = rfc2136Algorithms[r.TSIGAlgorithm]; !ok {
-			return "", fmt.Errorf("rfc2136: TSIGAlgorithm %q: not one of HMACSHA256, HMACSHA384, HMACSHA512", r.TSIGAlgorithm)
-		}
+	name := r.TSIGAlgorithm
+	if name == "" {
+		name = rfc2136DefaultAlgorithm
+	}
+	alg, ok := rfc2136Algorithms[strings.ToUpper(name)]
+	if !ok {
+		return "", fmt.Errorf("rfc2136: TSIGAlgorithm %q: not one of %s", r.TSIGAlgorithm, rfc2136AlgorithmNames)
 	}
 	if r.TSIGSecret == "" {
 		return "", fmt.Errorf("rfc2136: TSIG key %s has no TSIGSecret", r.TSIGKeyName)
@@ -321,7 +354,7 @@ func (r *RFC2136) exchangeOver(ctx context.Context, network string, m *dns.Msg, 
 	m = m.Copy()
 	if alg != "" {
 		key := dns.CanonicalName(r.TSIGKeyName)
-		c.TsigSecret = map[string]string{key: r.TSIGSecret}
+		c.TsigProvider = tsigHMAC{secret: r.TSIGSecret}
 		m.SetTsig(key, alg, 300, time.Now().Unix())
 	}
 	in, _, err := c.ExchangeContext(ctx, m, r.Nameserver)
@@ -343,3 +376,60 @@ func rfc2136Rcode(in *dns.Msg) string {
 	}
 	return s
 }
+
+// tsigHMAC signs and checks TSIG records (RFC 8945) with one key's
+// secret, in the HMAC algorithms cert-manager's RFC 2136 solver supports:
+// MD5 (its default, which package dns no longer signs with), SHA-1,
+// SHA-256, SHA-384 and SHA-512. It never prints the secret.
+type tsigHMAC struct{ secret string } // base64
+
+// Generate is the MAC of msg under t's algorithm.
+func (k tsigHMAC) Generate(msg []byte, t *dns.TSIG) ([]byte, error) {
+	raw, err := base64.StdEncoding.DecodeString(k.secret)
+	if err != nil {
+		return nil, errors.New("rfc2136: the TSIG secret is not base64")
+	}
+	var h func() hash.Hash
+	switch dns.CanonicalName(t.Algorithm) {
+	case dns.HmacMD5:
+		h = md5.New
+	case dns.HmacSHA1:
+		h = sha1.New
+	case dns.HmacSHA256:
+		h = sha256.New
+	case dns.HmacSHA384:
+		h = sha512.New384
+	case dns.HmacSHA512:
+		h = sha512.New
+	default:
+		return nil, dns.ErrKeyAlg
+	}
+	m := hmac.New(h, raw)
+	m.Write(msg)
+	return m.Sum(nil), nil
+}
+
+// Verify checks t's MAC of msg.
+func (k tsigHMAC) Verify(msg []byte, t *dns.TSIG) error {
+	want, err := k.Generate(msg, t)
+	if err != nil {
+		return err
+	}
+	got, err := hex.DecodeString(t.MAC)
+	if err != nil {
+		return err
+	}
+	if !hmac.Equal(want, got) {
+		return dns.ErrSig
+	}
+	return nil
+}
+
+// String redacts the secret.
+func (tsigHMAC) String() string { return "tsigHMAC{secret: REDACTED}" }
+
+// GoString redacts the secret.
+func (k tsigHMAC) GoString() string { return k.String() }
+
+// Format prints String for every verb.
+func (k tsigHMAC) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, k.String()) }

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -18,7 +19,8 @@ import (
 	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/challenge"
 
-	"github.com/certlife/certlife/examples/kubernetes/api/v1alpha1"
+	cmacme "github.com/cert-manager/cert-manager/pkg/apis/acme/v1"
+	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 )
 
 // rfc2136Secret is the TSIG secret of the tests; no output may show it.
@@ -47,7 +49,7 @@ func startRFC2136Server(t *testing.T, zone, key, secret string, bare bool) *rfc2
 	// The default MsgAcceptFunc answers UPDATE with NOTIMP.
 	srv.MsgAcceptFunc = func(dns.Header) dns.MsgAcceptAction { return dns.MsgAccept }
 	if key != "" {
-		srv.TsigSecret = map[string]string{key: secret}
+		srv.TsigProvider = namedKey{name: dns.CanonicalName(key), key: tsigHMAC{secret: secret}}
 	}
 	started := make(chan struct{})
 	srv.NotifyStartedFunc = func() { close(started) }
@@ -55,6 +57,56 @@ func startRFC2136Server(t *testing.T, zone, key, secret string, bare bool) *rfc2
 	<-started
 	t.Cleanup(func() { _ = srv.Shutdown() })
 	return d
+}
+
+// namedKey is the test server's one TSIG key: a record signed with
+// another name is BADKEY (RFC 8945 §5.2.2).
+type namedKey struct {
+	name string
+	key  tsigHMAC
+}
+
+func (n namedKey) Generate(msg []byte, t *dns.TSIG) ([]byte, error) {
+	if dns.CanonicalName(t.Hdr.Name) != n.name {
+		return nil, dns.ErrSecret
+	}
+	return n.key.Generate(msg, t)
+}
+
+func (n namedKey) Verify(msg []byte, t *dns.TSIG) error {
+	if dns.CanonicalName(t.Hdr.Name) != n.name {
+		return dns.ErrSecret
+	}
+	return n.key.Verify(msg, t)
+}
+
+// The TSIG MACs are HMACs as RFC 8945 §6 names them: HMAC-MD5 gives RFC
+// 2202's test vector, and the SHA family what package dns's own signer
+// gives.
+func TestTSIGHMAC(t *testing.T) {
+	k := tsigHMAC{secret: base64.StdEncoding.EncodeToString([]byte("Jefe"))}
+	mac, err := k.Generate([]byte("what do ya want for nothing?"), &dns.TSIG{Algorithm: dns.HmacMD5})
+	require.NoError(t, err)
+	assert.Equal(t, "750c783e6ab0b503eaa86e310a5db738", hex.EncodeToString(mac), "RFC 2202 §2, test case 2")
+	msg := []byte("a DNS message")
+	for _, alg := range []string{dns.HmacSHA1, dns.HmacSHA256, dns.HmacSHA384, dns.HmacSHA512} {
+		m := new(dns.Msg)
+		m.SetQuestion("example.test.", dns.TypeSOA)
+		m.SetTsig("k.", alg, 300, 1)
+		m2 := m.Copy()
+		_, want, err := dns.TsigGenerate(m, rfc2136Secret, "", false)
+		require.NoError(t, err)
+		_, got, err := dns.TsigGenerateWithProvider(m2, tsigHMAC{secret: rfc2136Secret}, "", false)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, alg)
+		_, err = k.Generate(msg, &dns.TSIG{Algorithm: alg})
+		assert.NoError(t, err)
+	}
+	_, err = k.Generate(msg, &dns.TSIG{Algorithm: "hmac-sha3."})
+	assert.ErrorIs(t, err, dns.ErrKeyAlg)
+	for _, format := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
+		assert.NotContains(t, fmt.Sprintf(format, tsigHMAC{secret: rfc2136Secret}), rfc2136Secret)
+	}
 }
 
 func (d *rfc2136Server) serve(w dns.ResponseWriter, req *dns.Msg) {
@@ -191,7 +243,7 @@ func noSecret(t *testing.T, err error) {
 }
 
 func TestRFC2136PresentAndCleanUp(t *testing.T) {
-	for _, alg := range []string{"", "HMACSHA256", "HMACSHA384", "HMACSHA512"} {
+	for _, alg := range []string{"", "HMACMD5", "HMACSHA1", "HMACSHA256", "hmacsha384", "HMACSHA512"} {
 		t.Run("alg="+alg, func(t *testing.T) {
 			ctx := context.Background()
 			d := startRFC2136Server(t, "example.test.", "certlife.", rfc2136Secret, false)
@@ -379,42 +431,45 @@ func TestRFC2136Unreachable(t *testing.T) {
 }
 
 func TestRFC2136Config(t *testing.T) {
-	ref := &v1alpha1.SecretKeySelector{Name: "tsig", Key: "secret"}
-	good := func() *v1alpha1.ACMEDNS01RFC2136 {
-		return &v1alpha1.ACMEDNS01RFC2136{Nameserver: "ns1.example.test:53", TSIGKeyName: "certlife.", TSIGAlgorithm: "HMACSHA512", TSIGSecretRef: ref}
+	ref := cmmeta.SecretKeySelector{LocalObjectReference: cmmeta.LocalObjectReference{Name: "tsig"}, Key: "secret"}
+	good := func() *cmacme.ACMEIssuerDNS01ProviderRFC2136 {
+		return &cmacme.ACMEIssuerDNS01ProviderRFC2136{Nameserver: "ns1.example.test:53", TSIGKeyName: "certlife.", TSIGAlgorithm: "HMACSHA512", TSIGSecret: ref}
 	}
 
 	r, err := newRFC2136(good(), rfc2136Secret)
 	require.NoError(t, err)
 	assert.Equal(t, &RFC2136{Nameserver: "ns1.example.test:53", TSIGKeyName: "certlife.", TSIGAlgorithm: "HMACSHA512", TSIGSecret: rfc2136Secret}, r)
-	r, err = newRFC2136(&v1alpha1.ACMEDNS01RFC2136{Nameserver: "[::1]:5353"}, "")
+	r, err = newRFC2136(&cmacme.ACMEIssuerDNS01ProviderRFC2136{Nameserver: "[::1]:5353", Protocol: cmacme.RFC2136UpdateProtocolTCP}, "")
 	require.NoError(t, err)
-	assert.Equal(t, &RFC2136{Nameserver: "[::1]:5353"}, r)
+	assert.Equal(t, &RFC2136{Nameserver: "[::1]:5353", Net: "tcp"}, r, "protocol TCP")
 	// The secret read by the caller counts, with or without the reference.
-	_, err = newRFC2136(&v1alpha1.ACMEDNS01RFC2136{Nameserver: "ns:53", TSIGKeyName: "k"}, rfc2136Secret)
+	_, err = newRFC2136(&cmacme.ACMEIssuerDNS01ProviderRFC2136{Nameserver: "ns:53", TSIGKeyName: "k"}, rfc2136Secret)
 	require.NoError(t, err)
 
 	const f = "spec.acme.solvers[].dns01.rfc2136."
 	for _, tc := range []struct {
 		name   string
-		edit   func(*v1alpha1.ACMEDNS01RFC2136)
+		edit   func(*cmacme.ACMEIssuerDNS01ProviderRFC2136)
 		secret string
 		want   string
 	}{
-		{"no port", func(c *v1alpha1.ACMEDNS01RFC2136) { c.Nameserver = "x" }, rfc2136Secret, f + `nameserver "x": want host:port`},
-		{"no host", func(c *v1alpha1.ACMEDNS01RFC2136) { c.Nameserver = ":53" }, rfc2136Secret, f + `nameserver ":53": no host`},
-		{"bad port", func(c *v1alpha1.ACMEDNS01RFC2136) { c.Nameserver = "ns:dns" }, rfc2136Secret, f + `nameserver "ns:dns": port "dns"`},
-		{"port 0", func(c *v1alpha1.ACMEDNS01RFC2136) { c.Nameserver = "ns:0" }, rfc2136Secret, f + `nameserver "ns:0": port "0"`},
-		{"port too big", func(c *v1alpha1.ACMEDNS01RFC2136) { c.Nameserver = "ns:65536" }, rfc2136Secret, f + `nameserver "ns:65536": port "65536"`},
-		{"bad algorithm", func(c *v1alpha1.ACMEDNS01RFC2136) { c.TSIGAlgorithm = "HMACMD5" }, rfc2136Secret, f + `tsigAlgorithm "HMACMD5": not one of`},
-		{"secret without key", func(c *v1alpha1.ACMEDNS01RFC2136) { c.TSIGKeyName, c.TSIGAlgorithm = "", "" }, rfc2136Secret, f + "tsigKeyName: required when tsigSecretRef is set"},
-		{"reference without key", func(c *v1alpha1.ACMEDNS01RFC2136) { c.TSIGKeyName, c.TSIGAlgorithm = "", "" }, "", f + "tsigKeyName: required when tsigSecretRef is set"},
-		{"algorithm without key", func(c *v1alpha1.ACMEDNS01RFC2136) { c.TSIGKeyName, c.TSIGSecretRef = "", nil }, "", f + `tsigAlgorithm "HMACSHA512": set without tsigKeyName`},
-		{"key without secret", func(c *v1alpha1.ACMEDNS01RFC2136) { c.TSIGSecretRef = nil }, "", f + "tsigSecretRef: required when tsigKeyName is set"},
-		{"empty secret", func(*v1alpha1.ACMEDNS01RFC2136) {}, "", f + `tsigSecretRef: Secret "tsig" key "secret" is empty`},
-		{"secret not base64", func(*v1alpha1.ACMEDNS01RFC2136) {}, rfc2136Secret[:10] + "!" + rfc2136Secret[10:], f + `tsigSecretRef: Secret "tsig" key "secret": the TSIG secret is not base64`},
-		{"secret of no bytes", func(*v1alpha1.ACMEDNS01RFC2136) {}, "====", f + `tsigSecretRef: Secret "tsig" key "secret": the TSIG secret is`},
-		{"bad key name", func(c *v1alpha1.ACMEDNS01RFC2136) { c.TSIGKeyName = "a..b" }, rfc2136Secret, f + `tsigKeyName "a..b": not a domain name`},
+		{"no port", func(c *cmacme.ACMEIssuerDNS01ProviderRFC2136) { c.Nameserver = "x" }, rfc2136Secret, f + `nameserver "x": want host:port`},
+		{"no host", func(c *cmacme.ACMEIssuerDNS01ProviderRFC2136) { c.Nameserver = ":53" }, rfc2136Secret, f + `nameserver ":53": no host`},
+		{"bad port", func(c *cmacme.ACMEIssuerDNS01ProviderRFC2136) { c.Nameserver = "ns:dns" }, rfc2136Secret, f + `nameserver "ns:dns": port "dns"`},
+		{"port 0", func(c *cmacme.ACMEIssuerDNS01ProviderRFC2136) { c.Nameserver = "ns:0" }, rfc2136Secret, f + `nameserver "ns:0": port "0"`},
+		{"port too big", func(c *cmacme.ACMEIssuerDNS01ProviderRFC2136) { c.Nameserver = "ns:65536" }, rfc2136Secret, f + `nameserver "ns:65536": port "65536"`},
+		{"bad algorithm", func(c *cmacme.ACMEIssuerDNS01ProviderRFC2136) { c.TSIGAlgorithm = "HMACSHA3" }, rfc2136Secret, f + `tsigAlgorithm "HMACSHA3": not one of`},
+		{"bad protocol", func(c *cmacme.ACMEIssuerDNS01ProviderRFC2136) { c.Protocol = "QUIC" }, rfc2136Secret, f + `protocol "QUIC": not TCP or UDP`},
+		{"secret without key", func(c *cmacme.ACMEIssuerDNS01ProviderRFC2136) { c.TSIGKeyName, c.TSIGAlgorithm = "", "" }, rfc2136Secret, f + "tsigKeyName: required when tsigSecretSecretRef is set"},
+		{"reference without key", func(c *cmacme.ACMEIssuerDNS01ProviderRFC2136) { c.TSIGKeyName, c.TSIGAlgorithm = "", "" }, "", f + "tsigKeyName: required when tsigSecretSecretRef is set"},
+		{"algorithm without key", func(c *cmacme.ACMEIssuerDNS01ProviderRFC2136) {
+			c.TSIGKeyName, c.TSIGSecret = "", cmmeta.SecretKeySelector{}
+		}, "", f + `tsigAlgorithm "HMACSHA512": set without tsigKeyName`},
+		{"key without secret", func(c *cmacme.ACMEIssuerDNS01ProviderRFC2136) { c.TSIGSecret = cmmeta.SecretKeySelector{} }, "", f + "tsigSecretSecretRef: required when tsigKeyName is set"},
+		{"empty secret", func(*cmacme.ACMEIssuerDNS01ProviderRFC2136) {}, "", f + `tsigSecretSecretRef: Secret "tsig" key "secret" is empty`},
+		{"secret not base64", func(*cmacme.ACMEIssuerDNS01ProviderRFC2136) {}, rfc2136Secret[:10] + "!" + rfc2136Secret[10:], f + `tsigSecretSecretRef: Secret "tsig" key "secret": the TSIG secret is not base64`},
+		{"secret of no bytes", func(*cmacme.ACMEIssuerDNS01ProviderRFC2136) {}, "====", f + `tsigSecretSecretRef: Secret "tsig" key "secret": the TSIG secret is`},
+		{"bad key name", func(c *cmacme.ACMEIssuerDNS01ProviderRFC2136) { c.TSIGKeyName = "a..b" }, rfc2136Secret, f + `tsigKeyName "a..b": not a domain name`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := good()

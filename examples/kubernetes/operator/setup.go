@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 
+	cmacme "github.com/cert-manager/cert-manager/pkg/apis/acme/v1"
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -19,16 +21,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/certlife/certlife/certificate"
-
-	"github.com/certlife/certlife/examples/kubernetes/api/v1alpha1"
+	"github.com/certlife/certlife/certificate/host"
 )
 
-// Options configure the operator's controllers.
+// Options configure the operator's controllers. The zero value of each
+// field is the reference operator's default.
 type Options struct {
 	// Clock gives decisions their now and measures the work queues'
 	// delays (RequeueAfter); nil means the real clock. Tests pass a fake
@@ -42,6 +46,17 @@ type Options struct {
 	Config certificate.Config
 	// ClusterResourceNamespace holds the Secrets ClusterIssuers name.
 	ClusterResourceNamespace string
+	// EnableCertificateOwnerRef makes each Certificate the owner of its
+	// Secret, so that deleting the Certificate deletes the Secret, as the
+	// reference operator's --enable-certificate-owner-ref does. Off, a
+	// deleted Certificate's Secret stays.
+	EnableCertificateOwnerRef bool
+	// DisableApprover turns the operator's approver off: a
+	// CertificateRequest then waits for another approver (such as
+	// approver-policy) to set its Approved or Denied condition. On, every
+	// request that has neither is approved, as the reference operator's
+	// default approver does.
+	DisableApprover bool
 	// Rand is the randomness for keys, CSRs, keystores, serial numbers and
 	// signatures; nil means crypto/rand.
 	Rand io.Reader
@@ -57,23 +72,23 @@ type Options struct {
 }
 
 // Scheme is the scheme the operator's clients use: Kubernetes' built-in
-// types and certlife.dev/v1alpha1.
+// types, cert-manager.io/v1 and acme.cert-manager.io/v1.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		panic(err)
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, cmapi.AddToScheme, cmacme.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
 	}
 	return s
 }
 
 // CacheOptions are the operator's cache settings: of Secrets only those
-// labelled LabelManaged are held (next private keys and target Secrets the
-// operator wrote), no object keeps its managedFields or kubectl's
-// last-applied configuration, and equal certificates, CA certificates,
-// label and annotation keys are shared among the cached objects.
+// labelled LabelManaged are held (next private keys and target Secrets,
+// the operator's and the reference operator's), no object keeps its
+// managedFields or kubectl's last-applied configuration, and equal
+// certificates, CA certificates, label and annotation keys are shared
+// among the cached objects.
 func CacheOptions() cache.Options {
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
@@ -119,7 +134,10 @@ func NewManager(cfg *rest.Config, mo manager.Options, o Options) (manager.Manage
 }
 
 // Setup adds the field indexes and the controllers to mgr, whose cache
-// must be set up with CacheOptions.
+// must be set up with CacheOptions: the Certificate controller and the
+// CertificateRequest controller, both on one certlife host loop
+// (certificate/host: Loop.Pass and Loop.Answer) over the Kubernetes
+// store, and the Issuer and ClusterIssuer controllers.
 func Setup(mgr manager.Manager, o Options) error {
 	if err := o.Config.Validate(); err != nil {
 		return fmt.Errorf("operator: options.config: %w", err)
@@ -137,45 +155,16 @@ func Setup(mgr manager.Manager, o Options) error {
 		o.EventSource = "certlife-operator"
 	}
 	ctx := context.Background()
-	idx := mgr.GetFieldIndexer()
-	controllerUID := func(obj client.Object) []string {
-		if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
-			return []string{string(ref.UID)}
-		}
-		return nil
-	}
-	if err := namespacedIndex(ctx, mgr.GetCache(), &corev1.Secret{}, indexOwner, controllerUID); err != nil {
-		return err
-	}
-	if err := namespacedIndex(ctx, mgr.GetCache(), &v1alpha1.CertificateRequest{}, indexOwner, controllerUID); err != nil {
-		return err
-	}
-	if err := namespacedIndex(ctx, mgr.GetCache(), &v1alpha1.Certificate{}, indexSecretName, func(obj client.Object) []string {
-		return []string{obj.(*v1alpha1.Certificate).Spec.SecretName}
-	}); err != nil {
-		return err
-	}
-	// ClusterIssuers' requests are looked up across namespaces: a
-	// controller-runtime index.
-	if err := idx.IndexField(ctx, &v1alpha1.CertificateRequest{}, indexIssuer, func(obj client.Object) []string {
-		return []string{issuerKey(obj.(*v1alpha1.CertificateRequest).Spec.IssuerRef)}
-	}); err != nil {
+	if err := setupIndexes(ctx, mgr); err != nil {
 		return err
 	}
 
-	// The challenge server finds presented tokens in the cache.
-	if err := idx.IndexField(ctx, &v1alpha1.Challenge{}, indexChallengeToken, func(obj client.Object) []string {
-		return []string{obj.(*v1alpha1.Challenge).Spec.Token}
-	}); err != nil {
-		return err
-	}
-
-	g := Gatherer{Cache: mgr.GetClient(), API: mgr.GetAPIReader()}
+	st := &store{client: mgr.GetClient(), cache: mgr.GetCache(), api: mgr.GetAPIReader(), ownerRefs: o.EnableCertificateOwnerRef, clock: o.Clock}
 	if o.ACME.ChallengeServer == nil {
 		o.ACME.ChallengeServer = NewChallengeServer()
 	}
 	o.ACME.ChallengeServer.cache = mgr.GetCache()
-	challenges, err := mgr.GetCache().GetInformer(ctx, &v1alpha1.Challenge{}, cache.BlockUntilSynced(false))
+	challenges, err := mgr.GetCache().GetInformer(ctx, &cmacme.Challenge{}, cache.BlockUntilSynced(false))
 	if err != nil {
 		return err
 	}
@@ -187,75 +176,125 @@ func Setup(mgr manager.Manager, o Options) error {
 	}}); err != nil {
 		return err
 	}
-	acme := &acmeIssuers{client: mgr.GetClient(), api: mgr.GetAPIReader(), cache: mgr.GetCache(), gather: g, clock: o.Clock,
+	acme := &acmeIssuers{client: mgr.GetClient(), api: mgr.GetAPIReader(), cache: mgr.GetCache(), store: st, clock: o.Clock,
 		opts: o.ACME, log: mgr.GetLogger().WithName("acme"), clusterSecret: o.ClusterResourceNamespace, byID: map[string]*acmeRuntime{}}
 	if o.Metrics != nil {
 		o.Metrics.acmeRequests.issuers.Store(acme)
-	}
-	if o.Metrics != nil {
 		var cached client.Reader = mgr.GetCache()
 		o.Metrics.perCertificate.reader.Store(&cached)
 	}
 	recorder := mgr.GetEventRecorder(o.EventSource)
-	issuers := Issuers{Gatherer: g, ClusterResourceNamespace: o.ClusterResourceNamespace}
+	issuers := &issuers{cache: mgr.GetCache(), store: st, acme: acme, rand: o.Rand, clusterNS: o.ClusterResourceNamespace, approve: !o.DisableApprover}
+	loop, err := host.New(host.Config{Store: st, Clock: o.Clock, Rand: o.Rand, Certificate: o.Config, IssuerFor: issuers.issuerFor})
+	if err != nil {
+		return fmt.Errorf("operator: %w", err)
+	}
 	newQueue := func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 		return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name, Clock: o.Clock})
 	}
 
-	certs := &CertificateReconciler{Client: mgr.GetClient(), Gatherer: g, Clock: o.Clock, Config: o.Config, Rand: o.Rand, Recorder: recorder, Metrics: o.Metrics, Issuers: &issuers}
+	certs := &CertificateReconciler{Loop: loop, Cache: mgr.GetCache(), Client: mgr.GetClient(), Clock: o.Clock, Recorder: recorder, Metrics: o.Metrics}
+	// The Certificate controller's sources tell the store's watchers
+	// (the loop) of each change before they queue what it concerns: a
+	// pass that waits for its own last writes to show finds them shown.
+	c := mgr.GetCache()
 	if err := ctrl.NewControllerManagedBy(mgr).Named("certificate").
-		For(&v1alpha1.Certificate{}).
-		// Another certificate naming the same Secret changed.
-		Watches(&v1alpha1.Certificate{}, handler.EnqueueRequestsFromMapFunc(sameSecret(g.Cache))).
-		// Its requests, next private keys and target Secret.
-		Owns(&v1alpha1.CertificateRequest{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretCertificates(g.Cache))).
+		WatchesRawSource(source.Kind(c, &cmapi.Certificate{}, reporting(st, host.KindCertificate, sharingKeys(c)))).
+		WatchesRawSource(source.Kind(c, &cmapi.CertificateRequest{}, reporting(st, host.KindRequest, ownerKey[*cmapi.CertificateRequest]))).
+		WatchesRawSource(source.Kind(c, &corev1.Secret{}, reporting(st, host.KindSecret, secretKeys(c)))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers, NewQueue: newQueue}).
 		Complete(certs); err != nil {
 		return err
 	}
 
-	reqs := &RequestReconciler{Client: mgr.GetClient(), Issuers: issuers, ACME: acme, Clock: o.Clock, Rand: o.Rand, Recorder: recorder, Metrics: o.Metrics}
+	reqs := &RequestReconciler{Loop: loop, Cache: mgr.GetCache(), Client: mgr.GetClient(), Clock: o.Clock, Recorder: recorder, Metrics: o.Metrics, Approve: !o.DisableApprover}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("certificaterequest").
-		For(&v1alpha1.CertificateRequest{}).
-		Watches(&v1alpha1.Issuer{}, handler.EnqueueRequestsFromMapFunc(issuerRequests(g.Cache, "Issuer"))).
-		Watches(&v1alpha1.ClusterIssuer{}, handler.EnqueueRequestsFromMapFunc(issuerRequests(g.Cache, "ClusterIssuer"))).
+		For(&cmapi.CertificateRequest{}).
+		Watches(&cmapi.Issuer{}, handler.EnqueueRequestsFromMapFunc(issuerRequests(c, cmapi.IssuerKind))).
+		Watches(&cmapi.ClusterIssuer{}, handler.EnqueueRequestsFromMapFunc(issuerRequests(c, cmapi.ClusterIssuerKind))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers, NewQueue: newQueue}).
 		Complete(reqs); err != nil {
 		return err
 	}
 
-	if err := idx.IndexField(ctx, &v1alpha1.Issuer{}, indexCASecret, func(obj client.Object) []string {
-		if ca := obj.(*v1alpha1.Issuer).Spec.CA; ca != nil {
-			return []string{ca.SecretName}
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := idx.IndexField(ctx, &v1alpha1.ClusterIssuer{}, indexCASecret, func(obj client.Object) []string {
-		if ca := obj.(*v1alpha1.ClusterIssuer).Spec.CA; ca != nil {
-			return []string{ca.SecretName}
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
 	for _, cluster := range []bool{false, true} {
-		var obj client.Object = &v1alpha1.Issuer{}
+		var obj client.Object = &cmapi.Issuer{}
 		name := "issuer"
 		if cluster {
-			obj, name = &v1alpha1.ClusterIssuer{}, "clusterissuer"
+			obj, name = &cmapi.ClusterIssuer{}, "clusterissuer"
 		}
 		if err := ctrl.NewControllerManagedBy(mgr).Named(name).For(obj).
 			// A CA Secret the operator manages (one a Certificate wrote).
-			Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(caSecretIssuers(g.Cache, cluster, o.ClusterResourceNamespace))).
+			Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(caSecretIssuers(c, cluster, o.ClusterResourceNamespace))).
 			WithOptions(controller.Options{NewQueue: newQueue}).
-			Complete(&IssuerReconciler{Client: mgr.GetClient(), Issuers: issuers, ACME: acme, Clock: o.Clock, Rand: o.Rand, Cluster: cluster}); err != nil {
+			Complete(&IssuerReconciler{Client: mgr.GetClient(), Issuers: issuers, Clock: o.Clock, Rand: o.Rand, Cluster: cluster}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Field indexes the controllers look objects up by.
+const (
+	// indexOwner: the UID of an object's controller (Secrets and
+	// CertificateRequests).
+	indexOwner = "operator.certlife.dev/owner"
+	// indexSecretName: a Certificate's spec.secretName.
+	indexSecretName = "operator.certlife.dev/secret-name"
+	// indexIssuer: a CertificateRequest's issuer, "Kind/name".
+	indexIssuer = "operator.certlife.dev/issuer"
+	// indexCASecret: the CA Secret an Issuer or ClusterIssuer signs with.
+	indexCASecret = "operator.certlife.dev/ca-secret"
+	// indexChallengeToken: a Challenge's token.
+	indexChallengeToken = "operator.certlife.dev/challenge-token"
+)
+
+func setupIndexes(ctx context.Context, mgr manager.Manager) error {
+	idx, c := mgr.GetFieldIndexer(), mgr.GetCache()
+	controllerUID := func(obj client.Object) []string {
+		if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+			return []string{string(ref.UID)}
+		}
+		return nil
+	}
+	if err := namespacedIndex(ctx, c, &corev1.Secret{}, indexOwner, controllerUID); err != nil {
+		return err
+	}
+	if err := namespacedIndex(ctx, c, &cmapi.CertificateRequest{}, indexOwner, controllerUID); err != nil {
+		return err
+	}
+	if err := namespacedIndex(ctx, c, &cmapi.Certificate{}, indexSecretName, func(obj client.Object) []string {
+		return []string{obj.(*cmapi.Certificate).Spec.SecretName}
+	}); err != nil {
+		return err
+	}
+	// ClusterIssuers' requests are looked up across namespaces: a
+	// controller-runtime index.
+	if err := idx.IndexField(ctx, &cmapi.CertificateRequest{}, indexIssuer, func(obj client.Object) []string {
+		ref := issuerRefToCore(obj.(*cmapi.CertificateRequest).Spec.IssuerRef)
+		if ref.Group != GroupName {
+			return nil
+		}
+		return []string{ref.Kind + "/" + ref.Name}
+	}); err != nil {
+		return err
+	}
+	// The challenge server finds presented tokens in the cache.
+	if err := idx.IndexField(ctx, &cmacme.Challenge{}, indexChallengeToken, func(obj client.Object) []string {
+		return []string{obj.(*cmacme.Challenge).Spec.Token}
+	}); err != nil {
+		return err
+	}
+	caSecret := func(obj client.Object) []string {
+		if ca := obj.(cmapi.GenericIssuer).GetSpec().CA; ca != nil {
+			return []string{ca.SecretName}
+		}
+		return nil
+	}
+	if err := idx.IndexField(ctx, &cmapi.Issuer{}, indexCASecret, caSecret); err != nil {
+		return err
+	}
+	return idx.IndexField(ctx, &cmapi.ClusterIssuer{}, indexCASecret, caSecret)
 }
 
 // namespacedIndex is IndexField for lookups within one namespace
@@ -284,45 +323,67 @@ func namespacedIndex(ctx context.Context, c cache.Cache, obj client.Object, fiel
 	}})
 }
 
-func issuerKey(ref v1alpha1.IssuerReference) string {
-	kind := ref.Kind
-	if kind == "" {
-		kind = "Issuer"
+// reporting is an event handler that tells the store's watchers of each
+// add, update and delete, then queues the Certificates keys names.
+func reporting[T client.Object](st *store, kind host.Kind, keys func(context.Context, T) []reconcile.Request) handler.TypedEventHandler[T, reconcile.Request] {
+	queue := func(ctx context.Context, obj T, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, r := range keys(ctx, obj) {
+			q.Add(r)
+		}
 	}
-	return kind + "/" + ref.Name
+	return handler.TypedFuncs[T, reconcile.Request]{
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			st.changed(kind, e.Object, false)
+			queue(ctx, e.Object, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			st.changed(kind, e.ObjectNew, false)
+			queue(ctx, e.ObjectNew, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			st.changed(kind, e.Object, true)
+			queue(ctx, e.Object, q)
+		},
+		GenericFunc: func(ctx context.Context, e event.TypedGenericEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			queue(ctx, e.Object, q)
+		},
+	}
 }
 
-// sameSecret maps a Certificate to the other Certificates naming its
-// Secret.
-func sameSecret(c client.Reader) handler.MapFunc {
-	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		crt := obj.(*v1alpha1.Certificate)
-		var list v1alpha1.CertificateList
+// sharingKeys: a Certificate, and the others naming its Secret.
+func sharingKeys(c client.Reader) func(context.Context, *cmapi.Certificate) []reconcile.Request {
+	return func(ctx context.Context, crt *cmapi.Certificate) []reconcile.Request {
+		out := []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(crt)}}
+		var list cmapi.CertificateList
 		if err := c.List(ctx, &list, client.InNamespace(crt.Namespace), client.MatchingFields{indexSecretName: crt.Spec.SecretName}); err != nil {
-			return nil
+			return out
 		}
-		var out []reconcile.Request
-		for _, o := range list.Items {
-			if o.UID != crt.UID {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&o)})
+		for i := range list.Items {
+			if o := &list.Items[i]; o.UID != crt.UID {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
 			}
 		}
 		return out
 	}
 }
 
-// secretCertificates maps a Secret to its controlling Certificate and to
-// the Certificates naming it.
-func secretCertificates(c client.Reader) handler.MapFunc {
-	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		var out []reconcile.Request
-		if ref := metav1.GetControllerOfNoCopy(obj); ref != nil && ref.Kind == "Certificate" && ref.APIVersion == v1alpha1.GroupVersion.String() {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}})
-		}
-		var list v1alpha1.CertificateList
-		if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{indexSecretName: obj.GetName()}); err == nil {
-			for _, o := range list.Items {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&o)})
+// ownerKey: the Certificate that controls an object.
+func ownerKey[T client.Object](_ context.Context, obj T) []reconcile.Request {
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil && ref.Kind == cmapi.CertificateKind && ref.APIVersion == cmapi.SchemeGroupVersion.String() {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}}}
+	}
+	return nil
+}
+
+// secretKeys: a Secret's controlling Certificate and the Certificates
+// naming it.
+func secretKeys(c client.Reader) func(context.Context, *corev1.Secret) []reconcile.Request {
+	return func(ctx context.Context, s *corev1.Secret) []reconcile.Request {
+		out := ownerKey(ctx, s)
+		var list cmapi.CertificateList
+		if err := c.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingFields{indexSecretName: s.Name}); err == nil {
+			for i := range list.Items {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 			}
 		}
 		return out
@@ -336,7 +397,7 @@ func caSecretIssuers(c client.Reader, cluster bool, clusterNS string) handler.Ma
 		var out []reconcile.Request
 		match := client.MatchingFields{indexCASecret: obj.GetName()}
 		if cluster {
-			var list v1alpha1.ClusterIssuerList
+			var list cmapi.ClusterIssuerList
 			if obj.GetNamespace() != clusterNS || c.List(ctx, &list, match) != nil {
 				return nil
 			}
@@ -345,7 +406,7 @@ func caSecretIssuers(c client.Reader, cluster bool, clusterNS string) handler.Ma
 			}
 			return out
 		}
-		var list v1alpha1.IssuerList
+		var list cmapi.IssuerList
 		if c.List(ctx, &list, client.InNamespace(obj.GetNamespace()), match) != nil {
 			return nil
 		}
@@ -360,10 +421,10 @@ func caSecretIssuers(c client.Reader, cluster bool, clusterNS string) handler.Ma
 func issuerRequests(c client.Reader, kind string) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		opts := []client.ListOption{client.MatchingFields{indexIssuer: kind + "/" + obj.GetName()}}
-		if kind == "Issuer" {
+		if kind == cmapi.IssuerKind {
 			opts = append(opts, client.InNamespace(obj.GetNamespace()))
 		}
-		var list v1alpha1.CertificateRequestList
+		var list cmapi.CertificateRequestList
 		if err := c.List(ctx, &list, opts...); err != nil {
 			return nil
 		}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +19,6 @@ import (
 	"github.com/certlife/certlife/certificate/localca"
 	"github.com/certlife/certlife/keys"
 
-	"github.com/certlife/certlife/examples/kubernetes/api/v1alpha1"
 	"github.com/certlife/certlife/examples/kubernetes/operator"
 )
 
@@ -76,9 +77,9 @@ func TestIssuerNotReadyWaitsAndSaysWhy(t *testing.T) {
 					return false
 				}
 				c := condition(reqs[0].Status.Conditions, certificate.RequestConditionReady)
-				return c != nil && c.Status == metav1.ConditionFalse && c.Reason == certificate.RequestReasonPending && strings.HasPrefix(c.Message, want)
+				return c != nil && c.Status == cmmeta.ConditionFalse && c.Reason == certificate.RequestReasonPending && strings.HasPrefix(c.Message, want)
 			})
-			var crt *v1alpha1.Certificate
+			var crt *cmapi.Certificate
 			h.eventually("Issuing and Ready to carry the request's reason", func() bool {
 				crt = h.get("web")
 				issuing := condition(crt.Status.Conditions, certificate.ConditionIssuing)
@@ -86,11 +87,11 @@ func TestIssuerNotReadyWaitsAndSaysWhy(t *testing.T) {
 				return issuing != nil && strings.Contains(issuing.Message, want) && ready != nil && strings.Contains(ready.Message, want)
 			})
 			issuing := condition(crt.Status.Conditions, certificate.ConditionIssuing)
-			assert.Equal(t, metav1.ConditionTrue, issuing.Status)
+			assert.Equal(t, cmmeta.ConditionTrue, issuing.Status)
 			assert.Equal(t, certificate.ReasonDoesNotExist, issuing.Reason, "why it is issued stays the reason")
 			assert.True(t, strings.HasPrefix(issuing.Message, "secret web-tls does not exist; request web-1 is waiting for the issuer: "+want), "Issuing: %s", issuing.Message)
 			ready := condition(crt.Status.Conditions, certificate.ConditionReady)
-			assert.Equal(t, metav1.ConditionFalse, ready.Status)
+			assert.Equal(t, cmmeta.ConditionFalse, ready.Status)
 			assert.Equal(t, certificate.ReasonDoesNotExist, ready.Reason)
 			h.eventually("a Warning Event on the certificate saying why", func() bool {
 				return slices.ContainsFunc(h.eventNotesOfType("web", corev1.EventTypeWarning, operator.ReasonIssuerNotReady), func(n string) bool {
@@ -100,15 +101,13 @@ func TestIssuerNotReadyWaitsAndSaysWhy(t *testing.T) {
 			h.settle(op)
 			crt = h.get("web")
 			assert.Nil(t, crt.Status.FailedIssuanceAttempts, "no failed attempt")
-			assert.Nil(t, crt.Status.LastFailureTime)
-			assert.Nil(t, crt.Status.Backoff, "no backoff")
+			assert.Nil(t, crt.Status.LastFailureTime, "no failure, no backoff")
 
 			tc.fix(h)
 			h.clock.Step(localca.NotReadyRecheck) // the request's recheck
 			crt = h.waitReady("web", 1)
 			assert.Nil(t, crt.Status.FailedIssuanceAttempts, "issued with no failed attempt recorded")
 			assert.Nil(t, crt.Status.LastFailureTime)
-			assert.Nil(t, crt.Status.Backoff)
 			assert.Equal(t, []string{"web-1"}, requestNames(h), "the request that waited is the one answered")
 			h.eventually("the Issued Event, saying why it was issued", func() bool {
 				return slices.Contains(h.eventNotes("web", certificate.ReasonIssued), issuedNote(crt))
@@ -127,12 +126,12 @@ func TestIssuerRefNobodyServes(t *testing.T) {
 	h := newHarness(t)
 	const grace = 3 * time.Second
 	h.start(func(_ *manager.Options, o *operator.Options) { o.Config.IssuerGrace = grace })
-	h.create(h.certificate("web", "vault", func(s *v1alpha1.CertificateSpec) {
+	h.create(h.certificate("web", "vault", func(s *cmapi.CertificateSpec) {
 		s.IssuerRef.Group = "issuers.example.com"
 	}))
 
 	want := "no issuer has answered request web-1 for issuerRef "
-	var crt *v1alpha1.Certificate
+	var crt *cmapi.Certificate
 	h.eventually("Issuing to say that no issuer answers", func() bool {
 		crt = h.get("web")
 		c := condition(crt.Status.Conditions, certificate.ConditionIssuing)
@@ -140,17 +139,18 @@ func TestIssuerRefNobodyServes(t *testing.T) {
 	})
 	issuing := condition(crt.Status.Conditions, certificate.ConditionIssuing)
 	t.Logf("Issuing: %s: %s", issuing.Reason, issuing.Message)
-	assert.Equal(t, metav1.ConditionTrue, issuing.Status)
+	assert.Equal(t, cmmeta.ConditionTrue, issuing.Status)
 	assert.Contains(t, issuing.Message, "issuers.example.com")
 	assert.Contains(t, issuing.Message, "vault")
 	assert.Contains(t, issuing.Message, "is an issuer for it running?")
 	ready := condition(crt.Status.Conditions, certificate.ConditionReady)
 	require.NotNil(t, ready)
-	assert.Equal(t, metav1.ConditionFalse, ready.Status)
+	assert.Equal(t, cmmeta.ConditionFalse, ready.Status)
 	assert.Contains(t, ready.Message, issuing.Message, "Ready says it too")
 	reqs := h.requests()
 	require.Len(t, reqs, 1)
-	assert.Empty(t, reqs[0].Status.Conditions, "the operator leaves another group's request alone")
+	require.Len(t, reqs[0].Status.Conditions, 1, "the operator approves another group's request and leaves it to that group's issuer")
+	assert.Equal(t, cmapi.CertificateRequestConditionApproved, reqs[0].Status.Conditions[0].Type)
 	created := reqs[0].Annotations[certificate.AnnotationCreatedAt]
 	require.NotEmpty(t, created)
 	at, err := time.Parse(time.RFC3339Nano, created)
@@ -160,7 +160,7 @@ func TestIssuerRefNobodyServes(t *testing.T) {
 		return slices.ContainsFunc(h.eventNotesOfType("web", corev1.EventTypeWarning, certificate.ReasonIssuerNotAnswering), func(n string) bool { return strings.Contains(n, want) })
 	})
 	assert.Nil(t, crt.Status.FailedIssuanceAttempts, "not a failure")
-	assert.Nil(t, crt.Status.Backoff)
+	assert.Nil(t, crt.Status.LastFailureTime)
 
 	// The issuer comes up late, and answers the request that waited.
 	ca, err := localca.NewRoot(rand.Reader, "vault", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, h.clock.Now().Add(-time.Hour), 24*time.Hour)
@@ -168,7 +168,7 @@ func TestIssuerRefNobodyServes(t *testing.T) {
 	req := &reqs[0]
 	core := operator.RequestToCore(req)
 	require.NoError(t, ca.Issue(rand.Reader, core, h.clock.Now()))
-	req.Status = operator.RequestStatusFromCore(core.Status)
+	operator.RequestStatusFromCore(req, core.Status)
 	require.NoError(t, k8s.Status().Update(h.ctx, req))
 	crt = h.waitReady("web", 1)
 	assert.Nil(t, crt.Status.FailedIssuanceAttempts)
@@ -180,7 +180,7 @@ func TestIssuerRefNobodyServes(t *testing.T) {
 // issuedNote is the note of the Event of a first issuance because the
 // Secret did not exist: why it was issued, not what the issuer said while
 // the request waited.
-func issuedNote(crt *v1alpha1.Certificate) string {
+func issuedNote(crt *cmapi.Certificate) string {
 	return "issued revision 1 from request web-1, valid until " + crt.Status.NotAfter.UTC().Format(time.RFC3339) +
 		"; issued because " + certificate.ReasonDoesNotExist + ": secret web-tls does not exist"
 }
@@ -189,7 +189,7 @@ func issuedNote(crt *v1alpha1.Certificate) string {
 // test makes (or not) itself.
 func (h *harness) issuer(name, secretName string) {
 	h.t.Helper()
-	h.create(&v1alpha1.Issuer{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.IssuerSpec{CA: &v1alpha1.CAIssuer{SecretName: secretName}}})
+	h.create(&cmapi.Issuer{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: cmapi.IssuerSpec{IssuerConfig: cmapi.IssuerConfig{CA: &cmapi.CAIssuer{SecretName: secretName}}}})
 }
 
 // notCASecret makes a Secret holding a leaf certificate and its key where

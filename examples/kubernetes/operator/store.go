@@ -1,0 +1,612 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/certificate/host"
+	"github.com/certlife/certlife/keys"
+)
+
+// store is certlife's host.Store over the Kubernetes API: Certificates,
+// Secrets and CertificateRequests of cert-manager.io/v1, converted to and
+// from certlife's types (convert.go).
+//
+// It reads the controller-runtime cache; a Secret the cache does not hold
+// (it holds only those labelled LabelManaged) is read from the API server,
+// and one the API server does not have either is missing for certain
+// (host.ErrAbsenceConfirmed). It writes to the API server with the
+// resource version read, so a write over a newer object is a conflict
+// (host.ErrConflict) and the loop decides again on fresh state. It
+// reports the writes its informers see (host.Watcher, through the
+// controllers' event handlers, which call changed) so that the loop waits
+// for its own writes to show in the cache before it decides again; it is
+// not host.Authoritative, since the cache lags.
+type store struct {
+	client client.Client // writes
+	cache  client.Reader // reads
+	api    client.Reader // reads that must not lag the API server
+	// ownerRefs makes each Certificate the owner of its Secret, so that
+	// deleting the Certificate deletes the Secret
+	// (--enable-certificate-owner-ref).
+	ownerRefs bool
+	// clock times the marks of forgotten requests.
+	clock clock.PassiveClock
+
+	mu       sync.Mutex
+	watchers []func(host.Change)
+	// gone holds the UIDs of the CertificateRequests this store deleted
+	// that the cache may still show, until the informer reports their
+	// deletion: a request read from a cache that has not seen its
+	// deletion yet is not answered again (its issuer, told to forget it,
+	// would start its work over).
+	gone sync.Map // types.UID → struct{}
+	// forgotten marks the requests whose issuer was told to forget them
+	// (issuerOf.Forget) and that the store has not deleted yet: the loop
+	// tells the issuer first and deletes the request after, and a pass
+	// that answered the request in between would start the issuer's work
+	// over for a request about to go. The store's Delete or Create of the
+	// name clears the mark; one neither clears (someone else deleted the
+	// request) lapses after forgetLapse. names serializes an answer and
+	// a Forget of one request.
+	forgotten sync.Map // "namespace/name" → time.Time
+	names     nameLocks
+}
+
+// forgetLapse is how long a request whose issuer was told to forget it is
+// not answered, unless the store deletes it or makes a new one of its
+// name before.
+const forgetLapse = 5 * time.Second
+
+// markForgotten marks namespace/name as forgotten by its issuer.
+func (s *store) markForgotten(namespace, name string) {
+	s.forgotten.Store(namespace+"/"+name, s.clock.Now())
+}
+
+// clearForgotten removes the mark of namespace/name.
+func (s *store) clearForgotten(namespace, name string) { s.forgotten.Delete(namespace + "/" + name) }
+
+// isForgotten reports a request whose issuer was told to forget it a
+// moment ago and that is not deleted yet.
+func (s *store) isForgotten(namespace, name string) bool {
+	v, ok := s.forgotten.Load(namespace + "/" + name)
+	if !ok {
+		return false
+	}
+	if s.clock.Since(v.(time.Time)) >= forgetLapse {
+		s.forgotten.CompareAndDelete(namespace+"/"+name, v)
+		return false
+	}
+	return true
+}
+
+// nameLocks are mutexes by name, made when first locked and dropped
+// when the last holder unlocks.
+type nameLocks struct {
+	mu sync.Mutex
+	m  map[string]*nameLock
+}
+
+type nameLock struct {
+	sync.Mutex
+	n int // holders and waiters
+}
+
+// lock locks name and returns its unlock.
+func (l *nameLocks) lock(name string) (unlock func()) {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[string]*nameLock{}
+	}
+	nl := l.m[name]
+	if nl == nil {
+		nl = &nameLock{}
+		l.m[name] = nl
+	}
+	nl.n++
+	l.mu.Unlock()
+	nl.Lock()
+	return func() {
+		nl.Unlock()
+		l.mu.Lock()
+		if nl.n--; nl.n == 0 {
+			delete(l.m, name)
+		}
+		l.mu.Unlock()
+	}
+}
+
+var (
+	_ host.Store   = (*store)(nil)
+	_ host.Watcher = (*store)(nil)
+)
+
+func (s *store) Certificates() host.Collection[*certificate.Certificate] { return certificates{s} }
+func (s *store) Secrets() host.Collection[*certificate.Secret]           { return secrets{s} }
+func (s *store) Requests() host.Collection[*certificate.CertificateRequest] {
+	return requests{s}
+}
+
+// Watch implements host.Watcher.
+func (s *store) Watch(f func(host.Change)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.watchers = append(s.watchers, f)
+}
+
+// changed reports a write the cache saw to the watchers.
+func (s *store) changed(kind host.Kind, obj client.Object, deleted bool) {
+	if deleted && kind == host.KindRequest {
+		s.gone.Delete(obj.GetUID())
+	}
+	ch := host.Change{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Deleted: deleted,
+		Meta: certificate.ObjectMeta{Name: obj.GetName(), Namespace: obj.GetNamespace(), UID: string(obj.GetUID()), ResourceVersion: obj.GetResourceVersion()}}
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		ch.Meta.OwnerUID = string(ref.UID)
+	}
+	s.mu.Lock()
+	ws := s.watchers
+	s.mu.Unlock()
+	for _, f := range ws {
+		f(ch)
+	}
+}
+
+// unchanged reports a write that changed nothing, which the API server
+// neither versions nor sends a watch event for: the loop waiting for its
+// write to show sees it shown.
+func (s *store) unchanged(kind host.Kind, obj client.Object) { s.changed(kind, obj, false) }
+
+// storeError maps the API server's errors onto the loop's.
+func storeError(what string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("%s: %w (%w)", what, err, host.ErrNotFound)
+	case apierrors.IsConflict(err):
+		return fmt.Errorf("%s: %w (%w)", what, err, host.ErrConflict)
+	case apierrors.IsAlreadyExists(err):
+		return fmt.Errorf("%s: %w (%w)", what, err, host.ErrAlreadyExists)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+func describe(kind host.Kind, namespace, name string) string {
+	return string(kind) + " " + namespace + "/" + name
+}
+
+// secret reads a Secret from the cache, else from the API server. A
+// Secret neither has is host.ErrNotFound and host.ErrAbsenceConfirmed.
+func (s *store) secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	var sec corev1.Secret
+	err := s.cache.Get(ctx, key, &sec)
+	if apierrors.IsNotFound(err) {
+		err = s.api.Get(ctx, key, &sec)
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%s: %w (%w, %w)", describe(host.KindSecret, namespace, name), err, host.ErrNotFound, host.ErrAbsenceConfirmed)
+		}
+	}
+	if err != nil {
+		return nil, storeError(describe(host.KindSecret, namespace, name), err)
+	}
+	return &sec, nil
+}
+
+// passwords reads the keystore passwords spec.keystores names in Secrets.
+func (s *store) passwords(ctx context.Context, c *cmapi.Certificate) (Passwords, error) {
+	var pw Passwords
+	k := c.Spec.Keystores
+	if k == nil {
+		return pw, nil
+	}
+	read := func(field string, ref string, key string) (keys.Password, error) {
+		if ref == "" {
+			return "", nil // the literal password, if any
+		}
+		sec, err := s.secret(ctx, c.Namespace, ref)
+		if errors.Is(err, host.ErrNotFound) {
+			return "", fmt.Errorf("spec.keystores.%s.passwordSecretRef: secret %s does not exist", field, ref)
+		}
+		if err != nil {
+			return "", err
+		}
+		v, ok := sec.Data[key]
+		if !ok || len(v) == 0 {
+			return "", fmt.Errorf("spec.keystores.%s.passwordSecretRef: secret %s has no key %q", field, ref, key)
+		}
+		return keys.Password(v), nil
+	}
+	var err error
+	if p := k.PKCS12; p != nil && p.Create {
+		if pw.PKCS12, err = read("pkcs12", p.PasswordSecretRef.Name, p.PasswordSecretRef.Key); err != nil {
+			return pw, err
+		}
+	}
+	if j := k.JKS; j != nil && j.Create {
+		if pw.JKS, err = read("jks", j.PasswordSecretRef.Name, j.PasswordSecretRef.Key); err != nil {
+			return pw, err
+		}
+	}
+	return pw, nil
+}
+
+// mergePatch is a JSON merge patch from the object as read, which the API
+// server applies only while the object is at the version read.
+func mergePatch(read client.Object) client.Patch {
+	return client.MergeFromWithOptions(read, client.MergeFromWithOptimisticLock{})
+}
+
+type certificates struct{ s *store }
+
+// Get reads a Certificate from the cache, with its keystore passwords.
+func (c certificates) Get(ctx context.Context, namespace, name string) (*certificate.Certificate, error) {
+	var crt cmapi.Certificate
+	if err := c.s.cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &crt); err != nil {
+		return nil, storeError(describe(host.KindCertificate, namespace, name), err)
+	}
+	pw, err := c.s.passwords(ctx, &crt)
+	if err != nil {
+		return nil, err
+	}
+	return CertificateToCore(&crt, pw), nil
+}
+
+// List reads Certificates from the cache (without their keystore
+// passwords, which only the certificate decided on needs).
+func (c certificates) List(ctx context.Context, opts host.ListOptions) ([]*certificate.Certificate, error) {
+	var list cmapi.CertificateList
+	lo := []client.ListOption{client.InNamespace(opts.Namespace)}
+	if opts.SecretName != "" && opts.Namespace != "" {
+		lo = append(lo, client.MatchingFields{indexSecretName: opts.SecretName})
+	}
+	if err := c.s.cache.List(ctx, &list, lo...); err != nil {
+		return nil, err
+	}
+	out := make([]*certificate.Certificate, 0, len(list.Items))
+	for i := range list.Items {
+		if core := CertificateToCore(&list.Items[i], Passwords{}); opts.Matches(core) {
+			out = append(out, core)
+		}
+	}
+	return out, nil
+}
+
+// Create is not the loop's: users create Certificates.
+func (c certificates) Create(context.Context, *certificate.Certificate) (*certificate.Certificate, error) {
+	return nil, errors.New("operator: Certificates are created by users, not by the loop")
+}
+
+// Update writes obj's status (the loop changes nothing else of a
+// certificate) over the version obj was read at: what cert-manager's
+// status has fields for to the status subresource, then the rest to the
+// Certificate's annotations (a merge patch at the version the status
+// write left), so that no version shows the annotations of a status not
+// written yet.
+func (c certificates) Update(ctx context.Context, obj *certificate.Certificate) (*certificate.Certificate, error) {
+	what := describe(host.KindCertificate, obj.Namespace, obj.Name)
+	var cur cmapi.Certificate
+	if err := c.s.cache.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, &cur); err != nil {
+		return nil, storeError(what, err)
+	}
+	if cur.ResourceVersion != obj.ResourceVersion {
+		return nil, fmt.Errorf("%s is at version %s, not %s: %w", what, cur.ResourceVersion, obj.ResourceVersion, host.ErrConflict)
+	}
+	want := cur.DeepCopy()
+	spec := specToCore(&cur, Passwords{})
+	CertificateStatusFromCore(want, obj.Status, &spec)
+	wrote := false
+	at := cur.DeepCopy()
+	if !equality.Semantic.DeepEqual(want.Status, cur.Status) {
+		at.Status = want.Status
+		if err := c.s.client.Status().Update(ctx, at); err != nil {
+			return nil, storeError(what, err)
+		}
+		wrote = true
+	}
+	if !maps.Equal(want.Annotations, at.Annotations) {
+		patched := at.DeepCopy()
+		patched.Annotations = want.Annotations
+		if err := c.s.client.Patch(ctx, patched, mergePatch(at)); err != nil {
+			return nil, storeError(what, err)
+		}
+		at = patched
+		wrote = true
+	}
+	if !wrote {
+		c.s.unchanged(host.KindCertificate, at)
+	}
+	return CertificateToCore(at, Passwords{}), nil
+}
+
+// Delete deletes a Certificate.
+func (c certificates) Delete(ctx context.Context, namespace, name string) error {
+	err := c.s.client.Delete(ctx, &cmapi.Certificate{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})
+	return storeError(describe(host.KindCertificate, namespace, name), err)
+}
+
+type secrets struct{ s *store }
+
+// Get reads a Secret from the cache, else from the API server.
+func (c secrets) Get(ctx context.Context, namespace, name string) (*certificate.Secret, error) {
+	sec, err := c.s.secret(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return SecretToCore(sec), nil
+}
+
+// List reads the cached Secrets (those labelled LabelManaged).
+func (c secrets) List(ctx context.Context, opts host.ListOptions) ([]*certificate.Secret, error) {
+	var list corev1.SecretList
+	lo := []client.ListOption{client.InNamespace(opts.Namespace)}
+	if opts.OwnerUID != "" && opts.Namespace != "" {
+		lo = append(lo, client.MatchingFields{indexOwner: opts.OwnerUID})
+	}
+	if err := c.s.cache.List(ctx, &list, lo...); err != nil {
+		return nil, err
+	}
+	out := make([]*certificate.Secret, 0, len(list.Items))
+	for i := range list.Items {
+		if core := SecretToCore(&list.Items[i]); opts.Matches(core) {
+			out = append(out, core)
+		}
+	}
+	return out, nil
+}
+
+// isNextKey reports a next-private-key secret.
+func isNextKey(s *certificate.Secret) bool {
+	return s.Labels[certificate.LabelNextPrivateKey] == "true"
+}
+
+// Create makes a Secret labelled LabelManaged: a next private key
+// (Opaque, owned by its Certificate), or a target (kubernetes.io/tls,
+// owned by its Certificate only with ownerRefs).
+func (c secrets) Create(ctx context.Context, obj *certificate.Secret) (*certificate.Secret, error) {
+	sec := SecretFromCore(obj)
+	sec.Labels = withManaged(sec.Labels)
+	sec.Type = corev1.SecretTypeTLS
+	if isNextKey(obj) {
+		sec.Type = corev1.SecretTypeOpaque
+	} else if !c.s.ownerRefs {
+		sec.OwnerReferences = nil
+	}
+	sec.ResourceVersion, sec.UID = "", ""
+	if err := c.s.client.Create(ctx, sec); err != nil {
+		return nil, storeError(describe(host.KindSecret, obj.Namespace, obj.Name), err)
+	}
+	return SecretToCore(sec), nil
+}
+
+func withManaged(labels map[string]string) map[string]string {
+	if labels[LabelManaged] == "true" {
+		return labels
+	}
+	labels = maps.Clone(labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[LabelManaged] = "true"
+	return labels
+}
+
+// Update writes obj's data, labels and annotations (what the loop
+// changes of a Secret) over the version it was read at, as a merge patch
+// that leaves the Secret's type and anything else alone. The Certificate
+// is made the Secret's controller with ownerRefs; without, a controller
+// reference to it goes.
+func (c secrets) Update(ctx context.Context, obj *certificate.Secret) (*certificate.Secret, error) {
+	what := describe(host.KindSecret, obj.Namespace, obj.Name)
+	cur, err := c.s.secret(ctx, obj.Namespace, obj.Name)
+	if err != nil {
+		return nil, err
+	}
+	if cur.ResourceVersion != obj.ResourceVersion {
+		return nil, fmt.Errorf("%s is at version %s, not %s: %w", what, cur.ResourceVersion, obj.ResourceVersion, host.ErrConflict)
+	}
+	from := SecretFromCore(obj)
+	upd := cur.DeepCopy()
+	upd.Data = obj.Data
+	upd.Labels = withManaged(from.Labels)
+	upd.Annotations = from.Annotations
+	if obj.OwnerUID != "" {
+		upd.OwnerReferences = ownedBy(upd.OwnerReferences, from.OwnerReferences[0], isNextKey(obj) || c.s.ownerRefs)
+	}
+	if err := c.s.client.Patch(ctx, upd, mergePatch(cur)); err != nil {
+		return nil, storeError(what, err)
+	}
+	if upd.ResourceVersion == cur.ResourceVersion {
+		c.s.unchanged(host.KindSecret, upd)
+	}
+	return SecretToCore(upd), nil
+}
+
+// ownedBy sets (own) or removes (!own) the controller reference ref among
+// refs. Another controller's reference stays.
+func ownedBy(refs []metav1.OwnerReference, ref metav1.OwnerReference, own bool) []metav1.OwnerReference {
+	out := refs[:0:0]
+	for _, r := range refs {
+		if r.UID != ref.UID {
+			out = append(out, r)
+		}
+	}
+	if own {
+		out = append(out, ref)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// Delete deletes the Secret the cache (or the API server) holds by that
+// name, only while it is that object (its UID): a newer Secret of the
+// same name is left alone, and the one meant is gone (host.ErrNotFound).
+func (c secrets) Delete(ctx context.Context, namespace, name string) error {
+	cur, err := c.s.secret(ctx, namespace, name)
+	if err != nil {
+		return err
+	}
+	return c.s.deleteUID(ctx, host.KindSecret, cur)
+}
+
+// deleteUID deletes obj with its UID as precondition. A request deleted
+// is gone for the store's reads from then on, whatever the cache shows.
+func (s *store) deleteUID(ctx context.Context, kind host.Kind, obj client.Object) error {
+	uid := obj.GetUID()
+	err := s.client.Delete(ctx, obj, client.Preconditions{UID: &uid})
+	if kind == host.KindRequest {
+		if err == nil || apierrors.IsNotFound(err) {
+			s.gone.Store(uid, struct{}{})
+		}
+		s.clearForgotten(obj.GetNamespace(), obj.GetName())
+	}
+	if apierrors.IsConflict(err) {
+		return fmt.Errorf("%s: a newer object of the name is there: %w", describe(kind, obj.GetNamespace(), obj.GetName()), host.ErrNotFound)
+	}
+	return storeError(describe(kind, obj.GetNamespace(), obj.GetName()), err)
+}
+
+type requests struct{ s *store }
+
+// Get reads a CertificateRequest from the cache; one this store deleted
+// is not found, even while the cache still shows it.
+func (c requests) Get(ctx context.Context, namespace, name string) (*certificate.CertificateRequest, error) {
+	var r cmapi.CertificateRequest
+	if err := c.s.cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &r); err != nil {
+		return nil, storeError(describe(host.KindRequest, namespace, name), err)
+	}
+	if c.s.deleted(r.UID) {
+		return nil, fmt.Errorf("%s: deleted: %w", describe(host.KindRequest, namespace, name), host.ErrNotFound)
+	}
+	return RequestToCore(&r), nil
+}
+
+// deleted reports a request this store deleted.
+func (s *store) deleted(uid types.UID) bool {
+	_, ok := s.gone.Load(uid)
+	return ok
+}
+
+// List reads CertificateRequests from the cache.
+func (c requests) List(ctx context.Context, opts host.ListOptions) ([]*certificate.CertificateRequest, error) {
+	var list cmapi.CertificateRequestList
+	lo := []client.ListOption{client.InNamespace(opts.Namespace)}
+	if opts.OwnerUID != "" && opts.Namespace != "" {
+		lo = append(lo, client.MatchingFields{indexOwner: opts.OwnerUID})
+	}
+	if err := c.s.cache.List(ctx, &list, lo...); err != nil {
+		return nil, err
+	}
+	out := make([]*certificate.CertificateRequest, 0, len(list.Items))
+	for i := range list.Items {
+		if c.s.deleted(list.Items[i].UID) {
+			continue
+		}
+		if core := RequestToCore(&list.Items[i]); opts.Matches(core) {
+			out = append(out, core)
+		}
+	}
+	return out, nil
+}
+
+// copiedAnnotationPrefixes are the annotations of a Certificate that do
+// not go to its requests: kubectl's, Flux's and Argo CD's (as the
+// reference operator leaves them out), and the operator's own.
+var copiedAnnotationPrefixes = []string{"kubectl.kubernetes.io/", "fluxcd.io/", "argocd.argoproj.io/", "certlife.dev/"}
+
+// Create makes a CertificateRequest owned by its Certificate, with the
+// Certificate's labels and annotations as the reference operator copies
+// them (an ACME solver's matchLabels select by them; external issuers
+// read them), and certlife's own annotations over them.
+func (c requests) Create(ctx context.Context, obj *certificate.CertificateRequest) (*certificate.CertificateRequest, error) {
+	r := RequestFromCore(obj)
+	r.Status = cmapi.CertificateRequestStatus{}
+	r.ResourceVersion, r.UID = "", ""
+	if name := obj.Annotations[certificate.AnnotationCertificateName]; name != "" {
+		var crt cmapi.Certificate
+		if err := c.s.cache.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: name}, &crt); err == nil && string(crt.UID) == obj.OwnerUID {
+			labels := maps.Clone(crt.Labels)
+			maps.Copy(labels, r.Labels)
+			r.Labels = labels
+			annotations := map[string]string{}
+			for k, v := range crt.Annotations {
+				if !hasAnyPrefix(k, copiedAnnotationPrefixes) {
+					annotations[k] = v
+				}
+			}
+			maps.Copy(annotations, r.Annotations)
+			r.Annotations = annotations
+		}
+	}
+	if err := c.s.client.Create(ctx, r); err != nil {
+		return nil, storeError(describe(host.KindRequest, obj.Namespace, obj.Name), err)
+	}
+	c.s.clearForgotten(obj.Namespace, obj.Name) // a new request of the name
+	return RequestToCore(r), nil
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Update writes an issuer's answer — the status, and the retry-after
+// annotation first when it changes — over the version read.
+func (c requests) Update(ctx context.Context, obj *certificate.CertificateRequest) (*certificate.CertificateRequest, error) {
+	what := describe(host.KindRequest, obj.Namespace, obj.Name)
+	var cur cmapi.CertificateRequest
+	if err := c.s.cache.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, &cur); err != nil {
+		return nil, storeError(what, err)
+	}
+	if cur.ResourceVersion != obj.ResourceVersion {
+		return nil, fmt.Errorf("%s is at version %s, not %s: %w", what, cur.ResourceVersion, obj.ResourceVersion, host.ErrConflict)
+	}
+	want := cur.DeepCopy()
+	RequestStatusFromCore(want, obj.Status)
+	if !maps.Equal(want.Annotations, cur.Annotations) {
+		patched := cur.DeepCopy()
+		patched.Annotations = want.Annotations
+		if err := c.s.client.Patch(ctx, patched, mergePatch(&cur)); err != nil {
+			return nil, storeError(what, err)
+		}
+		want.ObjectMeta = patched.ObjectMeta
+	}
+	if !equality.Semantic.DeepEqual(want.Status, cur.Status) {
+		if err := c.s.client.Status().Update(ctx, want); err != nil {
+			return nil, storeError(what, err)
+		}
+	}
+	return RequestToCore(want), nil
+}
+
+// Delete deletes the CertificateRequest of that name the cache holds,
+// only while it is that object (its UID).
+func (c requests) Delete(ctx context.Context, namespace, name string) error {
+	var cur cmapi.CertificateRequest
+	if err := c.s.cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &cur); err != nil {
+		return storeError(describe(host.KindRequest, namespace, name), err)
+	}
+	return c.s.deleteUID(ctx, host.KindRequest, &cur)
+}
