@@ -144,6 +144,11 @@ type Loop struct {
 	// write's own watch event does not queue a request again, as its
 	// issuer said when to look again.
 	self map[item]bool
+	// deleting are the requests the loop is deleting (their issuer told
+	// to forget them, the store's delete not yet returned): another
+	// goroutine's Answer leaves them alone, so that an issuer does not
+	// start again on what it was just told to forget.
+	deleting map[item]bool
 
 	started    bool
 	nextResync time.Time
@@ -181,7 +186,7 @@ func New(cfg Config) (*Loop, error) {
 		return nil, fmt.Errorf("host: Config.Certificate: %w", err)
 	}
 	l := &Loop{cfg: cfg, clock: cfg.Clock, rand: cfg.Rand, issuers: map[certificate.IssuerRef]certificate.Issuer{},
-		failures: map[item]int{}, uids: map[string]item{}, certUIDs: map[item]string{}, refs: map[item]certificate.IssuerRef{}, self: map[item]bool{},
+		failures: map[item]int{}, uids: map[string]item{}, certUIDs: map[item]string{}, refs: map[item]certificate.IssuerRef{}, self: map[item]bool{}, deleting: map[item]bool{},
 		pending: map[object]*expectation{}, wake: make(chan struct{}, 1)}
 	if l.rand == nil {
 		l.rand = rand.Reader
@@ -823,7 +828,13 @@ func (l *Loop) deleteRequest(ctx context.Context, namespace, name string, ref ce
 	it := item{KindRequest, namespace, name}
 	l.mu.Lock()
 	delete(l.refs, it) // told here, not again by the deletion's watch event
+	l.deleting[it] = true
 	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		delete(l.deleting, it)
+		l.mu.Unlock()
+	}()
 	if iss := l.issuer(ref); iss != nil {
 		if err := iss.Forget(ctx, namespace, name); err != nil {
 			return fmt.Errorf("telling %s that request %s goes: %w", describeRef(ref), key(namespace, name), err)
@@ -980,6 +991,12 @@ func (l *Loop) answer(ctx context.Context, it item, now time.Time) (ev Event, ac
 		return // not ours: whoever serves its issuer answers it
 	}
 	l.mu.Lock()
+	if l.goingAway(it) {
+		// Its issuer was told to forget it: answering would start the
+		// work again (an ACME order for names nobody wants).
+		l.mu.Unlock()
+		return ev, false
+	}
 	l.refs[it] = r.Spec.IssuerRef
 	l.mu.Unlock()
 	before, _ := json.Marshal(r.Status)
@@ -1272,6 +1289,16 @@ func (l *Loop) answering() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.queue.requests > 0
+}
+
+// goingAway reports a request the loop is deleting, or has deleted while
+// its store's reads may still show it; l.mu is held.
+func (l *Loop) goingAway(it item) bool {
+	if l.deleting[it] {
+		return true
+	}
+	e := l.pending[object{KindRequest, it.namespace, it.name}]
+	return e != nil && e.done && e.deleted
 }
 
 // object names one object of the store.

@@ -634,3 +634,64 @@ func TestLoopSelfSignsACertificateWithoutACommonName(t *testing.T) {
 	assert.Equal(t, "CN=web.example", p.Leaf.Subject.String())
 	assert.Equal(t, p.Leaf.RawSubject, p.Leaf.RawIssuer)
 }
+
+// answerInTheGap is a store whose requests' Delete first lets another
+// worker answer the request being deleted, as a host calling Answer from
+// several goroutines may, between the loop telling the issuer to forget
+// it and the store deleting it.
+type answerInTheGap struct {
+	host.Store
+	loop     *host.Loop
+	answered []bool
+}
+
+func (s *answerInTheGap) Requests() host.Collection[*certificate.CertificateRequest] {
+	return gapRequests{s.Store.Requests(), s}
+}
+
+type gapRequests struct {
+	host.Collection[*certificate.CertificateRequest]
+	s *answerInTheGap
+}
+
+func (g gapRequests) Delete(ctx context.Context, namespace, name string) error {
+	_, ok := g.s.loop.Answer(ctx, namespace, name)
+	g.s.answered = append(g.s.answered, ok)
+	return g.Collection.Delete(ctx, namespace, name)
+}
+
+// A request the loop is deleting is not answered by another worker: its
+// issuer was told to forget it, and answering it would start its work
+// again (for ACME, a new order for names nobody wants any more).
+func TestLoopDoesNotAnswerARequestItIsDeleting(t *testing.T) {
+	ctx := context.Background()
+	clk := testingclock.NewFakeClock(t0)
+	store := &answerInTheGap{Store: unwatched{host.NewMemoryStore(clk)}}
+	iss := &recorder{} // never answers: the request stays pending
+	loop, err := host.New(host.Config{Store: store, Clock: clk,
+		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: iss}})
+	require.NoError(t, err)
+	store.loop = loop
+	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
+	require.NoError(t, err)
+	require.NoError(t, loop.Advance(ctx, t0.Add(10*time.Second), 0))
+	iss.mu.Lock()
+	before := iss.answered
+	iss.mu.Unlock()
+	require.Positive(t, before, "the first request was answered (pending)")
+
+	c, err := store.Certificates().Get(ctx, "default", "web")
+	require.NoError(t, err)
+	c.Spec.DNSNames = []string{"other.example"}
+	_, err = store.Certificates().Update(ctx, c)
+	require.NoError(t, err)
+	ev, _ := loop.Pass(ctx, "default", "web")
+	require.NoError(t, ev.Err)
+
+	require.Contains(t, iss.forgot(), "default/web-1", "the outdated request's issuer is told")
+	require.NotEmpty(t, store.answered, "the store's delete ran")
+	assert.Equal(t, []bool{false}, store.answered, "the answer in the gap did nothing")
+	iss.mu.Lock()
+	defer iss.mu.Unlock()
+	assert.Equal(t, before, iss.answered, "the issuer was not asked again about a request it was told to forget")
+}
