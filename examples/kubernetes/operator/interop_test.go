@@ -1,6 +1,7 @@
 package operator_test
 
 import (
+	"crypto"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
@@ -17,7 +18,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/certificate/localca"
@@ -75,6 +78,14 @@ func TestReferenceCAControllerSignsAndRenews(t *testing.T) {
 	h.settle(op)
 	ok, _ := op.writes.take()
 	assert.Empty(t, ok, "the operator writes nothing to an Issuer it leaves to another controller")
+	// The types it does not leave, it still serves.
+	h.create(&cmapi.Issuer{ObjectMeta: metav1.ObjectMeta{Name: "self"}, Spec: cmapi.IssuerSpec{IssuerConfig: cmapi.IssuerConfig{SelfSigned: &cmapi.SelfSignedIssuer{}}}})
+	h.eventually("the operator to mark the selfSigned Issuer Ready", func() bool {
+		c := h.issuerCondition("self")
+		return c != nil && c.Status == cmmeta.ConditionTrue && c.Reason == operator.ReasonIssuerReady
+	})
+	h.settle(op)
+	op.writes.take()
 
 	h.create(h.certificate("web", "ca"))
 	h.waitReady("web", 1)
@@ -91,6 +102,8 @@ func TestReferenceCAControllerSignsAndRenews(t *testing.T) {
 	h.waitReady("web", 2)
 	second := h.signedByReference("web-2", ca)
 	assert.NotEqual(t, first.SerialNumber, second.SerialNumber, "the renewal is a new certificate")
+	assert.False(t, second.PublicKey.(interface{ Equal(crypto.PublicKey) bool }).Equal(first.PublicKey),
+		"for a new key (rotationPolicy Always, the reference operator's default)")
 	h.settle(op)
 	ok, _ = op.writes.take()
 	assert.Equal(t, 1, ok["update/status CertificateRequest"], "the operator's only write to the renewal request's status is its approval")
@@ -315,4 +328,32 @@ func (h *harness) putCASecret(name string) *localca.CA {
 		require.NoError(h.t, err)
 	}
 	return h.caSecret(name)
+}
+
+// The issuer types the operator can leave to another controller are the
+// ones it serves, named as the reference operator names them; any other
+// name is refused, naming the option and the value.
+func TestDisabledIssuerTypes(t *testing.T) {
+	apiServer(t)
+	for name, tc := range map[string]struct {
+		types []string
+		err   string
+	}{
+		"every type it serves may be left":     {types: []string{"ca", "selfsigned", "acme"}},
+		"none left is the default":             {},
+		"a type it does not serve is refused":  {types: []string{"ca", "vault"}, err: `options.disabledIssuerTypes: "vault" is not an issuer type`},
+		"the spec field's spelling is refused": {types: []string{"selfSigned"}, err: `options.disabledIssuerTypes: "selfSigned" is not an issuer type`},
+		"an empty name is refused":             {types: []string{""}, err: `options.disabledIssuerTypes: "" is not an issuer type`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := operator.NewManager(restConfig, manager.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+				Controller: config.Controller{SkipNameValidation: new(true)}}, operator.Options{DisabledIssuerTypes: tc.types})
+			if tc.err == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.err)
+		})
+	}
 }
