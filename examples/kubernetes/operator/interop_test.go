@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -228,7 +229,7 @@ func TestReferenceCAControllerFailures(t *testing.T) {
 // signed is a certificate the reference controller signed.
 type signed struct {
 	*x509.Certificate
-	requestUID any
+	requestUID types.UID
 }
 
 // signedByReference checks that the request name was signed by the
