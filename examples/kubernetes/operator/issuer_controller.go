@@ -82,6 +82,9 @@ func (r *IssuerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	spec, status := iss.GetSpec(), iss.GetStatus()
+	if r.Issuers.leaves(spec) {
+		return ctrl.Result{}, nil // another controller keeps its status
+	}
 	now := r.Clock.Now()
 	cond := cmapi.IssuerCondition{Type: cmapi.IssuerConditionReady, ObservedGeneration: iss.GetGeneration()}
 	ready := func(reason, message string) {

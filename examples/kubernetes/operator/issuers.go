@@ -34,6 +34,52 @@ type issuers struct {
 	// approve: the operator approves requests (Options.DisableApprover
 	// unset).
 	approve bool
+	// disabled: the issuer types left to another controller
+	// (Options.DisabledIssuerTypes).
+	disabled map[string]bool
+}
+
+// The issuer types, as the reference operator names them
+// (Options.DisabledIssuerTypes).
+const (
+	issuerTypeCA         = "ca"
+	issuerTypeSelfSigned = "selfsigned"
+	issuerTypeACME       = "acme"
+)
+
+// issuerTypes is the set of the types named, or an error naming one that
+// is not an issuer type.
+func issuerTypes(names []string) (map[string]bool, error) {
+	var out map[string]bool
+	for _, n := range names {
+		switch n {
+		case issuerTypeCA, issuerTypeSelfSigned, issuerTypeACME:
+		default:
+			return nil, fmt.Errorf("operator: options.disabledIssuerTypes: %q is not an issuer type this operator serves (ca, selfsigned, acme)", n)
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[n] = true
+	}
+	return out, nil
+}
+
+// leaves reports an issuer of a type left to another controller. An
+// issuer's type is the first of acme, ca, selfSigned it configures, in
+// the order the reference operator reads them.
+func (is *issuers) leaves(spec *cmapi.IssuerSpec) bool {
+	switch {
+	case len(is.disabled) == 0:
+		return false
+	case spec.ACME != nil:
+		return is.disabled[issuerTypeACME]
+	case spec.CA != nil:
+		return is.disabled[issuerTypeCA]
+	case spec.SelfSigned != nil:
+		return is.disabled[issuerTypeSelfSigned]
+	}
+	return false
 }
 
 // issuerFor gives the loop the issuer of a request whose issuerRef names
@@ -137,7 +183,9 @@ type issuerOf struct {
 // issuer signs with the CA in its Secret, a selfSigned one with the
 // request's own key, an acme one steps the request's ACME order. An
 // issuer that does not exist, or cannot be used yet, leaves r Pending
-// with the reason — no failure — and is asked again.
+// with the reason — no failure — and is asked again. An issuer of a type
+// left to another controller (Options.DisabledIssuerTypes) gets r
+// approved and nothing more: that controller answers it.
 func (i issuerOf) Answer(ctx context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
 	// Not while its issuer forgets it, nor after: a request on its way
 	// out (read from a cache that lags its deletion) is left as it is.
@@ -145,6 +193,14 @@ func (i issuerOf) Answer(ctx context.Context, r *certificate.CertificateRequest,
 	defer unlock()
 	if i.is.store.isForgotten(r.Namespace, r.Name) || i.is.store.deleted(types.UID(r.UID)) {
 		return now.Add(time.Second), nil
+	}
+	if len(i.is.disabled) > 0 {
+		if spec, _, err := i.is.lookup(ctx, r.Namespace, i.ref); err == nil && i.is.leaves(spec) {
+			if i.is.approve && !approvalDecided(r) {
+				approve(r, now)
+			}
+			return time.Time{}, nil // the other controller's answer is a change, which queues it
+		}
 	}
 	if !approved(r) {
 		if !i.is.approve || approvalDecided(r) {
@@ -192,7 +248,7 @@ func (i issuerOf) Forget(ctx context.Context, namespace, name string) error {
 	defer unlock()
 	i.is.store.markForgotten(namespace, name)
 	spec, secretsNS, err := i.is.lookup(ctx, namespace, i.ref)
-	if err == nil && spec.ACME != nil && len(issuerNotServed(spec)) == 0 {
+	if err == nil && spec.ACME != nil && len(issuerNotServed(spec)) == 0 && !i.is.leaves(spec) {
 		if rt, err := i.is.acme.get(ctx, i.ref.Kind, namespace, i.ref.Name, spec.ACME, secretsNS); err == nil {
 			return rt.issuer.Forget(ctx, namespace, name)
 		}

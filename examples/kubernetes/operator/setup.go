@@ -57,6 +57,18 @@ type Options struct {
 	// request that has neither is approved, as the reference operator's
 	// default approver does.
 	DisableApprover bool
+	// DisabledIssuerTypes are issuer types — "ca", "selfsigned", "acme",
+	// as the reference operator names them — that this operator leaves to
+	// another controller, as the reference operator leaves a type out when
+	// its --controllers flag omits that type's controllers. An Issuer or
+	// ClusterIssuer of such a type gets no Ready condition from this
+	// operator, and its CertificateRequests are approved (unless the
+	// approver is off) but not answered: the controller that serves the
+	// type answers them, through the same CertificateRequest contract as
+	// an issuer of another API group. Certificates that name such an
+	// issuer are reconciled as any other. Setup refuses a type it does not
+	// know, naming it.
+	DisabledIssuerTypes []string
 	// Rand is the randomness for keys, CSRs, keystores, serial numbers and
 	// signatures; nil means crypto/rand.
 	Rand io.Reader
@@ -142,6 +154,10 @@ func Setup(mgr manager.Manager, o Options) error {
 	if err := o.Config.Validate(); err != nil {
 		return fmt.Errorf("operator: options.config: %w", err)
 	}
+	disabled, err := issuerTypes(o.DisabledIssuerTypes)
+	if err != nil {
+		return err
+	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
@@ -184,7 +200,7 @@ func Setup(mgr manager.Manager, o Options) error {
 		o.Metrics.perCertificate.reader.Store(&cached)
 	}
 	recorder := mgr.GetEventRecorder(o.EventSource)
-	issuers := &issuers{cache: mgr.GetCache(), store: st, acme: acme, rand: o.Rand, clusterNS: o.ClusterResourceNamespace, approve: !o.DisableApprover}
+	issuers := &issuers{cache: mgr.GetCache(), store: st, acme: acme, rand: o.Rand, clusterNS: o.ClusterResourceNamespace, approve: !o.DisableApprover, disabled: disabled}
 	loop, err := host.New(host.Config{Store: st, Clock: o.Clock, Rand: o.Rand, Certificate: o.Config, IssuerFor: issuers.issuerFor})
 	if err != nil {
 		return fmt.Errorf("operator: %w", err)
