@@ -100,8 +100,9 @@ func (f *flags) watched() (map[string]cache.Config, error) {
 
 // newManager makes the operator's manager from the flags, its metrics
 // registered with registry, and adds the HTTP-01 challenge server and the
-// /healthz and /readyz checks.
-func newManager(cfg *rest.Config, f *flags, registry prometheus.Registerer) (manager.Manager, error) {
+// /healthz and /readyz checks. mod, if any, changes the manager's options
+// last (tests).
+func newManager(cfg *rest.Config, f *flags, registry prometheus.Registerer, mod ...func(*manager.Options)) (manager.Manager, error) {
 	if f.leaderNS == "" {
 		if _, err := os.Stat(serviceAccountNamespace); err != nil {
 			f.leaderNS = "default" // not in a cluster
@@ -116,7 +117,7 @@ func newManager(cfg *rest.Config, f *flags, registry prometheus.Registerer) (man
 	if err := metrics.Register(registry); err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
-	mgr, err := operator.NewManager(cfg, manager.Options{
+	mo := manager.Options{
 		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress:        f.probeAddr,
 		LeaderElection:                f.leaderElect,
@@ -124,7 +125,11 @@ func newManager(cfg *rest.Config, f *flags, registry prometheus.Registerer) (man
 		LeaderElectionNamespace:       f.leaderNS,
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cache.Options{DefaultNamespaces: namespaces},
-	}, operator.Options{
+	}
+	for _, m := range mod {
+		m(&mo)
+	}
+	mgr, err := operator.NewManager(cfg, mo, operator.Options{
 		Clock:                     clock.RealClock{},
 		ClusterResourceNamespace:  f.clusterNS,
 		EnableCertificateOwnerRef: f.ownerRef,
