@@ -5,7 +5,8 @@
 //	kubectl apply -f config/crd   # cert-manager's CRDs
 //	go run . -cluster-resource-namespace default
 //
-// See README.md.
+// or installs it in a cluster with kubectl apply -k deploy/cluster (or
+// deploy/namespaced). See README.md.
 package main
 
 //go:generate go tool controller-gen rbac:roleName=certlife-operator paths=./operator/... output:rbac:artifacts:config=config/rbac
@@ -13,10 +14,18 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -29,70 +38,152 @@ import (
 // serviceAccountNamespace is where a pod finds its namespace.
 const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
-func main() {
-	var (
-		metricsAddr = flag.String("metrics-bind-address", ":8080", "where Prometheus metrics are served (0 turns them off)")
-		probeAddr   = flag.String("health-probe-bind-address", ":8081", "where /healthz and /readyz are served")
-		leaderElect = flag.Bool("leader-elect", true, "elect a leader, so that replicas can run side by side")
-		leaderNS    = flag.String("leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace, or default outside a cluster)")
-		clusterNS   = flag.String("cluster-resource-namespace", "cert-manager", "namespace of the Secrets ClusterIssuers name (cert-manager's default)")
-		workers     = flag.Int("workers", 4, "certificates reconciled at once")
-		http01Addr  = flag.String("http01-address", ":8089", "where ACME HTTP-01 challenges are answered, on every replica (route the names' port 80 /.well-known/acme-challenge/ here; empty turns it off)")
-		ownerRef    = flag.Bool("enable-certificate-owner-ref", false, "make each Certificate the owner of its Secret, so that deleting the Certificate deletes the Secret (as cert-manager's flag of the same name)")
-		approve     = flag.Bool("approve-requests", true, "approve every CertificateRequest that has neither an Approved nor a Denied condition, as cert-manager's approver does; false leaves approval to another approver, such as approver-policy")
-	)
-	zapOpts := zap.Options{Development: true}
-	zapOpts.BindFlags(flag.CommandLine)
-	flag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-	logger := ctrl.Log.WithName("certlife-operator")
+// flags are the command's flags.
+type flags struct {
+	metricsAddr string
+	probeAddr   string
+	leaderElect bool
+	leaderNS    string
+	clusterNS   string
+	namespaces  string
+	workers     int
+	http01Addr  string
+	ownerRef    bool
+	approve     bool
+	disabled    string
+	zap         zap.Options
+}
 
-	if *leaderNS == "" {
-		if _, err := os.Stat(serviceAccountNamespace); err != nil {
-			*leaderNS = "default" // not in a cluster
+// bindFlags defines the command's flags on fs.
+func bindFlags(fs *flag.FlagSet) *flags {
+	f := &flags{zap: zap.Options{Development: true}}
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "where Prometheus metrics are served (0 turns them off)")
+	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "where /healthz and /readyz are served")
+	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader, so that replicas can run side by side")
+	fs.StringVar(&f.leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace, or default outside a cluster)")
+	fs.StringVar(&f.clusterNS, "cluster-resource-namespace", "cert-manager", "namespace of the Secrets ClusterIssuers name (cert-manager's default)")
+	fs.StringVar(&f.namespaces, "namespaces", "", "comma-separated namespaces whose Certificates, requests, Issuers and Secrets the operator watches (and the cluster resource namespace, added when missing); empty watches every namespace")
+	fs.IntVar(&f.workers, "workers", 4, "certificates reconciled at once")
+	fs.StringVar(&f.http01Addr, "http01-address", ":8089", "where ACME HTTP-01 challenges are answered, on every replica (route the names' port 80 /.well-known/acme-challenge/ here; empty turns it off)")
+	fs.BoolVar(&f.ownerRef, "enable-certificate-owner-ref", false, "make each Certificate the owner of its Secret, so that deleting the Certificate deletes the Secret (as cert-manager's flag of the same name)")
+	fs.BoolVar(&f.approve, "approve-requests", true, "approve every CertificateRequest that has neither an Approved nor a Denied condition, as cert-manager's approver does; false leaves approval to another approver, such as approver-policy")
+	fs.StringVar(&f.disabled, "disabled-issuer-types", "", "comma-separated issuer types (ca, selfsigned, acme) left to another controller: their requests are approved and not answered, their Issuers not written")
+	f.zap.BindFlags(fs)
+	return f
+}
+
+// watched is the namespaces the operator's caches hold: nil for every
+// namespace, else those of -namespaces and the cluster resource
+// namespace, whose Secrets ClusterIssuers sign with. A name that is not
+// a namespace's is refused, naming the flag and the value.
+func (f *flags) watched() (map[string]cache.Config, error) {
+	if strings.TrimSpace(f.namespaces) == "" {
+		return nil, nil
+	}
+	out := map[string]cache.Config{}
+	for _, ns := range strings.Split(f.namespaces, ",") {
+		ns = strings.TrimSpace(ns)
+		if ns == "" {
+			continue
 		}
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return nil, fmt.Errorf("-namespaces: %q is not a namespace's name: %s", ns, strings.Join(errs, "; "))
+		}
+		out[ns] = cache.Config{}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("-namespaces: %q names no namespace", f.namespaces)
+	}
+	if f.clusterNS != "" {
+		out[f.clusterNS] = cache.Config{}
+	}
+	return out, nil
+}
+
+// disabledIssuerTypes is -disabled-issuer-types as a list; the operator
+// refuses a type it does not know, naming the option and the value.
+func (f *flags) disabledIssuerTypes() []string {
+	var out []string
+	for _, t := range strings.Split(f.disabled, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// newManager makes the operator's manager from the flags, its metrics
+// registered with registry, and adds the HTTP-01 challenge server and the
+// /healthz and /readyz checks. mod, if any, changes the manager's options
+// last (tests).
+func newManager(cfg *rest.Config, f *flags, registry prometheus.Registerer, mod ...func(*manager.Options)) (manager.Manager, error) {
+	if f.leaderNS == "" {
+		if _, err := os.Stat(serviceAccountNamespace); err != nil {
+			f.leaderNS = "default" // not in a cluster
+		}
+	}
+	namespaces, err := f.watched()
+	if err != nil {
+		return nil, err
 	}
 	challenges := operator.NewChallengeServer()
 	metrics := operator.NewMetrics()
-	if err := metrics.Register(ctrlmetrics.Registry); err != nil {
-		logger.Error(err, "registering metrics")
-		os.Exit(1)
+	if err := metrics.Register(registry); err != nil {
+		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
-	mgr, err := operator.NewManager(ctrl.GetConfigOrDie(), manager.Options{
-		Metrics:                       metricsserver.Options{BindAddress: *metricsAddr},
-		HealthProbeBindAddress:        *probeAddr,
-		LeaderElection:                *leaderElect,
+	mo := manager.Options{
+		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
+		HealthProbeBindAddress:        f.probeAddr,
+		LeaderElection:                f.leaderElect,
 		LeaderElectionID:              "certlife-operator",
-		LeaderElectionNamespace:       *leaderNS,
+		LeaderElectionNamespace:       f.leaderNS,
 		LeaderElectionReleaseOnCancel: true,
-	}, operator.Options{
+		Cache:                         cache.Options{DefaultNamespaces: namespaces},
+	}
+	for _, m := range mod {
+		m(&mo)
+	}
+	mgr, err := operator.NewManager(cfg, mo, operator.Options{
 		Clock:                     clock.RealClock{},
-		ClusterResourceNamespace:  *clusterNS,
-		EnableCertificateOwnerRef: *ownerRef,
-		DisableApprover:           !*approve,
-		Workers:                   *workers,
+		ClusterResourceNamespace:  f.clusterNS,
+		EnableCertificateOwnerRef: f.ownerRef,
+		DisableApprover:           !f.approve,
+		DisabledIssuerTypes:       f.disabledIssuerTypes(),
+		Workers:                   f.workers,
 		Metrics:                   metrics,
 		ACME:                      operator.ACMEOptions{ChallengeServer: challenges},
 	})
 	if err != nil {
-		logger.Error(err, "setting up the operator")
-		os.Exit(1)
+		return nil, fmt.Errorf("setting up the operator: %w", err)
 	}
-	if *http01Addr != "" {
-		if err := mgr.Add(challenges.Runnable(*http01Addr)); err != nil {
-			logger.Error(err, "HTTP-01 challenge server")
-			os.Exit(1)
+	if f.http01Addr != "" {
+		if err := mgr.Add(challenges.Runnable(f.http01Addr)); err != nil {
+			return nil, fmt.Errorf("HTTP-01 challenge server: %w", err)
 		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		logger.Error(err, "health check")
-		os.Exit(1)
+		return nil, fmt.Errorf("health check: %w", err)
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		logger.Error(err, "ready check")
+		return nil, fmt.Errorf("ready check: %w", err)
+	}
+	return mgr, nil
+}
+
+func main() {
+	f := bindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap)))
+	logger := ctrl.Log.WithName("certlife-operator")
+
+	mgr, err := newManager(ctrl.GetConfigOrDie(), f, ctrlmetrics.Registry)
+	if err != nil {
+		logger.Error(err, "starting")
 		os.Exit(1)
 	}
-	logger.Info("starting", "leaderElection", *leaderElect, "clusterResourceNamespace", *clusterNS, "enableCertificateOwnerRef", *ownerRef, "approveRequests", *approve)
+	namespaces, _ := f.watched()
+	logger.Info("starting", "leaderElection", f.leaderElect, "clusterResourceNamespace", f.clusterNS, "namespaces", slices.Sorted(maps.Keys(namespaces)),
+		"enableCertificateOwnerRef", f.ownerRef, "approveRequests", f.approve, "disabledIssuerTypes", f.disabledIssuerTypes())
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		logger.Error(err, "the operator stopped")
 		os.Exit(1)

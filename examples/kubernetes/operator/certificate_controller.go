@@ -203,7 +203,7 @@ var quietReasons = map[string]bool{
 var warningReasons = map[string]bool{
 	certificate.ReasonDenied: true, certificate.ReasonInvalidRequest: true, certificate.ReasonFailed: true,
 	certificate.ReasonIssuedUndecodable: true, certificate.ReasonIssuedWrongKey: true, certificate.ReasonIssuedExpired: true,
-	certificate.ReasonIssuedOtherNames: true, certificate.ReasonInvalidSpec: true, certificate.ReasonSecretInUse: true,
+	certificate.ReasonIssuedOtherNames: true, certificate.ReasonInvalidSpec: true, certificate.ReasonSecretInUse: true, certificate.ReasonSecretNotOwned: true,
 	certificate.ReasonExpired: true, certificate.ReasonBackoff: true,
 	certificate.ReasonIssuerNotAnswering: true,
 }

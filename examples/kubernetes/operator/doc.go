@@ -31,7 +31,8 @@
 // not serve is refused with InvalidSpec naming the field (NotServed).
 package operator
 
-// Leader election holds a Lease and records its Events (a replica
-// became the leader) through the core Events API.
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// Leader election holds a Lease in the operator's own namespace (certlife
+// in the manifests of deploy/) and records its changes of leader as Events
+// there: a Role, not a ClusterRole.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=certlife
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=certlife
