@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"time"
 
 	cmacme "github.com/cert-manager/cert-manager/pkg/apis/acme/v1"
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
@@ -42,7 +43,11 @@ type Options struct {
 	// certlife's defaults (certificate.Config documents each field: the
 	// backoff, the cache grace, how long a request may go unanswered by
 	// any issuer before the certificate says so, …). Setup refuses one
-	// that certificate.Config.Validate refuses.
+	// that certificate.Config.Validate refuses. One default differs:
+	// SecretInUseRecheck is SecretRecheck unless set, since a Secret
+	// outside the operator's label-selected cache (one a user made, or
+	// another Certificate holds) brings no watch event when it is
+	// annotated for takeover or released.
 	Config certificate.Config
 	// ClusterResourceNamespace holds the Secrets ClusterIssuers name.
 	ClusterResourceNamespace string
@@ -150,9 +155,17 @@ func NewManager(cfg *rest.Config, mo manager.Options, o Options) (manager.Manage
 // CertificateRequest controller, both on one certlife host loop
 // (certificate/host: Loop.Pass and Loop.Answer) over the Kubernetes
 // store, and the Issuer and ClusterIssuer controllers.
+// SecretRecheck is how often a Certificate whose Secret it may not write
+// (SecretNotOwned, SecretInUse) looks at it again: a minute after the
+// Secret is handed over, the Certificate issues into it.
+const SecretRecheck = time.Minute
+
 func Setup(mgr manager.Manager, o Options) error {
 	if err := o.Config.Validate(); err != nil {
 		return fmt.Errorf("operator: options.config: %w", err)
+	}
+	if o.Config.SecretInUseRecheck == 0 {
+		o.Config.SecretInUseRecheck = SecretRecheck
 	}
 	disabled, err := issuerTypes(o.DisabledIssuerTypes)
 	if err != nil {

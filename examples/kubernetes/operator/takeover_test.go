@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
@@ -101,7 +100,7 @@ func TestUnownedSecretIsNotOverwritten(t *testing.T) {
 	require.NoError(t, err)
 	cur.Annotations = map[string]string{certificate.AnnotationAllowTakeover: "true"}
 	require.NoError(t, k8s.Update(h.ctx, cur))
-	h.clock.Step(time.Hour) // the Certificate's next look (certificate.Config.SecretInUseRecheck)
+	h.clock.Step(operator.SecretRecheck) // the Certificate's next look: the annotation brings no watch event
 	h.waitReady("web", 1)
 	got, err := h.secret("ca-ca")
 	require.NoError(t, err)
