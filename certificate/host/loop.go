@@ -319,7 +319,10 @@ func (l *Loop) Pass(ctx context.Context, namespace, name string) (ev Event, ok b
 // the status it leaves, as Step does for a queued request, and returns
 // what it did (Event.Next: when to call it again). ok is false when there
 // was nothing to do: the request is gone, answered, or for an issuer the
-// loop does not have.
+// loop does not have; or its last answer's write does not show in the
+// store's reads yet (a Watcher store that is not Authoritative), when
+// Event.Next is when to try again, should the write's watch event not
+// come first.
 func (l *Loop) Answer(ctx context.Context, namespace, name string) (ev Event, ok bool) {
 	it := item{KindRequest, namespace, name}
 	l.take(it)
@@ -971,9 +974,18 @@ func (l *Loop) removeOwned(ctx context.Context, namespace, uid string) error {
 // status it leaves back, when it changed; it looks again when the issuer
 // asks.
 func (l *Loop) answer(ctx context.Context, it item, now time.Time) (ev Event, acted bool) {
+	ev = Event{Time: now, Kind: KindRequest, Namespace: it.namespace, Name: it.name}
+	if until, waiting := l.waitingFor(it, now); waiting {
+		// The store's reads do not show the last answer's write yet: a
+		// write now would be over the version it replaced, and refused.
+		// Its watch event queues the request again; until is the
+		// backstop.
+		l.enqueue(it, until)
+		ev.Next = until
+		return ev, false
+	}
 	reqs := l.cfg.Store.Requests()
 	r, err := reqs.Get(ctx, it.namespace, it.name)
-	ev = Event{Time: now, Kind: KindRequest, Namespace: it.namespace, Name: it.name}
 	switch {
 	case errors.Is(err, ErrNotFound):
 		l.succeeded(it) // nothing left to retry
@@ -1012,7 +1024,13 @@ func (l *Loop) answer(ctx context.Context, it item, now time.Time) (ev Event, ac
 	ev.Request = r
 	if after, _ := json.Marshal(r.Status); !bytes.Equal(before, after) {
 		l.writingSelf(it, true)
-		_, err := reqs.Update(ctx, r)
+		obj := object{KindRequest, r.Namespace, r.Name}
+		l.beginWrite(obj)
+		made, err := reqs.Update(ctx, r)
+		if err == nil && made != nil && made.ResourceVersion == r.ResourceVersion {
+			made = nil // nothing changed in the store: no watch event to wait for
+		}
+		l.endWrite(obj, it, made, err)
 		if err == nil {
 			l.wrote(KindRequest, r.Namespace, r.Name, r.OwnerUID)
 		}

@@ -69,7 +69,10 @@ func (r *RequestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	ev, ok := r.Loop.Answer(ctx, cr.Namespace, cr.Name)
 	if !ok {
-		return ctrl.Result{}, nil
+		// Nothing to do, or the cache does not show the last answer's
+		// write yet: its watch event brings the request back, ev.Next
+		// should it not come.
+		return r.soon.requeue(req.NamespacedName, ev.Next, r.Clock.Now()), nil
 	}
 	logger := log.FromContext(ctx)
 	now := r.Clock.Now()
