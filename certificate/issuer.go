@@ -20,7 +20,9 @@ type Issuer interface {
 	Answer(ctx context.Context, r *CertificateRequest, now time.Time) (next time.Time, err error)
 	// Forget tells the issuer that the request namespace/name is deleted:
 	// it drops whatever it keeps for it. A request it never saw is no
-	// error.
+	// error. The host loop (package certificate/host) never calls it
+	// while an Answer of the same request is under way, nor Answer for a
+	// request it has told the issuer to forget.
 	Forget(ctx context.Context, namespace, name string) error
 }
 

@@ -149,6 +149,11 @@ type Loop struct {
 	// goroutine's Answer leaves them alone, so that an issuer does not
 	// start again on what it was just told to forget.
 	deleting map[item]bool
+	// inFlight are the requests being answered, each closed when its
+	// answer ends: telling an issuer to forget a request waits for the
+	// answer in flight, so that the answer cannot start again what the
+	// issuer was told to drop.
+	inFlight map[item]chan struct{}
 
 	started    bool
 	nextResync time.Time
@@ -186,7 +191,7 @@ func New(cfg Config) (*Loop, error) {
 		return nil, fmt.Errorf("host: Config.Certificate: %w", err)
 	}
 	l := &Loop{cfg: cfg, clock: cfg.Clock, rand: cfg.Rand, issuers: map[certificate.IssuerRef]certificate.Issuer{},
-		failures: map[item]int{}, uids: map[string]item{}, certUIDs: map[item]string{}, refs: map[item]certificate.IssuerRef{}, self: map[item]bool{}, deleting: map[item]bool{},
+		failures: map[item]int{}, uids: map[string]item{}, certUIDs: map[item]string{}, refs: map[item]certificate.IssuerRef{}, self: map[item]bool{}, deleting: map[item]bool{}, inFlight: map[item]chan struct{}{},
 		pending: map[object]*expectation{}, wake: make(chan struct{}, 1)}
 	if l.rand == nil {
 		l.rand = rand.Reader
@@ -547,6 +552,9 @@ func (l *Loop) requestGone(ctx context.Context, it item) {
 	if !ok {
 		return
 	}
+	if err := l.answered(ctx, it); err != nil {
+		return // shutting down: the issuer's own sweep drops what it kept
+	}
 	if iss := l.issuer(ref); iss != nil {
 		if err := iss.Forget(ctx, it.namespace, it.name); err != nil {
 			l.observe(Event{Time: l.clock.Now(), Kind: KindRequest, Namespace: it.namespace, Name: it.name,
@@ -838,6 +846,9 @@ func (l *Loop) deleteRequest(ctx context.Context, namespace, name string, ref ce
 		delete(l.deleting, it)
 		l.mu.Unlock()
 	}()
+	if err := l.answered(ctx, it); err != nil {
+		return err
+	}
 	if iss := l.issuer(ref); iss != nil {
 		if err := iss.Forget(ctx, namespace, name); err != nil {
 			return fmt.Errorf("telling %s that request %s goes: %w", describeRef(ref), key(namespace, name), err)
@@ -848,6 +859,22 @@ func (l *Loop) deleteRequest(ctx context.Context, namespace, name string, ref ce
 	err := l.cfg.Store.Requests().Delete(ctx, namespace, name)
 	l.endDelete(obj, owner, err)
 	return ignore(err, ErrNotFound)
+}
+
+// answered waits until no answer of the request it is in flight.
+func (l *Loop) answered(ctx context.Context, it item) error {
+	l.mu.Lock()
+	done := l.inFlight[it]
+	l.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // wrote queues what the loop's own write concerns, when the store does
@@ -984,6 +1011,20 @@ func (l *Loop) answer(ctx context.Context, it item, now time.Time) (ev Event, ac
 		ev.Next = until
 		return ev, false
 	}
+	l.mu.Lock()
+	if l.goingAway(it) {
+		l.mu.Unlock()
+		return ev, false
+	}
+	done := make(chan struct{})
+	l.inFlight[it] = done
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		delete(l.inFlight, it)
+		l.mu.Unlock()
+		close(done)
+	}()
 	reqs := l.cfg.Store.Requests()
 	r, err := reqs.Get(ctx, it.namespace, it.name)
 	switch {

@@ -839,3 +839,74 @@ func TestLoopAnswersAgainOnlyOnceItsLastAnswerShows(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, certificate.RequestReasonIssued, r.Condition(certificate.RequestConditionReady).Reason)
 }
+
+// blockingIssuer leaves a request pending, but only once release is
+// closed, and records the order of what it is told.
+type blockingIssuer struct {
+	started, release chan struct{}
+	mu               sync.Mutex
+	told             []string
+}
+
+func (b *blockingIssuer) Answer(_ context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
+	b.started <- struct{}{}
+	<-b.release
+	certificate.SetPending(r, "waiting", now)
+	b.mu.Lock()
+	b.told = append(b.told, "answered "+r.Name)
+	b.mu.Unlock()
+	return now.Add(time.Minute), nil
+}
+
+func (b *blockingIssuer) Forget(_ context.Context, _, name string) error {
+	b.mu.Lock()
+	b.told = append(b.told, "forget "+name)
+	b.mu.Unlock()
+	return nil
+}
+
+// A host answering from one goroutine while another's pass deletes the
+// request: the issuer is told to forget the request only once the
+// answer in flight has ended, so that the answer cannot start again what
+// the issuer was told to drop.
+func TestLoopTellsTheIssuerToForgetOnlyAfterTheAnswerInFlight(t *testing.T) {
+	ctx := context.Background()
+	clk := testingclock.NewFakeClock(t0)
+	store := unwatched{host.NewMemoryStore(clk)}
+	iss := &blockingIssuer{started: make(chan struct{}), release: make(chan struct{})}
+	loop, err := host.New(host.Config{Store: store, Clock: clk,
+		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: iss}})
+	require.NoError(t, err)
+	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
+	require.NoError(t, err)
+	for range 5 {
+		ev, _ := loop.Pass(ctx, "default", "web")
+		require.NoError(t, ev.Err)
+	}
+	_, err = store.Requests().Get(ctx, "default", "web-1")
+	require.NoError(t, err, "the passes made the request")
+
+	answered := make(chan host.Event)
+	go func() {
+		ev, _ := loop.Answer(ctx, "default", "web-1")
+		answered <- ev
+	}()
+	<-iss.started
+	c, err := store.Certificates().Get(ctx, "default", "web")
+	require.NoError(t, err)
+	c.Spec.DNSNames = []string{"other.example"}
+	_, err = store.Certificates().Update(ctx, c)
+	require.NoError(t, err)
+	passed := make(chan host.Event)
+	go func() {
+		ev, _ := loop.Pass(ctx, "default", "web") // deletes the outdated request
+		passed <- ev
+	}()
+	time.Sleep(100 * time.Millisecond) // time for the pass to reach the issuer, were it not held
+	close(iss.release)
+	require.NoError(t, (<-answered).Err)
+	require.NoError(t, (<-passed).Err)
+	iss.mu.Lock()
+	defer iss.mu.Unlock()
+	assert.Equal(t, []string{"answered web-1", "forget web-1"}, iss.told)
+}

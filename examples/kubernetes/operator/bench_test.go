@@ -140,20 +140,14 @@ func benchmarkHeap(b *testing.B, n int, algorithm string) {
 		h.settle(op)
 		op.writes.take()
 		before := liveHeap()
+		writeHeapProfile(b, ".before")
 		start, cpuStart := time.Now(), cpuSeconds()
 		createAll(b, h, n, algorithm)
 		readyTimes(b, h, n, 20*time.Minute, true)
 		allReady, cpu := time.Since(start), cpuSeconds()-cpuStart
 		h.settle(op)
 		after := liveHeap()
-		if path := os.Getenv("OPERATOR_HEAP_PROFILE"); path != "" {
-			// Set runtime.MemProfileRate low (GODEBUG=memprofilerate=512)
-			// for a finer profile.
-			f, err := os.Create(path)
-			require.NoError(b, err)
-			require.NoError(b, pprof.WriteHeapProfile(f))
-			require.NoError(b, f.Close())
-		}
+		writeHeapProfile(b, "")
 		b.ReportMetric(float64(after-before)/float64(n), "B/certificate")
 		// Events stay in client-go's event series cache for 6 minutes
 		// after they are sent; OPERATOR_HEAP_WAIT=7m measures again
@@ -175,6 +169,22 @@ func benchmarkHeap(b *testing.B, n int, algorithm string) {
 		b.Logf("writes %v, failed %v", ok, failed)
 		op.stop()
 	}
+}
+
+// writeHeapProfile writes a heap profile to OPERATOR_HEAP_PROFILE with
+// suffix, when it is set: the benchmarks write one before the
+// certificates (suffix .before) and one after, for pprof -diff_base. Set
+// runtime.MemProfileRate low (GODEBUG=memprofilerate=512) for a finer
+// profile.
+func writeHeapProfile(b *testing.B, suffix string) {
+	path := os.Getenv("OPERATOR_HEAP_PROFILE")
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path + suffix)
+	require.NoError(b, err)
+	require.NoError(b, pprof.WriteHeapProfile(f))
+	require.NoError(b, f.Close())
 }
 
 // cpuSeconds is the CPU time (user and system) this process has used.

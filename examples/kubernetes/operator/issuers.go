@@ -187,13 +187,6 @@ type issuerOf struct {
 // left to another controller (Options.DisabledIssuerTypes) gets r
 // approved and nothing more: that controller answers it.
 func (i issuerOf) Answer(ctx context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
-	// Not while its issuer forgets it, nor after: a request on its way
-	// out (read from a cache that lags its deletion) is left as it is.
-	unlock := i.is.store.names.lock(r.Namespace + "/" + r.Name)
-	defer unlock()
-	if i.is.store.isForgotten(r.Namespace, r.Name) || i.is.store.deleted(types.UID(r.UID)) {
-		return now.Add(time.Second), nil
-	}
 	if len(i.is.disabled) > 0 {
 		if spec, _, err := i.is.lookup(ctx, r.Namespace, i.ref); err == nil && i.is.leaves(spec) {
 			if i.is.approve && !approvalDecided(r) {
@@ -239,14 +232,10 @@ func (i issuerOf) Answer(ctx context.Context, r *certificate.CertificateRequest,
 
 // Forget tells an ACME issuer that the request namespace/name is gone:
 // it takes down what the request's challenges present and deletes its
-// Order and Challenges. Its CA and SelfSigned issuers keep nothing. It
-// waits for an answer of the request in flight, and until the store
-// deletes the request (the loop tells the issuer first), the request is
-// not answered again.
+// Order and Challenges. Its CA and SelfSigned issuers keep nothing. The
+// loop never calls it while it answers the request, nor answers the
+// request after.
 func (i issuerOf) Forget(ctx context.Context, namespace, name string) error {
-	unlock := i.is.store.names.lock(namespace + "/" + name)
-	defer unlock()
-	i.is.store.markForgotten(namespace, name)
 	spec, secretsNS, err := i.is.lookup(ctx, namespace, i.ref)
 	if err == nil && spec.ACME != nil && len(issuerNotServed(spec)) == 0 && !i.is.leaves(spec) {
 		if rt, err := i.is.acme.get(ctx, i.ref.Kind, namespace, i.ref.Name, spec.ACME, secretsNS); err == nil {

@@ -188,7 +188,7 @@ func Setup(mgr manager.Manager, o Options) error {
 		return err
 	}
 
-	st := &store{client: mgr.GetClient(), cache: mgr.GetCache(), api: mgr.GetAPIReader(), ownerRefs: o.EnableCertificateOwnerRef, clock: o.Clock}
+	st := &store{client: mgr.GetClient(), cache: mgr.GetCache(), api: mgr.GetAPIReader(), ownerRefs: o.EnableCertificateOwnerRef}
 	if o.ACME.ChallengeServer == nil {
 		o.ACME.ChallengeServer = NewChallengeServer()
 	}

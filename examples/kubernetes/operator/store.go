@@ -7,7 +7,6 @@ import (
 	"maps"
 	"strings"
 	"sync"
-	"time"
 
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/certlife/certlife/certificate"
@@ -45,90 +43,9 @@ type store struct {
 	// deleting the Certificate deletes the Secret
 	// (--enable-certificate-owner-ref).
 	ownerRefs bool
-	// clock times the marks of forgotten requests.
-	clock clock.PassiveClock
 
 	mu       sync.Mutex
 	watchers []func(host.Change)
-	// gone holds the UIDs of the CertificateRequests this store deleted
-	// that the cache may still show, until the informer reports their
-	// deletion: a request read from a cache that has not seen its
-	// deletion yet is not answered again (its issuer, told to forget it,
-	// would start its work over).
-	gone sync.Map // types.UID → struct{}
-	// forgotten marks the requests whose issuer was told to forget them
-	// (issuerOf.Forget) and that the store has not deleted yet: the loop
-	// tells the issuer first and deletes the request after, and a pass
-	// that answered the request in between would start the issuer's work
-	// over for a request about to go. The store's Delete or Create of the
-	// name clears the mark; one neither clears (someone else deleted the
-	// request) lapses after forgetLapse. names serializes an answer and
-	// a Forget of one request.
-	forgotten sync.Map // "namespace/name" → time.Time
-	names     nameLocks
-}
-
-// forgetLapse is how long a request whose issuer was told to forget it is
-// not answered, unless the store deletes it or makes a new one of its
-// name before.
-const forgetLapse = 5 * time.Second
-
-// markForgotten marks namespace/name as forgotten by its issuer.
-func (s *store) markForgotten(namespace, name string) {
-	s.forgotten.Store(namespace+"/"+name, s.clock.Now())
-}
-
-// clearForgotten removes the mark of namespace/name.
-func (s *store) clearForgotten(namespace, name string) { s.forgotten.Delete(namespace + "/" + name) }
-
-// isForgotten reports a request whose issuer was told to forget it a
-// moment ago and that is not deleted yet.
-func (s *store) isForgotten(namespace, name string) bool {
-	v, ok := s.forgotten.Load(namespace + "/" + name)
-	if !ok {
-		return false
-	}
-	if s.clock.Since(v.(time.Time)) >= forgetLapse {
-		s.forgotten.CompareAndDelete(namespace+"/"+name, v)
-		return false
-	}
-	return true
-}
-
-// nameLocks are mutexes by name, made when first locked and dropped
-// when the last holder unlocks.
-type nameLocks struct {
-	mu sync.Mutex
-	m  map[string]*nameLock
-}
-
-type nameLock struct {
-	sync.Mutex
-	n int // holders and waiters
-}
-
-// lock locks name and returns its unlock.
-func (l *nameLocks) lock(name string) (unlock func()) {
-	l.mu.Lock()
-	if l.m == nil {
-		l.m = map[string]*nameLock{}
-	}
-	nl := l.m[name]
-	if nl == nil {
-		nl = &nameLock{}
-		l.m[name] = nl
-	}
-	nl.n++
-	l.mu.Unlock()
-	nl.Lock()
-	return func() {
-		nl.Unlock()
-		l.mu.Lock()
-		if nl.n--; nl.n == 0 {
-			delete(l.m, name)
-		}
-		l.mu.Unlock()
-	}
 }
 
 var (
@@ -151,9 +68,6 @@ func (s *store) Watch(f func(host.Change)) {
 
 // changed reports a write the cache saw to the watchers.
 func (s *store) changed(kind host.Kind, obj client.Object, deleted bool) {
-	if deleted && kind == host.KindRequest {
-		s.gone.Delete(obj.GetUID())
-	}
 	ch := host.Change{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Deleted: deleted,
 		Meta: certificate.ObjectMeta{Name: obj.GetName(), Namespace: obj.GetNamespace(), UID: string(obj.GetUID()), ResourceVersion: obj.GetResourceVersion()}}
 	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
@@ -467,17 +381,10 @@ func (c secrets) Delete(ctx context.Context, namespace, name string) error {
 	return c.s.deleteUID(ctx, host.KindSecret, cur)
 }
 
-// deleteUID deletes obj with its UID as precondition. A request deleted
-// is gone for the store's reads from then on, whatever the cache shows.
+// deleteUID deletes obj with its UID as precondition.
 func (s *store) deleteUID(ctx context.Context, kind host.Kind, obj client.Object) error {
 	uid := obj.GetUID()
 	err := s.client.Delete(ctx, obj, client.Preconditions{UID: &uid})
-	if kind == host.KindRequest {
-		if err == nil || apierrors.IsNotFound(err) {
-			s.gone.Store(uid, struct{}{})
-		}
-		s.clearForgotten(obj.GetNamespace(), obj.GetName())
-	}
 	if apierrors.IsConflict(err) {
 		return fmt.Errorf("%s: a newer object of the name is there: %w", describe(kind, obj.GetNamespace(), obj.GetName()), host.ErrNotFound)
 	}
@@ -486,23 +393,13 @@ func (s *store) deleteUID(ctx context.Context, kind host.Kind, obj client.Object
 
 type requests struct{ s *store }
 
-// Get reads a CertificateRequest from the cache; one this store deleted
-// is not found, even while the cache still shows it.
+// Get reads a CertificateRequest from the cache.
 func (c requests) Get(ctx context.Context, namespace, name string) (*certificate.CertificateRequest, error) {
 	var r cmapi.CertificateRequest
 	if err := c.s.cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &r); err != nil {
 		return nil, storeError(describe(host.KindRequest, namespace, name), err)
 	}
-	if c.s.deleted(r.UID) {
-		return nil, fmt.Errorf("%s: deleted: %w", describe(host.KindRequest, namespace, name), host.ErrNotFound)
-	}
 	return RequestToCore(&r), nil
-}
-
-// deleted reports a request this store deleted.
-func (s *store) deleted(uid types.UID) bool {
-	_, ok := s.gone.Load(uid)
-	return ok
 }
 
 // List reads CertificateRequests from the cache.
@@ -517,9 +414,6 @@ func (c requests) List(ctx context.Context, opts host.ListOptions) ([]*certifica
 	}
 	out := make([]*certificate.CertificateRequest, 0, len(list.Items))
 	for i := range list.Items {
-		if c.s.deleted(list.Items[i].UID) {
-			continue
-		}
 		if core := RequestToCore(&list.Items[i]); opts.Matches(core) {
 			out = append(out, core)
 		}
@@ -559,7 +453,6 @@ func (c requests) Create(ctx context.Context, obj *certificate.CertificateReques
 	if err := c.s.client.Create(ctx, r); err != nil {
 		return nil, storeError(describe(host.KindRequest, obj.Namespace, obj.Name), err)
 	}
-	c.s.clearForgotten(obj.Namespace, obj.Name) // a new request of the name
 	return RequestToCore(r), nil
 }
 
