@@ -40,9 +40,11 @@ import (
 // one write to each Secret: none to a Secret as the reference operator
 // left it, one merge patch to each that awaits a repair. Every
 // Certificate stays Ready throughout (every version the API server
-// serves). What the adoption writes besides is the Certificate's status,
-// once each: certlife's own Ready condition (its reason and message, in
-// place of the reference operator's), and the Issuer's status once.
+// serves). What the adoption writes besides is each Certificate's status,
+// exactly once — certlife's Ready condition in place of the reference
+// operator's: the same status, reason, time and generation, the message
+// in certlife's words — and the Issuer's status once. It logs one
+// Certificate's status change to show it.
 //
 // It reports, per Certificate, the operator's writes by verb and
 // resource (<verb>-<resource>/certificate) and in all (writes/certificate),
