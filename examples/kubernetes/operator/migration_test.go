@@ -35,54 +35,72 @@ type migrated struct {
 	request  bool   // its last revision's CertificateRequest is kept
 }
 
-// referenceIssue makes, with the reference operator's own pki package, a
+// reference is what the reference operator leaves for one Certificate,
+// made in memory before any of it is written (see referenceMake).
+type reference struct {
+	crt     *cmapi.Certificate        // the spec as the user wrote it
+	status  cmapi.CertificateStatus   // as its controllers left it
+	request *cmapi.CertificateRequest // its last revision's, issued; nil when gone
+	secret  *corev1.Secret            // its Secret
+	key     []byte                    // tls.key as written
+}
+
+// referenceMake makes, with the reference operator's own pki package, a
 // Certificate's key, request and certificate from ca as its CA issuer
-// does, and writes them as the reference operator leaves them: the
+// does, and what the reference operator leaves after issuing them: the
 // Secret (type kubernetes.io/tls, its label and annotations, tls.key in
 // the encoding privateKey.encoding says: PKCS#1 by default, SEC1 for
 // ECDSA, PKCS#8 when asked), the Certificate's status (Ready, revision,
 // notBefore, notAfter, renewalTime) and, when keepRequest, the
-// CertificateRequest of that revision (approved and issued).
-func (h *harness) referenceIssue(crt *cmapi.Certificate, ca *x509.Certificate, caKey crypto.Signer, revision int, keepRequest bool) migrated {
-	t := h.t
-	t.Helper()
-	h.create(crt)
-	crt = h.get(crt.Name)
-
+// CertificateRequest of that revision (approved and issued). It talks to
+// no API server; referenceWrite writes what it made.
+func referenceMake(crt *cmapi.Certificate, ca *x509.Certificate, caKey crypto.Signer, revision int, keepRequest bool) (*reference, error) {
 	key, err := pki.GeneratePrivateKeyForCertificate(crt)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	encoding := cmapi.PKCS1
 	if crt.Spec.PrivateKey != nil && crt.Spec.PrivateKey.Encoding != "" {
 		encoding = crt.Spec.PrivateKey.Encoding
 	}
 	keyPEM, err := pki.EncodePrivateKey(key, encoding)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	csr, err := pki.GenerateCSR(crt)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	csrDER, err := pki.EncodeCSR(csr, key)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	csrPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csrDER})
 
 	cr := &cmapi.CertificateRequest{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", crt.Name, revision), Namespace: h.ns,
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", crt.Name, revision),
 			Annotations: map[string]string{
 				cmapi.CertificateRequestRevisionAnnotationKey:   strconv.Itoa(revision),
 				cmapi.CertificateRequestPrivateKeyAnnotationKey: crt.Name + "-x7k2p", // gone after the issuance
 				cmapi.CertificateNameKey:                        crt.Name,
-			},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(crt, cmapi.SchemeGroupVersion.WithKind(cmapi.CertificateKind))}},
+			}},
 		Spec: cmapi.CertificateRequestSpec{Duration: crt.Spec.Duration, IssuerRef: crt.Spec.IssuerRef, Request: csrPEM,
 			IsCA: crt.Spec.IsCA, Usages: crt.Spec.Usages},
 	}
 	tmpl, err := pki.CertificateTemplateFromCertificateRequest(cr)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	bundle, err := pki.SignCSRTemplate([]*x509.Certificate{ca}, caKey, tmpl)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	leaf, err := pki.DecodeX509CertificateBytes(bundle.ChainPEM)
-	require.NoError(t, err)
-
+	if err != nil {
+		return nil, err
+	}
+	r := &reference{crt: crt, key: keyPEM}
 	if keepRequest {
-		h.create(cr)
 		now := metav1.NewTime(leaf.NotBefore)
 		cr.Status = cmapi.CertificateRequestStatus{
 			Conditions: []cmapi.CertificateRequestCondition{
@@ -93,7 +111,7 @@ func (h *harness) referenceIssue(crt *cmapi.Certificate, ca *x509.Certificate, c
 			},
 			Certificate: bundle.ChainPEM, CA: bundle.CAPEM,
 		}
-		require.NoError(t, k8s.Status().Update(h.ctx, cr))
+		r.request = cr
 	}
 
 	// The Secret as the reference operator's issuing controller writes
@@ -114,26 +132,118 @@ func (h *harness) referenceIssue(crt *cmapi.Certificate, ca *x509.Certificate, c
 	if len(leaf.EmailAddresses) > 0 {
 		annotations[cmapi.EmailsAnnotationKey] = joinCSV(leaf.EmailAddresses)
 	}
-	h.create(&corev1.Secret{
+	r.secret = &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: crt.Spec.SecretName, Annotations: annotations,
 			Labels: map[string]string{cmapi.PartOfCertManagerControllerLabelKey: "true"}},
 		Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{corev1.TLSCertKey: bundle.ChainPEM, corev1.TLSPrivateKeyKey: keyPEM, cmmeta.TLSCAKey: bundle.CAPEM},
-	})
+	}
 
 	renewal, err := pki.RenewalTime(leaf.NotBefore, leaf.NotAfter, crt.Spec.RenewBefore, crt.Spec.RenewBeforePercentage, crt.Spec.Renewal)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	ready := metav1.NewTime(leaf.NotBefore)
-	crt.Status = cmapi.CertificateStatus{
+	r.status = cmapi.CertificateStatus{
 		Conditions: []cmapi.CertificateCondition{{Type: cmapi.CertificateConditionReady, Status: cmmeta.ConditionTrue, Reason: "Ready",
-			Message: "Certificate is up to date and has not expired", LastTransitionTime: &ready, ObservedGeneration: crt.Generation}},
+			Message: referenceReadyMessage, LastTransitionTime: &ready}},
 		NotBefore: &metav1.Time{Time: leaf.NotBefore}, NotAfter: &metav1.Time{Time: leaf.NotAfter}, RenewalTime: renewal,
 		Revision: new(revision),
 	}
-	require.NoError(t, k8s.Status().Update(h.ctx, crt))
-	block, _ := pem.Decode(keyPEM)
-	require.NotNil(t, block)
-	return migrated{name: crt.Name, encoding: block.Type, key: keyPEM, request: keepRequest}
+	return r, nil
+}
+
+// referenceWrite writes what referenceMake made into the test's
+// namespace: the Certificate and its status (observing the generation it
+// was created at), the CertificateRequest (owned by the Certificate) and
+// the Secret. It may run on many goroutines at once.
+func (h *harness) referenceWrite(r *reference) error {
+	crt := r.crt.DeepCopy()
+	crt.Namespace = h.ns
+	if err := k8s.Create(h.ctx, crt); err != nil {
+		return fmt.Errorf("certificate %s: %w", crt.Name, err)
+	}
+	crt.Status = *r.status.DeepCopy()
+	for i := range crt.Status.Conditions {
+		crt.Status.Conditions[i].ObservedGeneration = crt.Generation
+	}
+	if err := k8s.Status().Update(h.ctx, crt); err != nil {
+		return fmt.Errorf("certificate %s status: %w", crt.Name, err)
+	}
+	if r.request != nil {
+		cr := r.request.DeepCopy()
+		cr.Namespace = h.ns
+		cr.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(crt, cmapi.SchemeGroupVersion.WithKind(cmapi.CertificateKind))}
+		status := cr.Status
+		if err := k8s.Create(h.ctx, cr); err != nil {
+			return fmt.Errorf("request %s: %w", cr.Name, err)
+		}
+		cr.Status = status
+		if err := k8s.Status().Update(h.ctx, cr); err != nil {
+			return fmt.Errorf("request %s status: %w", cr.Name, err)
+		}
+	}
+	s := r.secret.DeepCopy()
+	s.Namespace = h.ns
+	if err := k8s.Create(h.ctx, s); err != nil {
+		return fmt.Errorf("secret %s: %w", s.Name, err)
+	}
+	return nil
+}
+
+// referenceIssue makes (referenceMake) and writes (referenceWrite) one
+// Certificate as the reference operator leaves it.
+func (h *harness) referenceIssue(crt *cmapi.Certificate, ca *x509.Certificate, caKey crypto.Signer, revision int, keepRequest bool) migrated {
+	h.t.Helper()
+	r, err := referenceMake(crt, ca, caKey, revision, keepRequest)
+	require.NoError(h.t, err)
+	require.NoError(h.t, h.referenceWrite(r))
+	return r.migrated()
+}
+
+// migrated is what a test checks of a reference after the operator ran.
+func (r *reference) migrated() migrated {
+	block, _ := pem.Decode(r.key)
+	m := migrated{name: r.crt.Name, key: r.key, request: r.request != nil}
+	if block != nil {
+		m.encoding = block.Type
+	}
+	return m
+}
+
+// referenceSpec is the spec of the i-th Certificate of a migration, made
+// by the reference operator: issuerRefs with and without kind and group
+// (every other one); keys RSA 2048 in PKCS#1 (the reference operator's
+// default, no privateKey), ECDSA P-256 in SEC1 (its default encoding for
+// ECDSA), ECDSA P-384 in PKCS#8, and RSA 2048 in PKCS#8 with a common
+// name, an IP address, a URI and an organization, in turn. Without rsa,
+// the two RSA kinds are ECDSA P-256 instead (the first with its default
+// encoding, the second in PKCS#8), as cheap keys for a large fleet.
+func referenceSpec(name string, i int, rsa bool) cmapi.CertificateSpec {
+	spec := cmapi.CertificateSpec{SecretName: name + "-tls", DNSNames: []string{name + ".example"}, IssuerRef: cmmeta.IssuerReference{Name: "ca"}}
+	if i%2 == 1 {
+		spec.IssuerRef.Kind, spec.IssuerRef.Group = cmapi.IssuerKind, operator.GroupName
+	}
+	switch i % 4 {
+	case 0: // the reference operator's default key: RSA 2048, PKCS#1
+		if !rsa {
+			spec.PrivateKey = &cmapi.CertificatePrivateKey{Algorithm: cmapi.ECDSAKeyAlgorithm, Size: 256}
+		}
+	case 1:
+		spec.PrivateKey = &cmapi.CertificatePrivateKey{Algorithm: cmapi.ECDSAKeyAlgorithm, Size: 256}
+	case 2:
+		spec.PrivateKey = &cmapi.CertificatePrivateKey{Algorithm: cmapi.ECDSAKeyAlgorithm, Size: 384, Encoding: cmapi.PKCS8}
+	case 3:
+		spec.PrivateKey = &cmapi.CertificatePrivateKey{Algorithm: cmapi.RSAKeyAlgorithm, Size: 2048, Encoding: cmapi.PKCS8}
+		if !rsa {
+			spec.PrivateKey = &cmapi.CertificatePrivateKey{Algorithm: cmapi.ECDSAKeyAlgorithm, Size: 256, Encoding: cmapi.PKCS8}
+		}
+		spec.CommonName = name + ".example"
+		spec.IPAddresses = []string{fmt.Sprintf("192.0.2.%d", i%256)}
+		spec.URIs = []string{"spiffe://cluster.local/" + name}
+		spec.Subject = &cmapi.X509Subject{Organizations: []string{"Example"}}
+	}
+	return spec
 }
 
 // A cluster moving from the reference operator keeps every valid
@@ -162,24 +272,7 @@ func TestMigrationFromTheReferenceOperator(t *testing.T) {
 	var certs []migrated
 	for i := range n {
 		name := fmt.Sprintf("m%02d", i)
-		spec := cmapi.CertificateSpec{SecretName: name + "-tls", DNSNames: []string{name + ".example"}, IssuerRef: cmmeta.IssuerReference{Name: "ca"}}
-		if i%2 == 1 {
-			spec.IssuerRef.Kind, spec.IssuerRef.Group = cmapi.IssuerKind, operator.GroupName
-		}
-		switch i % 4 {
-		case 0: // the reference operator's default key: RSA 2048, PKCS#1
-		case 1:
-			spec.PrivateKey = &cmapi.CertificatePrivateKey{Algorithm: cmapi.ECDSAKeyAlgorithm, Size: 256}
-		case 2:
-			spec.PrivateKey = &cmapi.CertificatePrivateKey{Algorithm: cmapi.ECDSAKeyAlgorithm, Size: 384, Encoding: cmapi.PKCS8}
-		case 3:
-			spec.PrivateKey = &cmapi.CertificatePrivateKey{Algorithm: cmapi.RSAKeyAlgorithm, Size: 2048, Encoding: cmapi.PKCS8}
-			spec.CommonName = name + ".example"
-			spec.IPAddresses = []string{fmt.Sprintf("192.0.2.%d", i)}
-			spec.URIs = []string{"spiffe://cluster.local/" + name}
-			spec.Subject = &cmapi.X509Subject{Organizations: []string{"Example"}}
-		}
-		crt := &cmapi.Certificate{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+		crt := &cmapi.Certificate{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: referenceSpec(name, i, true)}
 		certs = append(certs, h.referenceIssue(crt, ca.Certificate(), caKey.(crypto.Signer), 1+i%3, i%3 != 1))
 	}
 	encodings := map[string]int{}
@@ -275,10 +368,19 @@ func (h *harness) editSecret(name string, change func(*corev1.Secret)) {
 // looked reports a Certificate whose status certlife has written (its
 // Ready condition is certlife's).
 func (h *harness) looked(name string) bool {
-	c := h.get(name)
-	r := condition(c.Status.Conditions, certificate.ConditionReady)
-	return r != nil && r.Message != "Certificate is up to date and has not expired"
+	return looked(h.get(name))
 }
+
+// looked reports whether certlife has written c's status: its Ready
+// condition is no longer the one the reference operator wrote.
+func looked(c *cmapi.Certificate) bool {
+	r := condition(c.Status.Conditions, certificate.ConditionReady)
+	return r != nil && r.Message != referenceReadyMessage
+}
+
+// referenceReadyMessage is the message of the Ready condition the
+// reference operator writes on a Certificate that is up to date.
+const referenceReadyMessage = "Certificate is up to date and has not expired"
 
 // watchChanges watches the test's namespace from now on, and returns a
 // function that says how many times each Secret changed (modified or
