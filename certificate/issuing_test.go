@@ -502,7 +502,7 @@ func TestIssuingSaysWhatItWaitsFor(t *testing.T) {
 			now:     t0,
 			reason:  ReasonRequestPending,
 			issuing: "renewal due; request web-2 is waiting for the issuer: waiting for the ACME order web-2-2a10b336",
-			ready:   "the certificate is up to date and has not expired",
+			ready:   "Certificate is up to date and has not expired",
 			requeue: t0.Add(30 * 24 * time.Hour), // readiness: when the certificate in use expires
 		},
 	}

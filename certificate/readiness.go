@@ -98,7 +98,9 @@ func readiness(p *pass, now time.Time, cfg Config) Result {
 			res.RequeueAt = na
 		}
 	}
-	ready := Condition{Type: ConditionReady, Status: StatusTrue, Reason: ReasonReady, Message: "the certificate is up to date and has not expired"}
+	// cert-manager's words for the same state, so that a Certificate it
+	// left Ready is not rewritten for the wording alone.
+	ready := Condition{Type: ConditionReady, Status: StatusTrue, Reason: ReasonReady, Message: "Certificate is up to date and has not expired"}
 	if reason != "" {
 		// Not Ready: say too what the issuance that fixes it waits for.
 		if pr, ok := issuerProgress(p, now, cfg); ok {

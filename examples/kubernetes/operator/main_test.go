@@ -38,6 +38,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/certificate/host"
 	"github.com/certlife/certlife/certificate/localca"
 	"github.com/certlife/certlife/keys"
 
@@ -186,6 +187,8 @@ type running struct {
 	writes   *writes
 	registry *prometheus.Registry
 	stop     func()
+	// passed are the Certificates the operator has decided on.
+	passed *passed
 }
 
 // harness is one test's namespace and clock.
@@ -244,7 +247,8 @@ func (h *harness) start(mod ...func(*manager.Options, *operator.Options)) *runni
 	metrics := operator.NewMetrics()
 	registry := prometheus.NewRegistry()
 	require.NoError(h.t, metrics.Register(registry))
-	o := operator.Options{Clock: h.clock, ClusterResourceNamespace: h.ns, Rand: rand.Reader, Metrics: metrics, Workers: 4}
+	seen := &passed{names: map[string]bool{}}
+	o := operator.Options{Clock: h.clock, ClusterResourceNamespace: h.ns, Rand: rand.Reader, Metrics: metrics, Workers: 4, Observe: seen.observe}
 	for _, f := range mod {
 		f(&mo, &o)
 	}
@@ -263,7 +267,37 @@ func (h *harness) start(mod ...func(*manager.Options, *operator.Options)) *runni
 		})
 	}
 	h.t.Cleanup(stop)
-	return &running{mgr: mgr, writes: w, registry: registry, stop: stop}
+	return &running{mgr: mgr, writes: w, registry: registry, stop: stop, passed: seen}
+}
+
+// passed records the Certificates the operator has passed over (decided
+// on), whether or not the pass wrote anything.
+type passed struct {
+	mu    sync.Mutex
+	names map[string]bool
+}
+
+func (p *passed) observe(ev host.Event) {
+	if ev.Kind != host.KindCertificate || ev.Result == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.names[ev.Name] = true
+}
+
+// has reports whether the operator has decided on the Certificate name.
+func (p *passed) has(name string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.names[name]
+}
+
+// count is how many Certificates the operator has decided on.
+func (p *passed) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.names)
 }
 
 // elect turns leader election on for an operator the test starts, with

@@ -86,6 +86,12 @@ type Options struct {
 	EventSource string
 	// ACME configures the ACME issuers.
 	ACME ACMEOptions
+	// Observe, when set, sees every pass over a Certificate and every
+	// answer to a CertificateRequest the operator makes, as
+	// host.Config.Observe does: for tracing, or to know that the operator
+	// has looked at an object when looking changed nothing. It is called
+	// from the controllers' workers and must not block.
+	Observe func(host.Event)
 }
 
 // Scheme is the scheme the operator's clients use: Kubernetes' built-in
@@ -214,7 +220,7 @@ func Setup(mgr manager.Manager, o Options) error {
 	}
 	recorder := mgr.GetEventRecorder(o.EventSource)
 	issuers := &issuers{cache: mgr.GetCache(), store: st, acme: acme, rand: o.Rand, clusterNS: o.ClusterResourceNamespace, approve: !o.DisableApprover, disabled: disabled}
-	loop, err := host.New(host.Config{Store: st, Clock: o.Clock, Rand: o.Rand, Certificate: o.Config, IssuerFor: issuers.issuerFor})
+	loop, err := host.New(host.Config{Store: st, Clock: o.Clock, Rand: o.Rand, Certificate: o.Config, IssuerFor: issuers.issuerFor, Observe: o.Observe})
 	if err != nil {
 		return fmt.Errorf("operator: %w", err)
 	}
