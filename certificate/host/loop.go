@@ -588,13 +588,10 @@ func (l *Loop) push(it item, t time.Time) { l.queue.add(it, t) }
 // actions in order until one fails, requeue.
 func (l *Loop) reconcile(ctx context.Context, it item, now time.Time) (ev Event, acted bool) {
 	ev = Event{Time: now, Kind: KindCertificate, Namespace: it.namespace, Name: it.name}
-	if until, waiting := l.waitingFor(it, now); waiting {
+	if l.notShownYet(it, now, &ev) {
 		// The store's reads do not show this loop's last writes for the
 		// certificate yet: a decision now would be made on what they
-		// replaced. Their watch events queue it again; until is the
-		// backstop.
-		l.enqueue(it, until)
-		ev.Next = until
+		// replaced.
 		return ev, false
 	}
 	c, err := l.cfg.Store.Certificates().Get(ctx, it.namespace, it.name)
@@ -1002,13 +999,9 @@ func (l *Loop) removeOwned(ctx context.Context, namespace, uid string) error {
 // asks.
 func (l *Loop) answer(ctx context.Context, it item, now time.Time) (ev Event, acted bool) {
 	ev = Event{Time: now, Kind: KindRequest, Namespace: it.namespace, Name: it.name}
-	if until, waiting := l.waitingFor(it, now); waiting {
+	if l.notShownYet(it, now, &ev) {
 		// The store's reads do not show the last answer's write yet: a
 		// write now would be over the version it replaced, and refused.
-		// Its watch event queues the request again; until is the
-		// backstop.
-		l.enqueue(it, until)
-		ev.Next = until
 		return ev, false
 	}
 	l.mu.Lock()
@@ -1368,9 +1361,12 @@ type object struct {
 
 // expectation is one of the loop's own writes that a store whose reads
 // lag (a Watcher that is not Authoritative) has not shown yet: the
-// certificate whose pass made it is not decided on again until the
-// store's watch reports it, or until a minute has passed.
+// certificate whose pass made it is not decided on again (the request
+// whose answer made it, not answered again) until the store's watch
+// reports it, or until a minute has passed.
 type expectation struct {
+	// cert is the item that waits: a certificate, or a request after
+	// its own answer's write.
 	cert item
 	// done: the write returned, and rv (or the deletion) is what the
 	// watch must show.
@@ -1467,8 +1463,21 @@ func (l *Loop) shown(ch Change) {
 	}
 }
 
-// waitingFor reports a certificate with writes of its last pass the store
-// does not show yet, and until when the loop waits for them.
+// notShownYet reports an item with writes of its own the store does not
+// show yet, and then queues it for the time the loop stops waiting for
+// them (their watch events queue it sooner) and sets ev.Next to it.
+func (l *Loop) notShownYet(it item, now time.Time, ev *Event) bool {
+	until, waiting := l.waitingFor(it, now)
+	if waiting {
+		l.enqueue(it, until)
+		ev.Next = until
+	}
+	return waiting
+}
+
+// waitingFor reports a certificate with writes of its last pass (or a
+// request with its last answer's write) the store does not show yet, and
+// until when the loop waits for them.
 func (l *Loop) waitingFor(it item, now time.Time) (until time.Time, waiting bool) {
 	if !l.expecting {
 		return time.Time{}, false
