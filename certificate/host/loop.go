@@ -154,6 +154,10 @@ type Loop struct {
 	// answer in flight, so that the answer cannot start again what the
 	// issuer was told to drop.
 	inFlight map[item]chan struct{}
+	// wroteOver is the resource version each request's last answer wrote
+	// over (stores that are not Authoritative), until a read shows
+	// another: a read that shows it lags the write.
+	wroteOver map[item]string
 
 	started    bool
 	nextResync time.Time
@@ -191,7 +195,7 @@ func New(cfg Config) (*Loop, error) {
 		return nil, fmt.Errorf("host: Config.Certificate: %w", err)
 	}
 	l := &Loop{cfg: cfg, clock: cfg.Clock, rand: cfg.Rand, issuers: map[certificate.IssuerRef]certificate.Issuer{},
-		failures: map[item]int{}, uids: map[string]item{}, certUIDs: map[item]string{}, refs: map[item]certificate.IssuerRef{}, self: map[item]bool{}, deleting: map[item]bool{}, inFlight: map[item]chan struct{}{},
+		failures: map[item]int{}, uids: map[string]item{}, certUIDs: map[item]string{}, refs: map[item]certificate.IssuerRef{}, self: map[item]bool{}, deleting: map[item]bool{}, inFlight: map[item]chan struct{}{}, wroteOver: map[item]string{},
 		pending: map[object]*expectation{}, wake: make(chan struct{}, 1)}
 	if l.rand == nil {
 		l.rand = rand.Reader
@@ -324,8 +328,8 @@ func (l *Loop) Pass(ctx context.Context, namespace, name string) (ev Event, ok b
 // the status it leaves, as Step does for a queued request, and returns
 // what it did (Event.Next: when to call it again). ok is false when there
 // was nothing to do: the request is gone, answered, or for an issuer the
-// loop does not have; or its last answer's write does not show in the
-// store's reads yet (a Watcher store that is not Authoritative), when
+// loop does not have; or the store's read still shows the version the
+// last answer wrote over (a store that is not Authoritative), when
 // Event.Next is when to try again, should the write's watch event not
 // come first.
 func (l *Loop) Answer(ctx context.Context, namespace, name string) (ev Event, ok bool) {
@@ -546,14 +550,30 @@ func (l *Loop) changed(ch Change) {
 // deleted, whoever deleted it.
 func (l *Loop) requestGone(ctx context.Context, it item) {
 	l.mu.Lock()
+	done := l.inFlight[it]
+	l.mu.Unlock()
+	if done != nil {
+		// An answer of it is under way: the issuer hears of the deletion
+		// once it ends, without holding up the store's watch meanwhile.
+		go func() {
+			<-done
+			l.forgetGone(ctx, it)
+		}()
+		return
+	}
+	l.forgetGone(ctx, it)
+}
+
+// forgetGone tells the issuer of a deleted request, if the loop has seen
+// one of its issuers serve it.
+func (l *Loop) forgetGone(ctx context.Context, it item) {
+	l.mu.Lock()
 	ref, ok := l.refs[it]
 	delete(l.refs, it)
+	delete(l.wroteOver, it)
 	l.mu.Unlock()
 	if !ok {
 		return
-	}
-	if err := l.answered(ctx, it); err != nil {
-		return // shutting down: the issuer's own sweep drops what it kept
 	}
 	if iss := l.issuer(ref); iss != nil {
 		if err := iss.Forget(ctx, it.namespace, it.name); err != nil {
@@ -588,10 +608,13 @@ func (l *Loop) push(it item, t time.Time) { l.queue.add(it, t) }
 // actions in order until one fails, requeue.
 func (l *Loop) reconcile(ctx context.Context, it item, now time.Time) (ev Event, acted bool) {
 	ev = Event{Time: now, Kind: KindCertificate, Namespace: it.namespace, Name: it.name}
-	if l.notShownYet(it, now, &ev) {
+	if until, waiting := l.waitingFor(it, now); waiting {
 		// The store's reads do not show this loop's last writes for the
 		// certificate yet: a decision now would be made on what they
-		// replaced.
+		// replaced. Their watch events queue it again; until is the
+		// backstop.
+		l.enqueue(it, until)
+		ev.Next = until
 		return ev, false
 	}
 	c, err := l.cfg.Store.Certificates().Get(ctx, it.namespace, it.name)
@@ -836,8 +859,15 @@ func (l *Loop) deleteRequest(ctx context.Context, namespace, name string, ref ce
 	it := item{KindRequest, namespace, name}
 	l.mu.Lock()
 	delete(l.refs, it) // told here, not again by the deletion's watch event
+	delete(l.wroteOver, it)
 	l.deleting[it] = true
 	l.mu.Unlock()
+	if owner == (item{}) {
+		// No certificate waits for the deletion to show (its own is
+		// gone): the request does, so that it is not answered again
+		// while the store's reads still show it.
+		owner = it
+	}
 	defer func() {
 		l.mu.Lock()
 		delete(l.deleting, it)
@@ -856,6 +886,25 @@ func (l *Loop) deleteRequest(ctx context.Context, namespace, name string, ref ce
 	err := l.cfg.Store.Requests().Delete(ctx, namespace, name)
 	l.endDelete(obj, owner, err)
 	return ignore(err, ErrNotFound)
+}
+
+// staleRetry is how soon a request read at the version its last answer
+// wrote over is looked at again, should the write's watch event not
+// come first.
+const staleRetry = time.Second
+
+// staleRead reports a read of a request that still shows the version its
+// last answer wrote over (a store whose reads lag); a read that shows
+// another ends the watch for it.
+func (l *Loop) staleRead(it item, r *certificate.CertificateRequest) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	over, ok := l.wroteOver[it]
+	if ok && over != r.ResourceVersion {
+		delete(l.wroteOver, it)
+		return false
+	}
+	return ok
 }
 
 // answered waits until no answer of the request it is in flight.
@@ -999,11 +1048,6 @@ func (l *Loop) removeOwned(ctx context.Context, namespace, uid string) error {
 // asks.
 func (l *Loop) answer(ctx context.Context, it item, now time.Time) (ev Event, acted bool) {
 	ev = Event{Time: now, Kind: KindRequest, Namespace: it.namespace, Name: it.name}
-	if l.notShownYet(it, now, &ev) {
-		// The store's reads do not show the last answer's write yet: a
-		// write now would be over the version it replaced, and refused.
-		return ev, false
-	}
 	l.mu.Lock()
 	if l.goingAway(it) {
 		l.mu.Unlock()
@@ -1028,6 +1072,15 @@ func (l *Loop) answer(ctx context.Context, it item, now time.Time) (ev Event, ac
 		ev.Err = err
 		ev.Next = l.failed(it, now, err)
 		return ev, true
+	case l.staleRead(it, r):
+		// The store's read still shows the version the last answer
+		// wrote over: the issuer would work on what it has already
+		// answered, and the write would be refused. The write's watch
+		// event queues it again; staleRetry is the backstop.
+		next := now.Add(staleRetry)
+		l.enqueue(it, next)
+		ev.Next = next
+		return ev, false
 	case certificate.Answered(r):
 		l.succeeded(it)
 		return ev, false
@@ -1058,13 +1111,12 @@ func (l *Loop) answer(ctx context.Context, it item, now time.Time) (ev Event, ac
 	ev.Request = r
 	if after, _ := json.Marshal(r.Status); !bytes.Equal(before, after) {
 		l.writingSelf(it, true)
-		obj := object{KindRequest, r.Namespace, r.Name}
-		l.beginWrite(obj)
 		made, err := reqs.Update(ctx, r)
-		if err == nil && made != nil && made.ResourceVersion == r.ResourceVersion {
-			made = nil // nothing changed in the store: no watch event to wait for
+		if err == nil && !l.authoritative && made != nil && made.ResourceVersion != r.ResourceVersion {
+			l.mu.Lock()
+			l.wroteOver[it] = r.ResourceVersion
+			l.mu.Unlock()
 		}
-		l.endWrite(obj, it, made, err)
 		if err == nil {
 			l.wrote(KindRequest, r.Namespace, r.Name, r.OwnerUID)
 		}
@@ -1350,7 +1402,7 @@ func (l *Loop) goingAway(it item) bool {
 		return true
 	}
 	e := l.pending[object{KindRequest, it.namespace, it.name}]
-	return e != nil && e.done && e.deleted
+	return e != nil && e.done && e.deleted && l.clock.Now().Before(e.until)
 }
 
 // object names one object of the store.
@@ -1361,12 +1413,12 @@ type object struct {
 
 // expectation is one of the loop's own writes that a store whose reads
 // lag (a Watcher that is not Authoritative) has not shown yet: the
-// certificate whose pass made it is not decided on again (the request
-// whose answer made it, not answered again) until the store's watch
-// reports it, or until a minute has passed.
+// certificate whose pass made it is not decided on again (a request
+// whose deletion no certificate waits for, not answered again) until the
+// store's watch reports it, or until a minute has passed.
 type expectation struct {
-	// cert is the item that waits: a certificate, or a request after
-	// its own answer's write.
+	// cert is the item that waits: a certificate, or a request deleted
+	// after its certificate went.
 	cert item
 	// done: the write returned, and rv (or the deletion) is what the
 	// watch must show.
@@ -1463,21 +1515,8 @@ func (l *Loop) shown(ch Change) {
 	}
 }
 
-// notShownYet reports an item with writes of its own the store does not
-// show yet, and then queues it for the time the loop stops waiting for
-// them (their watch events queue it sooner) and sets ev.Next to it.
-func (l *Loop) notShownYet(it item, now time.Time, ev *Event) bool {
-	until, waiting := l.waitingFor(it, now)
-	if waiting {
-		l.enqueue(it, until)
-		ev.Next = until
-	}
-	return waiting
-}
-
-// waitingFor reports a certificate with writes of its last pass (or a
-// request with its last answer's write) the store does not show yet, and
-// until when the loop waits for them.
+// waitingFor reports a certificate with writes of its last pass the store
+// does not show yet, and until when the loop waits for them.
 func (l *Loop) waitingFor(it item, now time.Time) (until time.Time, waiting bool) {
 	if !l.expecting {
 		return time.Time{}, false

@@ -69,9 +69,9 @@ func (r *RequestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	ev, ok := r.Loop.Answer(ctx, cr.Namespace, cr.Name)
 	if !ok {
-		// Nothing to do, or the cache does not show the last answer's
-		// write yet: its watch event brings the request back, ev.Next
-		// should it not come.
+		// Nothing to do, or the cache still shows the version the last
+		// answer wrote over: the write's watch event brings the request
+		// back, ev.Next should it not come.
 		return r.soon.requeue(req.NamespacedName, ev.Next, r.Clock.Now()), nil
 	}
 	logger := log.FromContext(ctx)

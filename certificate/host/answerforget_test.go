@@ -1,0 +1,267 @@
+package host_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/certificate/host"
+)
+
+// lagDeletes: reads of a deleted request keep showing it, and its delete
+// event is held, until catchUp (an informer cache right after the loop's
+// own delete).
+type lagDeletes struct {
+	*host.MemoryStore
+	mu       sync.Mutex
+	stale    map[string]*certificate.CertificateRequest
+	held     []host.Change
+	watchers []func(host.Change)
+}
+
+func newLagDeletes(clk *testingclock.FakeClock) *lagDeletes {
+	s := &lagDeletes{MemoryStore: host.NewMemoryStore(clk), stale: map[string]*certificate.CertificateRequest{}}
+	s.MemoryStore.Watch(func(ch host.Change) {
+		s.mu.Lock()
+		if ch.Kind == host.KindRequest && ch.Deleted && s.stale[ch.Namespace+"/"+ch.Name] != nil {
+			s.held = append(s.held, ch)
+			s.mu.Unlock()
+			return
+		}
+		ws := s.watchers
+		s.mu.Unlock()
+		for _, w := range ws {
+			w(ch)
+		}
+	})
+	return s
+}
+
+func (s *lagDeletes) Authoritative() bool { return false }
+func (s *lagDeletes) Watch(f func(host.Change)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.watchers = append(s.watchers, f)
+}
+func (s *lagDeletes) Requests() host.Collection[*certificate.CertificateRequest] {
+	return lagReqs{s.MemoryStore.Requests(), s}
+}
+
+type lagReqs struct {
+	host.Collection[*certificate.CertificateRequest]
+	s *lagDeletes
+}
+
+func (c lagReqs) Get(ctx context.Context, ns, name string) (*certificate.CertificateRequest, error) {
+	c.s.mu.Lock()
+	old := c.s.stale[ns+"/"+name]
+	c.s.mu.Unlock()
+	if old != nil {
+		cp := *old
+		return &cp, nil
+	}
+	return c.Collection.Get(ctx, ns, name)
+}
+
+func (c lagReqs) List(ctx context.Context, o host.ListOptions) ([]*certificate.CertificateRequest, error) {
+	out, err := c.Collection.List(ctx, o)
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	for _, r := range c.s.stale {
+		if o.Matches(r) {
+			out = append(out, r)
+		}
+	}
+	return out, err
+}
+
+func (c lagReqs) Delete(ctx context.Context, ns, name string) error {
+	before, err := c.Collection.Get(ctx, ns, name)
+	if err == nil {
+		c.s.mu.Lock()
+		c.s.stale[ns+"/"+name] = before
+		c.s.mu.Unlock()
+	}
+	return c.Collection.Delete(ctx, ns, name)
+}
+
+// A certificate is deleted and the loop deletes its request, telling the
+// issuer first: an answer from reads that still show the request does
+// not start again the work the issuer was told to drop.
+func TestLoopDoesNotAnswerTheRequestOfAGoneCertificate(t *testing.T) {
+	ctx := context.Background()
+	clk := testingclock.NewFakeClock(t0)
+	store := newLagDeletes(clk)
+	iss := &recorder{}
+	loop, err := host.New(host.Config{Store: store, Clock: clk,
+		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: iss}})
+	require.NoError(t, err)
+	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
+	require.NoError(t, err)
+	for range 5 {
+		ev, _ := loop.Pass(ctx, "default", "web")
+		require.NoError(t, ev.Err)
+	}
+	ev, ok := loop.Answer(ctx, "default", "web-1")
+	require.True(t, ok)
+	require.NoError(t, ev.Err)
+	require.Equal(t, 1, iss.count())
+
+	require.NoError(t, store.Certificates().Delete(ctx, "default", "web"))
+	ev, _ = loop.Pass(ctx, "default", "web") // gone: removes what it owned
+	require.NoError(t, ev.Err)
+	require.Equal(t, []string{"default/web-1"}, iss.forgot())
+
+	_, ok = loop.Answer(ctx, "default", "web-1")
+	assert.False(t, ok, "nothing to do for a request on its way out")
+	assert.Equal(t, 1, iss.count(), "the issuer was asked again about a request it was told to forget")
+}
+
+// The same when the request goes because its certificate's spec changed.
+func TestLoopDoesNotAnswerARequestItReplaced(t *testing.T) {
+	ctx := context.Background()
+	clk := testingclock.NewFakeClock(t0)
+	store := newLagDeletes(clk)
+	iss := &recorder{}
+	loop, err := host.New(host.Config{Store: store, Clock: clk,
+		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: iss}})
+	require.NoError(t, err)
+	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
+	require.NoError(t, err)
+	for range 5 {
+		ev, _ := loop.Pass(ctx, "default", "web")
+		require.NoError(t, ev.Err)
+	}
+	ev, ok := loop.Answer(ctx, "default", "web-1")
+	require.True(t, ok)
+	require.NoError(t, ev.Err)
+	c, err := store.Certificates().Get(ctx, "default", "web")
+	require.NoError(t, err)
+	c.Spec.DNSNames = []string{"other.example"}
+	_, err = store.Certificates().Update(ctx, c)
+	require.NoError(t, err)
+	ev, _ = loop.Pass(ctx, "default", "web")
+	require.NoError(t, ev.Err)
+	require.Equal(t, []string{"default/web-1"}, iss.forgot())
+	_, ok = loop.Answer(ctx, "default", "web-1")
+	assert.False(t, ok, "nothing to do for a request on its way out")
+	assert.Equal(t, 1, iss.count(), "the issuer was asked again about a request it was told to forget")
+}
+
+// deleteOnGet: the first Get of web-1 once armed returns it and then
+// someone else deletes it (the watcher is told synchronously).
+type deleteOnGet struct {
+	*host.MemoryStore
+	armed bool
+}
+
+func (s *deleteOnGet) Requests() host.Collection[*certificate.CertificateRequest] {
+	return delReqs{s.MemoryStore.Requests(), s}
+}
+
+type delReqs struct {
+	host.Collection[*certificate.CertificateRequest]
+	s *deleteOnGet
+}
+
+func (c delReqs) Get(ctx context.Context, ns, name string) (*certificate.CertificateRequest, error) {
+	r, err := c.Collection.Get(ctx, ns, name)
+	if c.s.armed && err == nil {
+		c.s.armed = false
+		_ = c.Collection.Delete(ctx, ns, name)
+	}
+	return r, err
+}
+
+// Someone else deletes a request just after its first answer read it: the
+// issuer, which the answer set to work, is told to forget it once the
+// answer ends.
+func TestLoopTellsTheIssuerOfADeletionDuringTheFirstAnswer(t *testing.T) {
+	ctx := context.Background()
+	clk := testingclock.NewFakeClock(t0)
+	store := &deleteOnGet{MemoryStore: host.NewMemoryStore(clk)}
+	iss := &recorder{}
+	loop, err := host.New(host.Config{Store: store, Clock: clk,
+		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: iss}})
+	require.NoError(t, err)
+	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
+	require.NoError(t, err)
+	for range 5 {
+		ev, _ := loop.Pass(ctx, "default", "web")
+		require.NoError(t, ev.Err)
+	}
+	store.armed = true
+	loop.Answer(ctx, "default", "web-1")
+	for range 3 {
+		loop.Answer(ctx, "default", "web-1")
+	}
+	assert.Equal(t, 1, iss.count())
+	assert.Eventually(t, func() bool { return slices.Contains(iss.forgot(), "default/web-1") }, 5*time.Second, time.Millisecond,
+		"the issuer started work on the request and was never told it is gone")
+}
+
+// Someone else deletes a request while the loop answers it: the store's
+// watch (here called within the deleter's Delete) is not held up until
+// the answer ends, and the issuer is told once it has.
+func TestLoopDoesNotHoldUpTheWatchWhileAnAnswerIsUnderWay(t *testing.T) {
+	ctx := context.Background()
+	clk := testingclock.NewFakeClock(t0)
+	store := host.NewMemoryStore(clk)
+	rec := &recorder{}
+	gate := &gateIssuer{inner: rec, started: make(chan struct{}, 1), release: make(chan struct{})}
+	loop, err := host.New(host.Config{Store: store, Clock: clk,
+		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: gate}})
+	require.NoError(t, err)
+	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
+	require.NoError(t, err)
+	for range 5 {
+		loop.Pass(ctx, "default", "web")
+	}
+	ev, ok := loop.Answer(ctx, "default", "web-1") // not gated: sets refs
+	require.True(t, ok, "%v", ev.Err)
+	gate.mu.Lock()
+	gate.on = true
+	gate.mu.Unlock()
+	go loop.Answer(ctx, "default", "web-1")
+	<-gate.started
+	deleted := make(chan struct{})
+	go func() { _ = store.Requests().Delete(ctx, "default", "web-1"); close(deleted) }()
+	select {
+	case <-deleted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the deletion's watch event waited for the answer under way")
+	}
+	assert.Empty(t, rec.forgot(), "not told while the answer is under way")
+	close(gate.release)
+	assert.Eventually(t, func() bool { return slices.Contains(rec.forgot(), "default/web-1") }, 5*time.Second, time.Millisecond,
+		"told once the answer ended")
+}
+
+type gateIssuer struct {
+	inner            certificate.Issuer
+	mu               sync.Mutex
+	on               bool
+	started, release chan struct{}
+}
+
+func (g *gateIssuer) Answer(ctx context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
+	g.mu.Lock()
+	on := g.on
+	g.mu.Unlock()
+	if on {
+		g.started <- struct{}{}
+		<-g.release
+	}
+	return g.inner.Answer(ctx, r, now)
+}
+
+func (g *gateIssuer) Forget(ctx context.Context, ns, name string) error {
+	return g.inner.Forget(ctx, ns, name)
+}
