@@ -15,10 +15,11 @@ import (
 	"github.com/certlife/certlife/certificate/host"
 )
 
-// lagDeletes: reads of a deleted request keep showing it, and its delete
-// event is held, until catchUp (an informer cache right after the loop's
-// own delete).
-type lagDeletes struct {
+// lagging is a store whose reads of a request lag its updates and
+// deletes: after one, Get and List give the request as it was before and
+// the watch holds the write's event back, until catchUp, as an
+// informer's cache does for a moment after its own write.
+type lagging struct {
 	*host.MemoryStore
 	mu       sync.Mutex
 	stale    map[string]*certificate.CertificateRequest
@@ -26,11 +27,11 @@ type lagDeletes struct {
 	watchers []func(host.Change)
 }
 
-func newLagDeletes(clk *testingclock.FakeClock) *lagDeletes {
-	s := &lagDeletes{MemoryStore: host.NewMemoryStore(clk), stale: map[string]*certificate.CertificateRequest{}}
+func newLagging(clk *testingclock.FakeClock) *lagging {
+	s := &lagging{MemoryStore: host.NewMemoryStore(clk), stale: map[string]*certificate.CertificateRequest{}}
 	s.MemoryStore.Watch(func(ch host.Change) {
 		s.mu.Lock()
-		if ch.Kind == host.KindRequest && ch.Deleted && s.stale[ch.Namespace+"/"+ch.Name] != nil {
+		if ch.Kind == host.KindRequest && s.stale[ch.Namespace+"/"+ch.Name] != nil {
 			s.held = append(s.held, ch)
 			s.mu.Unlock()
 			return
@@ -44,52 +45,120 @@ func newLagDeletes(clk *testingclock.FakeClock) *lagDeletes {
 	return s
 }
 
-func (s *lagDeletes) Authoritative() bool { return false }
-func (s *lagDeletes) Watch(f func(host.Change)) {
+func (s *lagging) Authoritative() bool { return false }
+
+func (s *lagging) Watch(f func(host.Change)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.watchers = append(s.watchers, f)
 }
-func (s *lagDeletes) Requests() host.Collection[*certificate.CertificateRequest] {
-	return lagReqs{s.MemoryStore.Requests(), s}
+
+func (s *lagging) Requests() host.Collection[*certificate.CertificateRequest] {
+	return laggingRequests{s.MemoryStore.Requests(), s}
 }
 
-type lagReqs struct {
-	host.Collection[*certificate.CertificateRequest]
-	s *lagDeletes
-}
-
-func (c lagReqs) Get(ctx context.Context, ns, name string) (*certificate.CertificateRequest, error) {
-	c.s.mu.Lock()
-	old := c.s.stale[ns+"/"+name]
-	c.s.mu.Unlock()
-	if old != nil {
-		cp := *old
-		return &cp, nil
-	}
-	return c.Collection.Get(ctx, ns, name)
-}
-
-func (c lagReqs) List(ctx context.Context, o host.ListOptions) ([]*certificate.CertificateRequest, error) {
-	out, err := c.Collection.List(ctx, o)
-	c.s.mu.Lock()
-	defer c.s.mu.Unlock()
-	for _, r := range c.s.stale {
-		if o.Matches(r) {
-			out = append(out, r)
+// catchUp shows every write and sends the events held back.
+func (s *lagging) catchUp() {
+	s.mu.Lock()
+	held, ws := s.held, s.watchers
+	s.held, s.stale = nil, map[string]*certificate.CertificateRequest{}
+	s.mu.Unlock()
+	for _, ch := range held {
+		for _, w := range ws {
+			w(ch)
 		}
 	}
-	return out, err
 }
 
-func (c lagReqs) Delete(ctx context.Context, ns, name string) error {
-	before, err := c.Collection.Get(ctx, ns, name)
-	if err == nil {
-		c.s.mu.Lock()
-		c.s.stale[ns+"/"+name] = before
-		c.s.mu.Unlock()
+type laggingRequests struct {
+	host.Collection[*certificate.CertificateRequest]
+	s *lagging
+}
+
+// was is the request as reads show it while they lag, nil when they do
+// not; a copy the caller may change.
+func (c laggingRequests) was(namespace, name string) *certificate.CertificateRequest {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	old := c.s.stale[namespace+"/"+name]
+	if old == nil {
+		return nil
 	}
-	return c.Collection.Delete(ctx, ns, name)
+	cp := *old
+	cp.Status.Conditions = slices.Clone(old.Status.Conditions)
+	return &cp
+}
+
+func (c laggingRequests) Get(ctx context.Context, namespace, name string) (*certificate.CertificateRequest, error) {
+	if old := c.was(namespace, name); old != nil {
+		return old, nil
+	}
+	return c.Collection.Get(ctx, namespace, name)
+}
+
+func (c laggingRequests) List(ctx context.Context, o host.ListOptions) ([]*certificate.CertificateRequest, error) {
+	list, err := c.Collection.List(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	var out []*certificate.CertificateRequest
+	seen := map[string]bool{}
+	for _, r := range list {
+		if old := c.was(r.Namespace, r.Name); old != nil {
+			r = old
+		}
+		seen[r.Namespace+"/"+r.Name] = true
+		out = append(out, r)
+	}
+	c.s.mu.Lock()
+	var gone []*certificate.CertificateRequest
+	for _, r := range c.s.stale {
+		if !seen[r.Namespace+"/"+r.Name] && o.Matches(r) {
+			gone = append(gone, r)
+		}
+	}
+	c.s.mu.Unlock()
+	for _, r := range gone {
+		out = append(out, c.was(r.Namespace, r.Name))
+	}
+	return out, nil
+}
+
+// lagBehind makes reads of namespace/name show it as it is now until
+// catchUp.
+func (c laggingRequests) lagBehind(ctx context.Context, namespace, name string) {
+	before, err := c.Collection.Get(ctx, namespace, name)
+	if err != nil {
+		return
+	}
+	c.s.mu.Lock()
+	if c.s.stale[namespace+"/"+name] == nil {
+		c.s.stale[namespace+"/"+name] = before
+	}
+	c.s.mu.Unlock()
+}
+
+func (c laggingRequests) Update(ctx context.Context, r *certificate.CertificateRequest) (*certificate.CertificateRequest, error) {
+	c.lagBehind(ctx, r.Namespace, r.Name)
+	return c.Collection.Update(ctx, r)
+}
+
+func (c laggingRequests) Delete(ctx context.Context, namespace, name string) error {
+	c.lagBehind(ctx, namespace, name)
+	return c.Collection.Delete(ctx, namespace, name)
+}
+
+// requestMade passes over the certificate default/web until it has made
+// its request, default/web-1.
+func requestMade(t *testing.T, loop *host.Loop, store host.Store) {
+	t.Helper()
+	ctx := context.Background()
+	for range 5 { // trigger, key, request
+		ev, _ := loop.Pass(ctx, "default", "web")
+		require.NoError(t, ev.Err)
+	}
+	_, err := store.Requests().Get(ctx, "default", "web-1")
+	require.NoError(t, err, "the passes made the request")
 }
 
 // A certificate is deleted and the loop deletes its request, telling the
@@ -98,17 +167,14 @@ func (c lagReqs) Delete(ctx context.Context, ns, name string) error {
 func TestLoopDoesNotAnswerTheRequestOfAGoneCertificate(t *testing.T) {
 	ctx := context.Background()
 	clk := testingclock.NewFakeClock(t0)
-	store := newLagDeletes(clk)
+	store := newLagging(clk)
 	iss := &recorder{}
 	loop, err := host.New(host.Config{Store: store, Clock: clk,
 		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: iss}})
 	require.NoError(t, err)
 	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
 	require.NoError(t, err)
-	for range 5 {
-		ev, _ := loop.Pass(ctx, "default", "web")
-		require.NoError(t, ev.Err)
-	}
+	requestMade(t, loop, store)
 	ev, ok := loop.Answer(ctx, "default", "web-1")
 	require.True(t, ok)
 	require.NoError(t, ev.Err)
@@ -128,17 +194,14 @@ func TestLoopDoesNotAnswerTheRequestOfAGoneCertificate(t *testing.T) {
 func TestLoopDoesNotAnswerARequestItReplaced(t *testing.T) {
 	ctx := context.Background()
 	clk := testingclock.NewFakeClock(t0)
-	store := newLagDeletes(clk)
+	store := newLagging(clk)
 	iss := &recorder{}
 	loop, err := host.New(host.Config{Store: store, Clock: clk,
 		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: iss}})
 	require.NoError(t, err)
 	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
 	require.NoError(t, err)
-	for range 5 {
-		ev, _ := loop.Pass(ctx, "default", "web")
-		require.NoError(t, ev.Err)
-	}
+	requestMade(t, loop, store)
 	ev, ok := loop.Answer(ctx, "default", "web-1")
 	require.True(t, ok)
 	require.NoError(t, ev.Err)
@@ -193,10 +256,7 @@ func TestLoopTellsTheIssuerOfADeletionDuringTheFirstAnswer(t *testing.T) {
 	require.NoError(t, err)
 	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
 	require.NoError(t, err)
-	for range 5 {
-		ev, _ := loop.Pass(ctx, "default", "web")
-		require.NoError(t, ev.Err)
-	}
+	requestMade(t, loop, store)
 	store.armed = true
 	loop.Answer(ctx, "default", "web-1")
 	for range 3 {
@@ -221,9 +281,7 @@ func TestLoopDoesNotHoldUpTheWatchWhileAnAnswerIsUnderWay(t *testing.T) {
 	require.NoError(t, err)
 	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
 	require.NoError(t, err)
-	for range 5 {
-		loop.Pass(ctx, "default", "web")
-	}
+	requestMade(t, loop, store)
 	ev, ok := loop.Answer(ctx, "default", "web-1") // not gated: sets refs
 	require.True(t, ok, "%v", ev.Err)
 	gate.mu.Lock()

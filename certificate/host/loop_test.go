@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -703,89 +702,6 @@ func TestLoopDoesNotAnswerARequestItIsDeleting(t *testing.T) {
 	assert.Equal(t, before, iss.answered, "the issuer was not asked again about a request it was told to forget")
 }
 
-// staleAnswers is a store whose reads of a request lag its status
-// writes: after an update, Get gives the version before it and the
-// watch holds the update's event back, until catchUp, as an informer's
-// cache does for a moment after its own write.
-type staleAnswers struct {
-	*host.MemoryStore
-	mu       sync.Mutex
-	stale    map[string]*certificate.CertificateRequest
-	held     []host.Change
-	watchers []func(host.Change)
-}
-
-func newStaleAnswers(clk *testingclock.FakeClock) *staleAnswers {
-	s := &staleAnswers{MemoryStore: host.NewMemoryStore(clk), stale: map[string]*certificate.CertificateRequest{}}
-	s.MemoryStore.Watch(func(ch host.Change) {
-		s.mu.Lock()
-		if s.stale[ch.Namespace+"/"+ch.Name] != nil && ch.Kind == host.KindRequest {
-			s.held = append(s.held, ch)
-			s.mu.Unlock()
-			return
-		}
-		ws := s.watchers
-		s.mu.Unlock()
-		for _, w := range ws {
-			w(ch)
-		}
-	})
-	return s
-}
-
-func (s *staleAnswers) Authoritative() bool { return false }
-
-func (s *staleAnswers) Watch(f func(host.Change)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.watchers = append(s.watchers, f)
-}
-
-func (s *staleAnswers) Requests() host.Collection[*certificate.CertificateRequest] {
-	return staleRequests{s.MemoryStore.Requests(), s}
-}
-
-// catchUp shows every write and sends the events held back.
-func (s *staleAnswers) catchUp() {
-	s.mu.Lock()
-	held, ws := s.held, s.watchers
-	s.held, s.stale = nil, map[string]*certificate.CertificateRequest{}
-	s.mu.Unlock()
-	for _, ch := range held {
-		for _, w := range ws {
-			w(ch)
-		}
-	}
-}
-
-type staleRequests struct {
-	host.Collection[*certificate.CertificateRequest]
-	s *staleAnswers
-}
-
-func (c staleRequests) Get(ctx context.Context, namespace, name string) (*certificate.CertificateRequest, error) {
-	c.s.mu.Lock()
-	old := c.s.stale[namespace+"/"+name]
-	c.s.mu.Unlock()
-	if old != nil {
-		cp := *old
-		cp.Status.Conditions = slices.Clone(old.Status.Conditions)
-		return &cp, nil
-	}
-	return c.Collection.Get(ctx, namespace, name)
-}
-
-func (c staleRequests) Update(ctx context.Context, r *certificate.CertificateRequest) (*certificate.CertificateRequest, error) {
-	before, err := c.Collection.Get(ctx, r.Namespace, r.Name)
-	if err != nil {
-		return nil, err
-	}
-	c.s.mu.Lock()
-	c.s.stale[r.Namespace+"/"+r.Name] = before
-	c.s.mu.Unlock()
-	return c.Collection.Update(ctx, r)
-}
-
 // twoAnswers leaves a request pending and asks to be called again at
 // once, then hands it to the issuer it wraps.
 type twoAnswers struct {
@@ -811,19 +727,14 @@ func (i *twoAnswers) Forget(context.Context, string, string) error { return nil 
 func TestLoopAnswersAgainOnlyOnceItsLastAnswerShows(t *testing.T) {
 	ctx := context.Background()
 	clk := testingclock.NewFakeClock(t0)
-	store := newStaleAnswers(clk)
+	store := newLagging(clk)
 	iss := &twoAnswers{inner: newCA(t, t0).Issuer(nil)}
 	loop, err := host.New(host.Config{Store: store, Clock: clk,
 		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: iss}})
 	require.NoError(t, err)
 	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
 	require.NoError(t, err)
-	for range 5 { // trigger, key, request
-		ev, _ := loop.Pass(ctx, "default", "web")
-		require.NoError(t, ev.Err)
-	}
-	_, err = store.Requests().Get(ctx, "default", "web-1")
-	require.NoError(t, err, "the passes made the request")
+	requestMade(t, loop, store)
 
 	ev, ok := loop.Answer(ctx, "default", "web-1")
 	require.True(t, ok)
@@ -885,12 +796,7 @@ func TestLoopTellsTheIssuerToForgetOnlyAfterTheAnswerInFlight(t *testing.T) {
 	require.NoError(t, err)
 	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
 	require.NoError(t, err)
-	for range 5 {
-		ev, _ := loop.Pass(ctx, "default", "web")
-		require.NoError(t, ev.Err)
-	}
-	_, err = store.Requests().Get(ctx, "default", "web-1")
-	require.NoError(t, err, "the passes made the request")
+	requestMade(t, loop, store)
 
 	answered := make(chan host.Event)
 	go func() {
