@@ -25,7 +25,11 @@
 //
 // For each request that is not answered and whose issuerRef names one of
 // Config.Issuers (or one Config.IssuerFor gives), it calls the issuer's Answer and writes the request's
-// status back when it changed, looking again when the issuer asks.
+// status back when it changed, looking again when the issuer asks. It
+// never answers a request it is deleting or whose issuer it told to forget
+// it, never tells an issuer to forget a request while an answer of it is
+// under way, and, over a store whose reads lag, does not answer again
+// while the store still reads the version the last answer wrote over.
 //
 // A pass that fails is tried again: at once after a conflict (someone
 // wrote in between; the next read sees it), a few times, and otherwise
