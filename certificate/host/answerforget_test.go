@@ -161,61 +161,48 @@ func requestMade(t *testing.T, loop *host.Loop, store host.Store) {
 	require.NoError(t, err, "the passes made the request")
 }
 
-// A certificate is deleted and the loop deletes its request, telling the
-// issuer first: an answer from reads that still show the request does
-// not start again the work the issuer was told to drop.
-func TestLoopDoesNotAnswerTheRequestOfAGoneCertificate(t *testing.T) {
-	ctx := context.Background()
-	clk := testingclock.NewFakeClock(t0)
-	store := newLagging(clk)
-	iss := &recorder{}
-	loop, err := host.New(host.Config{Store: store, Clock: clk,
-		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: iss}})
-	require.NoError(t, err)
-	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
-	require.NoError(t, err)
-	requestMade(t, loop, store)
-	ev, ok := loop.Answer(ctx, "default", "web-1")
-	require.True(t, ok)
-	require.NoError(t, ev.Err)
-	require.Equal(t, 1, iss.count())
+// The loop deletes a request, telling its issuer first — its certificate
+// is gone, or its spec changed: an answer from reads that still show the
+// request does not start again the work the issuer was told to drop.
+func TestLoopDoesNotAnswerARequestItDeleted(t *testing.T) {
+	for name, goAway := range map[string]func(t *testing.T, store host.Store){
+		"the certificate is deleted": func(t *testing.T, store host.Store) {
+			require.NoError(t, store.Certificates().Delete(context.Background(), "default", "web"))
+		},
+		"the certificate's spec changed": func(t *testing.T, store host.Store) {
+			c, err := store.Certificates().Get(context.Background(), "default", "web")
+			require.NoError(t, err)
+			c.Spec.DNSNames = []string{"other.example"}
+			_, err = store.Certificates().Update(context.Background(), c)
+			require.NoError(t, err)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			clk := testingclock.NewFakeClock(t0)
+			store := newLagging(clk)
+			iss := &recorder{}
+			loop, err := host.New(host.Config{Store: store, Clock: clk,
+				Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: iss}})
+			require.NoError(t, err)
+			_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
+			require.NoError(t, err)
+			requestMade(t, loop, store)
+			ev, ok := loop.Answer(ctx, "default", "web-1")
+			require.True(t, ok)
+			require.NoError(t, ev.Err)
+			require.Equal(t, 1, iss.count())
 
-	require.NoError(t, store.Certificates().Delete(ctx, "default", "web"))
-	ev, _ = loop.Pass(ctx, "default", "web") // gone: removes what it owned
-	require.NoError(t, ev.Err)
-	require.Equal(t, []string{"default/web-1"}, iss.forgot())
+			goAway(t, store)
+			ev, _ = loop.Pass(ctx, "default", "web") // deletes the request
+			require.NoError(t, ev.Err)
+			require.Equal(t, []string{"default/web-1"}, iss.forgot())
 
-	_, ok = loop.Answer(ctx, "default", "web-1")
-	assert.False(t, ok, "nothing to do for a request on its way out")
-	assert.Equal(t, 1, iss.count(), "the issuer was asked again about a request it was told to forget")
-}
-
-// The same when the request goes because its certificate's spec changed.
-func TestLoopDoesNotAnswerARequestItReplaced(t *testing.T) {
-	ctx := context.Background()
-	clk := testingclock.NewFakeClock(t0)
-	store := newLagging(clk)
-	iss := &recorder{}
-	loop, err := host.New(host.Config{Store: store, Clock: clk,
-		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: iss}})
-	require.NoError(t, err)
-	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
-	require.NoError(t, err)
-	requestMade(t, loop, store)
-	ev, ok := loop.Answer(ctx, "default", "web-1")
-	require.True(t, ok)
-	require.NoError(t, ev.Err)
-	c, err := store.Certificates().Get(ctx, "default", "web")
-	require.NoError(t, err)
-	c.Spec.DNSNames = []string{"other.example"}
-	_, err = store.Certificates().Update(ctx, c)
-	require.NoError(t, err)
-	ev, _ = loop.Pass(ctx, "default", "web")
-	require.NoError(t, ev.Err)
-	require.Equal(t, []string{"default/web-1"}, iss.forgot())
-	_, ok = loop.Answer(ctx, "default", "web-1")
-	assert.False(t, ok, "nothing to do for a request on its way out")
-	assert.Equal(t, 1, iss.count(), "the issuer was asked again about a request it was told to forget")
+			_, ok = loop.Answer(ctx, "default", "web-1")
+			assert.False(t, ok, "nothing to do for a request on its way out")
+			assert.Equal(t, 1, iss.count(), "the issuer was asked again about a request it was told to forget")
+		})
+	}
 }
 
 // deleteOnGet: the first Get of web-1 once armed returns it and then
