@@ -7,23 +7,43 @@ import (
 
 // Issuer answers the requests whose issuerRef names it, through the
 // contract below. The local CA (package certificate/localca) and the ACME
-// issuer (package acmeclient) implement it; a host loop calls Answer for
-// each request that is not Answered and Forget for each request it
-// deletes (DeleteRequest).
+// issuer (package acmeclient) implement it; a host calls Answer for each
+// request that is not Answered. An issuer that keeps state per request
+// also implements Forgetter, and one that removes that state on a
+// schedule of its own, Sweeper.
 type Issuer interface {
 	// Answer works on a request that is not Answered: it answers it
 	// (SetIssued, SetFailed, SetDenied, SetInvalid) or records progress
 	// (SetPending), changing only r's status, which the host writes back
-	// when it changed. It returns when to call again; zero means only
-	// when the request changes. An error means the step could not run;
-	// the host calls again at next, or soon when next is zero.
+	// when it changed. now is the time to work on: the issuer reads no
+	// clock of its own for its decisions. It returns when to call again;
+	// zero means only when the request changes. An error means the step
+	// could not run; the host calls again at next, or soon when next is
+	// zero.
 	Answer(ctx context.Context, r *CertificateRequest, now time.Time) (next time.Time, err error)
-	// Forget tells the issuer that the request namespace/name is deleted:
-	// it drops whatever it keeps for it. A request it never saw is no
-	// error. The host loop (package certificate/host) never calls it
-	// while an Answer of the same request is under way, nor Answer for a
-	// request it has told the issuer to forget.
+}
+
+// Forgetter is an Issuer that keeps state per request (an ACME order,
+// what its challenges present). The host calls Forget after it deletes a
+// request (DeleteRequest), when it finds a request it was answering gone,
+// and when it learns that one was deleted by someone else: the issuer
+// drops whatever it keeps for the request namespace/name. Forget is
+// idempotent; a request it never saw is no error. It may be called while
+// an Answer of the same request is under way on a host with several
+// workers: an answer that makes something after Forget finds the request
+// gone when its status is written back, and the host calls Forget again.
+type Forgetter interface {
 	Forget(ctx context.Context, namespace, name string) error
+}
+
+// Sweeper is an Issuer that removes what it keeps on its own schedule —
+// the state of requests answered long ago, or never stepped again — so
+// that nothing outlives its use even when no request needs the issuer.
+// The host calls Sweep when it starts and again at the time Sweep returns
+// (zero: only after the issuer next answers a request), with the time to
+// work on.
+type Sweeper interface {
+	Sweep(ctx context.Context, now time.Time) (next time.Time, err error)
 }
 
 // The issuer contract.

@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/certificate/host"
+	"github.com/certlife/certlife/certificate/host/hosttest"
 )
 
 // lagging is a store whose reads of a request lag its updates and
@@ -150,21 +152,22 @@ func (c laggingRequests) Delete(ctx context.Context, namespace, name string) err
 
 // requestMade passes over the certificate default/web until it has made
 // its request, default/web-1.
-func requestMade(t *testing.T, loop *host.Loop, store host.Store) {
+func requestMade(t *testing.T, r *host.Reconciler, store host.Store) {
 	t.Helper()
 	ctx := context.Background()
 	for range 5 { // trigger, key, request
-		ev, _ := loop.Pass(ctx, "default", "web")
-		require.NoError(t, ev.Err)
+		_, err := r.Certificate(ctx, "default", "web")
+		require.NoError(t, err)
 	}
 	_, err := store.Requests().Get(ctx, "default", "web-1")
 	require.NoError(t, err, "the passes made the request")
 }
 
-// The loop deletes a request, telling its issuer first — its certificate
-// is gone, or its spec changed: an answer from reads that still show the
-// request does not start again the work the issuer was told to drop.
-func TestLoopDoesNotAnswerARequestItDeleted(t *testing.T) {
+// The reconciler deletes a request and then tells its issuer — its
+// certificate is gone, or its spec changed: an answer from reads that
+// still show the request (a lagging store) does not start again the work
+// the issuer was told to drop, since the reconciler reads its own writes.
+func TestReconcilerDoesNotAnswerARequestItDeleted(t *testing.T) {
 	for name, goAway := range map[string]func(t *testing.T, store host.Store){
 		"the certificate is deleted": func(t *testing.T, store host.Store) {
 			require.NoError(t, store.Certificates().Delete(context.Background(), "default", "web"))
@@ -182,131 +185,140 @@ func TestLoopDoesNotAnswerARequestItDeleted(t *testing.T) {
 			clk := testingclock.NewFakeClock(t0)
 			store := newLagging(clk)
 			iss := &recorder{}
-			loop, err := host.New(host.Config{Store: store, Clock: clk,
+			r, err := host.NewReconciler(host.Config{Store: store, Clock: clk,
 				Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: iss}})
 			require.NoError(t, err)
 			_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
 			require.NoError(t, err)
-			requestMade(t, loop, store)
-			ev, ok := loop.Answer(ctx, "default", "web-1")
-			require.True(t, ok)
-			require.NoError(t, ev.Err)
+			requestMade(t, r, store)
+			ev, err := r.Request(ctx, "default", "web-1")
+			require.NoError(t, err)
+			require.NotNil(t, ev.Request)
 			require.Equal(t, 1, iss.count())
 
 			goAway(t, store)
-			ev, _ = loop.Pass(ctx, "default", "web") // deletes the request
-			require.NoError(t, ev.Err)
-			require.Equal(t, []string{"default/web-1"}, iss.forgot())
+			if name == "the certificate is deleted" {
+				// What it owned goes, as a Loop does on the deletion's
+				// event.
+				c, err := store.MemoryStore.Requests().Get(ctx, "default", "web-1")
+				require.NoError(t, err)
+				require.NoError(t, r.RemoveOwned(ctx, "default", c.OwnerUID))
+			} else {
+				_, err = r.Certificate(ctx, "default", "web") // deletes the request
+				require.NoError(t, err)
+			}
+			require.Contains(t, iss.forgot(), "default/web-1")
+			_, err = store.Requests().Get(ctx, "default", "web-1")
+			require.NoError(t, err, "the lagging store still shows the request")
 
-			_, ok = loop.Answer(ctx, "default", "web-1")
-			assert.False(t, ok, "nothing to do for a request on its way out")
+			ev, err = r.Request(ctx, "default", "web-1")
+			require.NoError(t, err)
+			assert.Nil(t, ev.Request, "nothing to do for a request that is gone")
 			assert.Equal(t, 1, iss.count(), "the issuer was asked again about a request it was told to forget")
 		})
 	}
 }
 
-// deleteOnGet: the first Get of web-1 once armed returns it and then
-// someone else deletes it (the watcher is told synchronously).
-type deleteOnGet struct {
-	*host.MemoryStore
-	armed bool
+// keeper is an issuer that keeps state for each request it answers
+// until it is told to forget it.
+type keeper struct {
+	mu      sync.Mutex
+	kept    map[string]bool
+	forgets int
+	// during, when set, runs in the middle of an answer.
+	during func()
 }
 
-func (s *deleteOnGet) Requests() host.Collection[*certificate.CertificateRequest] {
-	return delReqs{s.MemoryStore.Requests(), s}
-}
-
-type delReqs struct {
-	host.Collection[*certificate.CertificateRequest]
-	s *deleteOnGet
-}
-
-func (c delReqs) Get(ctx context.Context, ns, name string) (*certificate.CertificateRequest, error) {
-	r, err := c.Collection.Get(ctx, ns, name)
-	if c.s.armed && err == nil {
-		c.s.armed = false
-		_ = c.Collection.Delete(ctx, ns, name)
+func (k *keeper) Answer(_ context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
+	k.mu.Lock()
+	during := k.during
+	k.during = nil
+	k.mu.Unlock()
+	if during != nil {
+		during()
 	}
-	return r, err
+	k.mu.Lock()
+	k.kept[r.Namespace+"/"+r.Name] = true
+	k.mu.Unlock()
+	certificate.SetPending(r, "ordering", now)
+	return now.Add(time.Second), nil
 }
 
-// Someone else deletes a request just after its first answer read it: the
-// issuer, which the answer set to work, is told to forget it once the
-// answer ends.
-func TestLoopTellsTheIssuerOfADeletionDuringTheFirstAnswer(t *testing.T) {
-	ctx := context.Background()
-	clk := testingclock.NewFakeClock(t0)
-	store := &deleteOnGet{MemoryStore: host.NewMemoryStore(clk)}
-	iss := &recorder{}
-	loop, err := host.New(host.Config{Store: store, Clock: clk,
-		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: iss}})
-	require.NoError(t, err)
-	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
-	require.NoError(t, err)
-	requestMade(t, loop, store)
-	store.armed = true
-	loop.Answer(ctx, "default", "web-1")
-	for range 3 {
-		loop.Answer(ctx, "default", "web-1")
+func (k *keeper) Forget(_ context.Context, namespace, name string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.kept, namespace+"/"+name)
+	k.forgets++
+	return nil
+}
+
+func (k *keeper) keeps() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Sorted(maps.Keys(k.kept))
+}
+
+// A request deleted while an answer of it is under way — by the
+// reconciler's own certificate pass on another worker, or by someone
+// else — leaves nothing behind in its issuer, whatever the order: the
+// deletion tells the issuer after it deletes, and an answer whose write
+// finds the request gone tells it again.
+func TestNothingOutlivesARequestDeletedDuringItsAnswer(t *testing.T) {
+	for name, del := range map[string]func(t *testing.T, r *host.Reconciler, store host.Store){
+		"deleted by its certificate's pass": func(t *testing.T, r *host.Reconciler, store host.Store) {
+			c, err := store.Certificates().Get(context.Background(), "default", "web")
+			require.NoError(t, err)
+			c.Spec.DNSNames = []string{"other.example"}
+			_, err = store.Certificates().Update(context.Background(), c)
+			require.NoError(t, err)
+			_, err = r.Certificate(context.Background(), "default", "web")
+			require.NoError(t, err)
+		},
+		"deleted by someone else": func(t *testing.T, r *host.Reconciler, store host.Store) {
+			require.NoError(t, store.Requests().Delete(context.Background(), "default", "web-1"))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			clk := testingclock.NewFakeClock(t0)
+			store := host.NewMemoryStore(clk)
+			iss := &keeper{kept: map[string]bool{}}
+			r, err := host.NewReconciler(host.Config{Store: store, Clock: clk,
+				Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: iss}})
+			require.NoError(t, err)
+			_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
+			require.NoError(t, err)
+			requestMade(t, r, store)
+			iss.during = func() { del(t, r, store) }
+			ev, err := r.Request(ctx, "default", "web-1")
+			require.NoError(t, err)
+			assert.True(t, ev.Next.IsZero(), "nothing to look at again for a request that is gone")
+			_, err = store.Requests().Get(ctx, "default", "web-1")
+			require.ErrorIs(t, err, host.ErrNotFound)
+			assert.Empty(t, iss.keeps(), "the issuer keeps state for a request that is gone")
+		})
 	}
-	assert.Equal(t, 1, iss.count())
-	assert.Eventually(t, func() bool { return slices.Contains(iss.forgot(), "default/web-1") }, 5*time.Second, time.Millisecond,
-		"the issuer started work on the request and was never told it is gone")
 }
 
-// Someone else deletes a request while the loop answers it: the store's
-// watch (here called within the deleter's Delete) is not held up until
-// the answer ends, and the issuer is told once it has.
-func TestLoopDoesNotHoldUpTheWatchWhileAnAnswerIsUnderWay(t *testing.T) {
+// A Loop that sees a request deleted by someone else tells the issuers
+// that keep state, at once.
+func TestLoopTellsTheIssuerOfADeletionBySomeoneElse(t *testing.T) {
 	ctx := context.Background()
 	clk := testingclock.NewFakeClock(t0)
 	store := host.NewMemoryStore(clk)
-	rec := &recorder{}
-	gate := &gateIssuer{inner: rec, started: make(chan struct{}, 1), release: make(chan struct{})}
+	iss := &keeper{kept: map[string]bool{}}
 	loop, err := host.New(host.Config{Store: store, Clock: clk,
-		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: gate}})
+		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: iss}})
 	require.NoError(t, err)
-	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
+	_, err = store.Requests().Create(ctx, &certificate.CertificateRequest{
+		ObjectMeta: certificate.ObjectMeta{Namespace: "default", Name: "by-hand"},
+		Spec:       certificate.RequestSpec{IssuerRef: certificate.IssuerRef{Name: "ca"}}})
 	require.NoError(t, err)
-	requestMade(t, loop, store)
-	ev, ok := loop.Answer(ctx, "default", "web-1") // not gated: sets refs
-	require.True(t, ok, "%v", ev.Err)
-	gate.mu.Lock()
-	gate.on = true
-	gate.mu.Unlock()
-	go loop.Answer(ctx, "default", "web-1")
-	<-gate.started
-	deleted := make(chan struct{})
-	go func() { _ = store.Requests().Delete(ctx, "default", "web-1"); close(deleted) }()
-	select {
-	case <-deleted:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the deletion's watch event waited for the answer under way")
-	}
-	assert.Empty(t, rec.forgot(), "not told while the answer is under way")
-	close(gate.release)
-	assert.Eventually(t, func() bool { return slices.Contains(rec.forgot(), "default/web-1") }, 5*time.Second, time.Millisecond,
-		"told once the answer ended")
-}
-
-type gateIssuer struct {
-	inner            certificate.Issuer
-	mu               sync.Mutex
-	on               bool
-	started, release chan struct{}
-}
-
-func (g *gateIssuer) Answer(ctx context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
-	g.mu.Lock()
-	on := g.on
-	g.mu.Unlock()
-	if on {
-		g.started <- struct{}{}
-		<-g.release
-	}
-	return g.inner.Answer(ctx, r, now)
-}
-
-func (g *gateIssuer) Forget(ctx context.Context, ns, name string) error {
-	return g.inner.Forget(ctx, ns, name)
+	_, err = hosttest.Settle(ctx, loop, 20)
+	require.NoError(t, err)
+	require.Equal(t, []string{"default/by-hand"}, iss.keeps())
+	require.NoError(t, store.Requests().Delete(ctx, "default", "by-hand"))
+	_, err = loop.Step(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, iss.keeps())
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/certificate/host"
+	"github.com/certlife/certlife/certificate/host/hosttest"
 	"github.com/certlife/certlife/certificate/localca"
 	"github.com/certlife/certlife/keys"
 )
@@ -54,7 +55,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	if err := loop.Advance(ctx, start.Add(25*24*time.Hour), 0); err != nil {
+	if err := hosttest.Advance(ctx, loop, clk, start.Add(25*24*time.Hour), hosttest.AdvanceOptions{}); err != nil {
 		panic(err)
 	}
 	c, _ := store.Certificates().Get(ctx, "default", "web")

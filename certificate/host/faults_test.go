@@ -28,6 +28,7 @@ import (
 	"github.com/certlife/certlife/acmeclient/acmetest"
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/certificate/host"
+	"github.com/certlife/certlife/certificate/host/hosttest"
 	"github.com/certlife/certlife/keys"
 )
 
@@ -369,7 +370,7 @@ func (e *matrixEnv) failedWith(name, reason, words string) func() bool {
 // nextAttempt is when the certificate is looked at again, once the
 // passes due now are done.
 func (e *matrixEnv) nextAttempt(name string) time.Time {
-	_, err := e.loop.Settle(context.Background(), 50)
+	_, err := hosttest.Settle(context.Background(), e.loop, 50)
 	require.NoError(e.t, err)
 	t, _ := e.loop.NextFor(host.KindCertificate, "default", name)
 	return t
@@ -387,7 +388,7 @@ func (e *matrixEnv) advance(what string, to time.Time) {
 		}
 		return false
 	})
-	_, err := e.loop.Settle(context.Background(), 50)
+	_, err := hosttest.Settle(context.Background(), e.loop, 50)
 	require.NoError(e.t, err)
 }
 
@@ -398,7 +399,7 @@ func (e *matrixEnv) noStateOutlivesItsRequest() {
 	e.t.Helper()
 	ctx := context.Background()
 	e.clk.Step(20 * time.Minute) // past KeepAnswered (10 min) and StaleAfter (15 min)
-	_, err := e.loop.Settle(ctx, 50)
+	_, err := hosttest.Settle(ctx, e.loop, 50)
 	require.NoError(e.t, err)
 	states, err := e.store.ACME().List(ctx)
 	require.NoError(e.t, err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/certificate/host"
+	"github.com/certlife/certlife/certificate/host/hosttest"
 	"github.com/certlife/certlife/certificate/localca"
 	"github.com/certlife/certlife/keys"
 )
@@ -118,7 +119,7 @@ func TestLoopIssuesRenewsAndKeepsHistory(t *testing.T) {
 	c.Spec.Duration = &certificate.Duration{Duration: 30 * 24 * time.Hour}
 	f.create(t, c)
 
-	require.NoError(t, f.loop.Advance(ctx, t0.Add(time.Minute), 0))
+	require.NoError(t, hosttest.Advance(ctx, f.loop, f.clk, t0.Add(time.Minute), hosttest.AdvanceOptions{}))
 	got := f.cert(t, "web")
 	require.True(t, ready(got), "Ready after the first issuance: %+v", got.Status.Conditions)
 	assert.Equal(t, 1, revision(got))
@@ -132,7 +133,7 @@ func TestLoopIssuesRenewsAndKeepsHistory(t *testing.T) {
 	assertNoNextKeys(t, f.store, got.UID)
 
 	// Renewal is due when a third of the lifetime remains: day 20.
-	require.NoError(t, f.loop.Advance(ctx, t0.Add(21*24*time.Hour), 0))
+	require.NoError(t, hosttest.Advance(ctx, f.loop, f.clk, t0.Add(21*24*time.Hour), hosttest.AdvanceOptions{}))
 	got = f.cert(t, "web")
 	require.True(t, ready(got))
 	assert.Equal(t, 2, revision(got), "renewed once")
@@ -156,7 +157,7 @@ func TestLoopTellsTheIssuerOfADeletedRequest(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, nil, nil) // the issuer never answers
 	f.create(t, newCert("default", "web", "web-tls"))
-	require.NoError(t, f.loop.Advance(ctx, t0.Add(time.Second), 0))
+	require.NoError(t, hosttest.Advance(ctx, f.loop, f.clk, t0.Add(time.Second), hosttest.AdvanceOptions{}))
 	_, err := f.store.Requests().Get(ctx, "default", "web-1")
 	require.NoError(t, err, "the request is made")
 
@@ -166,7 +167,7 @@ func TestLoopTellsTheIssuerOfADeletedRequest(t *testing.T) {
 	c.Spec.DNSNames = []string{"www.example"}
 	_, err = f.store.Certificates().Update(ctx, c)
 	require.NoError(t, err)
-	require.NoError(t, f.loop.Advance(ctx, t0.Add(time.Minute), 0))
+	require.NoError(t, hosttest.Advance(ctx, f.loop, f.clk, t0.Add(time.Minute), hosttest.AdvanceOptions{}))
 	assert.Equal(t, []string{"default/web-1"}, f.iss.forgot())
 	r, err := f.store.Requests().Get(ctx, "default", "web-1")
 	require.NoError(t, err, "a replacement is made")
@@ -179,10 +180,10 @@ func TestLoopRemovesWhatADeletedCertificateOwned(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, nil, nil)
 	f.create(t, newCert("default", "web", "web-tls"))
-	require.NoError(t, f.loop.Advance(ctx, t0.Add(time.Second), 0))
+	require.NoError(t, hosttest.Advance(ctx, f.loop, f.clk, t0.Add(time.Second), hosttest.AdvanceOptions{}))
 	uid := f.cert(t, "web").UID
 	require.NoError(t, f.store.Certificates().Delete(ctx, "default", "web"))
-	require.NoError(t, f.loop.Advance(ctx, t0.Add(2*time.Second), 0))
+	require.NoError(t, hosttest.Advance(ctx, f.loop, f.clk, t0.Add(2*time.Second), hosttest.AdvanceOptions{}))
 	reqs, err := f.store.Requests().List(ctx, host.ListOptions{OwnerUID: uid})
 	require.NoError(t, err)
 	assert.Empty(t, reqs)
@@ -249,7 +250,7 @@ func TestLoopRetriesAFailingStoreWithGrowingDelays(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, func(clk *testingclock.FakeClock) host.Store { return &flaky{Store: host.NewMemoryStore(clk), n: 3} }, newCA(t, t0).Issuer(nil))
 	f.create(t, newCert("default", "web", "web-tls"))
-	require.NoError(t, f.loop.Advance(ctx, t0.Add(time.Minute), 0))
+	require.NoError(t, hosttest.Advance(ctx, f.loop, f.clk, t0.Add(time.Minute), hosttest.AdvanceOptions{}))
 	assert.True(t, ready(f.cert(t, "web")))
 	var delays []time.Duration
 	for _, e := range f.evs {
@@ -268,7 +269,7 @@ func TestLoopWithAStoreThatDoesNotReportWrites(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, func(clk *testingclock.FakeClock) host.Store { return unwatched{host.NewMemoryStore(clk)} }, newCA(t, t0).Issuer(nil))
 	f.create(t, newCert("default", "web", "web-tls"))
-	require.NoError(t, f.loop.Advance(ctx, t0.Add(time.Minute), 0))
+	require.NoError(t, hosttest.Advance(ctx, f.loop, f.clk, t0.Add(time.Minute), hosttest.AdvanceOptions{}))
 	assert.True(t, ready(f.cert(t, "web")), "the loop's own writes queue what they concern")
 
 	// A change behind the loop's back is seen at Notify…
@@ -277,7 +278,7 @@ func TestLoopWithAStoreThatDoesNotReportWrites(t *testing.T) {
 	_, err := f.store.Certificates().Update(ctx, c)
 	require.NoError(t, err)
 	f.loop.Notify(host.KindCertificate, "default", "web")
-	require.NoError(t, f.loop.Advance(ctx, t0.Add(2*time.Minute), 0))
+	require.NoError(t, hosttest.Advance(ctx, f.loop, f.clk, t0.Add(2*time.Minute), hosttest.AdvanceOptions{}))
 	assert.Equal(t, 2, revision(f.cert(t, "web")))
 
 	// …or at the hourly resync.
@@ -285,9 +286,9 @@ func TestLoopWithAStoreThatDoesNotReportWrites(t *testing.T) {
 	c.Spec.DNSNames = []string{"web.example"}
 	_, err = f.store.Certificates().Update(ctx, c)
 	require.NoError(t, err)
-	require.NoError(t, f.loop.Advance(ctx, t0.Add(30*time.Minute), 0))
+	require.NoError(t, hosttest.Advance(ctx, f.loop, f.clk, t0.Add(30*time.Minute), hosttest.AdvanceOptions{}))
 	assert.Equal(t, 2, revision(f.cert(t, "web")), "not yet")
-	require.NoError(t, f.loop.Advance(ctx, t0.Add(61*time.Minute), 0))
+	require.NoError(t, hosttest.Advance(ctx, f.loop, f.clk, t0.Add(61*time.Minute), hosttest.AdvanceOptions{}))
 	assert.Equal(t, 3, revision(f.cert(t, "web")))
 }
 
@@ -332,7 +333,7 @@ func TestLoopFollowsItsOwnStatusWritesWithoutAWatcher(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, func(clk *testingclock.FakeClock) host.Store { return unwatched{host.NewMemoryStore(clk)} }, failer{})
 	f.create(t, newCert("default", "web", "web-tls"))
-	require.NoError(t, f.loop.Advance(ctx, t0.Add(time.Second), 0))
+	require.NoError(t, hosttest.Advance(ctx, f.loop, f.clk, t0.Add(time.Second), hosttest.AdvanceOptions{}))
 	c := f.cert(t, "web")
 	iss := c.Status.Condition(certificate.ConditionIssuing)
 	require.NotNil(t, iss)
@@ -346,12 +347,12 @@ func TestLoopFollowsItsOwnStatusWritesWithoutAWatcher(t *testing.T) {
 }
 
 // A host with a queue of its own (as a Kubernetes workqueue is) calls
-// Pass and Answer when its queue says, and Step never.
-func TestLoopPassAndAnswerForAHostWithItsOwnQueue(t *testing.T) {
+// the Reconciler's Certificate and Request when its queue says; no Loop.
+func TestReconcilerForAHostWithItsOwnQueue(t *testing.T) {
 	ctx := context.Background()
 	clk := testingclock.NewFakeClock(t0)
 	store := unwatched{host.NewMemoryStore(clk)}
-	loop, err := host.New(host.Config{Store: store, Clock: clk,
+	rec, err := host.NewReconciler(host.Config{Store: store, Clock: clk,
 		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: newCA(t, t0).Issuer(nil)}})
 	require.NoError(t, err)
 	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
@@ -370,18 +371,19 @@ func TestLoopPassAndAnswerForAHostWithItsOwnQueue(t *testing.T) {
 			}
 			delete(due, k)
 			var ev host.Event
+			var err error
 			if k.kind == host.KindCertificate {
-				ev, _ = loop.Pass(ctx, "default", k.name)
+				ev, err = rec.Certificate(ctx, "default", k.name)
 				for _, a := range ev.Done {
 					if cr, ok := a.(certificate.CreateRequest); ok {
 						due[key{host.KindRequest, cr.Request.Name}] = clk.Now()
 					}
 				}
 			} else {
-				ev, _ = loop.Answer(ctx, "default", k.name)
+				ev, err = rec.Request(ctx, "default", k.name)
 				due[key{host.KindCertificate, "web"}] = clk.Now() // its owner: the request changed
 			}
-			require.NoError(t, ev.Err)
+			require.NoError(t, err)
 			if !ev.Next.IsZero() {
 				due[k] = ev.Next
 			}
@@ -391,8 +393,9 @@ func TestLoopPassAndAnswerForAHostWithItsOwnQueue(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ready(c), "%+v", c.Status.Conditions)
 	assert.Equal(t, 1, revision(c))
-	_, ok := loop.Pass(ctx, "default", "gone")
-	assert.False(t, ok, "a certificate that is not there: nothing to do")
+	ev, err := rec.Certificate(ctx, "default", "gone")
+	assert.NoError(t, err)
+	assert.Nil(t, ev.Result, "a certificate that is not there: nothing to do")
 }
 
 // A host whose issuers come and go gives them through Config.IssuerFor:
@@ -422,7 +425,7 @@ func TestLoopAsksIssuerForTheIssuersItDoesNotHold(t *testing.T) {
 	other.Spec.IssuerRef = certificate.IssuerRef{Name: "vault", Group: "issuers.example.com"}
 	_, err = store.Certificates().Create(ctx, other)
 	require.NoError(t, err)
-	require.NoError(t, loop.Advance(ctx, t0.Add(time.Minute), 0))
+	require.NoError(t, hosttest.Advance(ctx, loop, clk, t0.Add(time.Minute), hosttest.AdvanceOptions{}))
 
 	c, err := store.Certificates().Get(ctx, "default", "web")
 	require.NoError(t, err)
@@ -433,7 +436,7 @@ func TestLoopAsksIssuerForTheIssuersItDoesNotHold(t *testing.T) {
 	assert.Empty(t, r.Status.Conditions, "a request of an issuer IssuerFor does not give is left alone")
 
 	require.NoError(t, store.Requests().Delete(ctx, "default", "web-1"))
-	require.NoError(t, loop.Advance(ctx, t0.Add(2*time.Minute), 0))
+	require.NoError(t, hosttest.Advance(ctx, loop, clk, t0.Add(2*time.Minute), hosttest.AdvanceOptions{}))
 	assert.Contains(t, iss.forgot(), "default/web-1", "the issuer IssuerFor gave is told of its request's deletion")
 }
 
@@ -480,11 +483,11 @@ func TestLoopTrustsAConfirmedAbsence(t *testing.T) {
 				return nonAuthoritative{host.NewMemoryStore(clk), tc.confirm}
 			}, newCA(t, t0).Issuer(nil))
 			f.create(t, newCert("default", "web", "web-tls"))
-			require.NoError(t, f.loop.Advance(ctx, t0.Add(time.Minute), 0))
+			require.NoError(t, hosttest.Advance(ctx, f.loop, f.clk, t0.Add(time.Minute), hosttest.AdvanceOptions{}))
 			require.Equal(t, 1, revision(f.cert(t, "web")))
 			require.NoError(t, f.store.Secrets().Delete(ctx, "default", "web-tls"))
 			f.loop.Notify(host.KindSecret, "default", "web-tls")
-			require.NoError(t, f.loop.Advance(ctx, t0.Add(2*time.Minute), 0))
+			require.NoError(t, hosttest.Advance(ctx, f.loop, f.clk, t0.Add(2*time.Minute), hosttest.AdvanceOptions{}))
 			assert.Equal(t, tc.want, revision(f.cert(t, "web")))
 		})
 	}
@@ -503,12 +506,13 @@ func TestPassNextIsThisPasssNext(t *testing.T) {
 	require.NoError(t, err)
 	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
 	require.NoError(t, err)
+	rec := loop.Reconciler()
 	var ev host.Event
 	for range 10 {
-		ev, _ = loop.Pass(ctx, "default", "web")
-		require.NoError(t, ev.Err)
-		aev, _ := loop.Answer(ctx, "default", "web-1")
-		require.NoError(t, aev.Err)
+		ev, err = rec.Certificate(ctx, "default", "web")
+		require.NoError(t, err)
+		_, err = rec.Request(ctx, "default", "web-1")
+		require.NoError(t, err)
 		clk.Step(time.Second)
 	}
 	c, err := store.Certificates().Get(ctx, "default", "web")
@@ -519,11 +523,10 @@ func TestPassNextIsThisPasssNext(t *testing.T) {
 	assert.True(t, ev.Next.Equal(*c.Status.RenewalTime), "Next is the renewal time %v, not %v", c.Status.RenewalTime, ev.Next)
 
 	require.NoError(t, store.Certificates().Delete(ctx, "default", "web"))
-	ev, ok := loop.Pass(ctx, "default", "web")
-	assert.False(t, ok)
+	ev, err = rec.Certificate(ctx, "default", "web")
+	assert.NoError(t, err)
+	assert.Nil(t, ev.Result)
 	assert.True(t, ev.Next.IsZero(), "a certificate that is gone is not looked at again")
-	_, queued := loop.NextFor(host.KindCertificate, "default", "web")
-	assert.False(t, queued)
 }
 
 // racingSecrets is a store in which a user makes secret name by hand
@@ -595,7 +598,7 @@ func TestLoopNeverWritesASecretItDidNotSee(t *testing.T) {
 		return race
 	}, newCA(t, t0).Issuer(nil))
 	f.create(t, newCert("default", "web", "web-tls"))
-	require.NoError(t, f.loop.Advance(ctx, t0.Add(time.Minute), 0))
+	require.NoError(t, hosttest.Advance(ctx, f.loop, f.clk, t0.Add(time.Minute), hosttest.AdvanceOptions{}))
 
 	require.NotNil(t, race.made, "the user's secret was never made: the loop wrote no secret")
 	sec, err := race.MemoryStore.Secrets().Get(ctx, "default", "web-tls")
@@ -629,7 +632,7 @@ func TestLoopSelfSignsACertificateWithoutACommonName(t *testing.T) {
 	}, nil)
 	f.iss.inner = localca.SelfSigned(store.Secrets().Get, nil)
 	f.create(t, newCert("default", "web", "web-tls"))
-	require.NoError(t, f.loop.Advance(ctx, t0.Add(time.Hour), 0))
+	require.NoError(t, hosttest.Advance(ctx, f.loop, f.clk, t0.Add(time.Hour), hosttest.AdvanceOptions{}))
 	got := f.cert(t, "web")
 	require.True(t, ready(got), "%+v", got.Status.Conditions)
 	assert.Equal(t, 1, revision(got), "issued again: the certificate does not match what it asks")
@@ -640,68 +643,6 @@ func TestLoopSelfSignsACertificateWithoutACommonName(t *testing.T) {
 	assert.Equal(t, "CN=web.example", p.Leaf.Subject.String())
 	assert.Equal(t, p.Leaf.RawSubject, p.Leaf.RawIssuer)
 }
-
-// answerInTheGap is a store whose requests' Delete first lets another
-// worker answer the request being deleted, as a host calling Answer from
-// several goroutines may, between the loop telling the issuer to forget
-// it and the store deleting it.
-type answerInTheGap struct {
-	host.Store
-	loop     *host.Loop
-	answered []bool
-}
-
-func (s *answerInTheGap) Requests() host.Collection[*certificate.CertificateRequest] {
-	return gapRequests{s.Store.Requests(), s}
-}
-
-type gapRequests struct {
-	host.Collection[*certificate.CertificateRequest]
-	s *answerInTheGap
-}
-
-func (g gapRequests) Delete(ctx context.Context, namespace, name string) error {
-	_, ok := g.s.loop.Answer(ctx, namespace, name)
-	g.s.answered = append(g.s.answered, ok)
-	return g.Collection.Delete(ctx, namespace, name)
-}
-
-// A request the loop is deleting is not answered by another worker: its
-// issuer was told to forget it, and answering it would start its work
-// again (for ACME, a new order for names nobody wants any more).
-func TestLoopDoesNotAnswerARequestItIsDeleting(t *testing.T) {
-	ctx := context.Background()
-	clk := testingclock.NewFakeClock(t0)
-	store := &answerInTheGap{Store: unwatched{host.NewMemoryStore(clk)}}
-	iss := &recorder{} // never answers: the request stays pending
-	loop, err := host.New(host.Config{Store: store, Clock: clk,
-		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: iss}})
-	require.NoError(t, err)
-	store.loop = loop
-	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
-	require.NoError(t, err)
-	require.NoError(t, loop.Advance(ctx, t0.Add(10*time.Second), 0))
-	iss.mu.Lock()
-	before := iss.answered
-	iss.mu.Unlock()
-	require.Positive(t, before, "the first request was answered (pending)")
-
-	c, err := store.Certificates().Get(ctx, "default", "web")
-	require.NoError(t, err)
-	c.Spec.DNSNames = []string{"other.example"}
-	_, err = store.Certificates().Update(ctx, c)
-	require.NoError(t, err)
-	ev, _ := loop.Pass(ctx, "default", "web")
-	require.NoError(t, ev.Err)
-
-	require.Contains(t, iss.forgot(), "default/web-1", "the outdated request's issuer is told")
-	require.NotEmpty(t, store.answered, "the store's delete ran")
-	assert.Equal(t, []bool{false}, store.answered, "the answer in the gap did nothing")
-	iss.mu.Lock()
-	defer iss.mu.Unlock()
-	assert.Equal(t, before, iss.answered, "the issuer was not asked again about a request it was told to forget")
-}
-
 // twoAnswers leaves a request pending and asks to be called again at
 // once, then hands it to the issuer it wraps.
 type twoAnswers struct {
@@ -718,13 +659,11 @@ func (i *twoAnswers) Answer(ctx context.Context, r *certificate.CertificateReque
 	return i.inner.Answer(ctx, r, now)
 }
 
-func (i *twoAnswers) Forget(context.Context, string, string) error { return nil }
-
 // An issuer that answers a request in two writes, the second at once,
-// over a store whose reads lag the first: the loop does not write the
-// second over the version the first replaced (which the store would
-// refuse), but waits for the first to show.
-func TestLoopAnswersAgainOnlyOnceItsLastAnswerShows(t *testing.T) {
+// over a store whose reads lag the first: the second answer reads the
+// first (read-your-writes) and writes over the version the first made,
+// which the store accepts; nothing waits for the store to catch up.
+func TestReconcilerAnswersOnItsOwnLastAnswer(t *testing.T) {
 	ctx := context.Background()
 	clk := testingclock.NewFakeClock(t0)
 	store := newLagging(clk)
@@ -734,91 +673,18 @@ func TestLoopAnswersAgainOnlyOnceItsLastAnswerShows(t *testing.T) {
 	require.NoError(t, err)
 	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
 	require.NoError(t, err)
-	requestMade(t, loop, store)
+	requestMade(t, loop.Reconciler(), store)
 
-	ev, ok := loop.Answer(ctx, "default", "web-1")
-	require.True(t, ok)
-	require.NoError(t, ev.Err)
+	ev, err := loop.Reconciler().Request(ctx, "default", "web-1")
+	require.NoError(t, err)
+	require.NotNil(t, ev.Request)
 	require.Equal(t, t0, ev.Next, "the issuer asked to be called again at once")
 
-	ev, ok = loop.Answer(ctx, "default", "web-1")
-	assert.False(t, ok, "the first answer does not show yet: nothing to do")
-	assert.NoError(t, ev.Err, "no write over the version the first answer replaced")
-	assert.Equal(t, t0.Add(time.Second), ev.Next, "a backstop should the watch event not come")
-	assert.Equal(t, 1, iss.calls, "the issuer is not asked on a stale read")
-
-	store.catchUp()
-	ev, ok = loop.Answer(ctx, "default", "web-1")
-	require.True(t, ok)
-	require.NoError(t, ev.Err)
+	ev, err = loop.Reconciler().Request(ctx, "default", "web-1")
+	require.NoError(t, err, "no write over the version the first answer replaced")
+	require.NotNil(t, ev.Request, "the first answer is read back although the store lags")
 	assert.Equal(t, 2, iss.calls)
 	r, err := store.MemoryStore.Requests().Get(ctx, "default", "web-1")
 	require.NoError(t, err)
 	assert.Equal(t, certificate.RequestReasonIssued, r.Condition(certificate.RequestConditionReady).Reason)
-}
-
-// blockingIssuer leaves a request pending, but only once release is
-// closed, and records the order of what it is told.
-type blockingIssuer struct {
-	started, release chan struct{}
-	mu               sync.Mutex
-	told             []string
-}
-
-func (b *blockingIssuer) Answer(_ context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
-	b.started <- struct{}{}
-	<-b.release
-	certificate.SetPending(r, "waiting", now)
-	b.mu.Lock()
-	b.told = append(b.told, "answered "+r.Name)
-	b.mu.Unlock()
-	return now.Add(time.Minute), nil
-}
-
-func (b *blockingIssuer) Forget(_ context.Context, _, name string) error {
-	b.mu.Lock()
-	b.told = append(b.told, "forget "+name)
-	b.mu.Unlock()
-	return nil
-}
-
-// A host answering from one goroutine while another's pass deletes the
-// request: the issuer is told to forget the request only once the
-// answer in flight has ended, so that the answer cannot start again what
-// the issuer was told to drop.
-func TestLoopTellsTheIssuerToForgetOnlyAfterTheAnswerInFlight(t *testing.T) {
-	ctx := context.Background()
-	clk := testingclock.NewFakeClock(t0)
-	store := unwatched{host.NewMemoryStore(clk)}
-	iss := &blockingIssuer{started: make(chan struct{}), release: make(chan struct{})}
-	loop, err := host.New(host.Config{Store: store, Clock: clk,
-		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: iss}})
-	require.NoError(t, err)
-	_, err = store.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
-	require.NoError(t, err)
-	requestMade(t, loop, store)
-
-	answered := make(chan host.Event)
-	go func() {
-		ev, _ := loop.Answer(ctx, "default", "web-1")
-		answered <- ev
-	}()
-	<-iss.started
-	c, err := store.Certificates().Get(ctx, "default", "web")
-	require.NoError(t, err)
-	c.Spec.DNSNames = []string{"other.example"}
-	_, err = store.Certificates().Update(ctx, c)
-	require.NoError(t, err)
-	passed := make(chan host.Event)
-	go func() {
-		ev, _ := loop.Pass(ctx, "default", "web") // deletes the outdated request
-		passed <- ev
-	}()
-	time.Sleep(100 * time.Millisecond) // time for the pass to reach the issuer, were it not held
-	close(iss.release)
-	require.NoError(t, (<-answered).Err)
-	require.NoError(t, (<-passed).Err)
-	iss.mu.Lock()
-	defer iss.mu.Unlock()
-	assert.Equal(t, []string{"answered web-1", "forget web-1"}, iss.told)
 }

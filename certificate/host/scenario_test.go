@@ -21,6 +21,7 @@ import (
 
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/certificate/host"
+	"github.com/certlife/certlife/certificate/host/hosttest"
 	"github.com/certlife/certlife/certificate/localca"
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/renewal"
@@ -381,7 +382,7 @@ func (s *scenario) must(err error) {
 
 func (s *scenario) run() {
 	s.t.Helper()
-	_, err := s.loop.Settle(s.ctx, 50)
+	_, err := hosttest.Settle(s.ctx, s.loop, 50)
 	require.NoError(s.t, err, "%s", s.out.String())
 }
 
@@ -629,7 +630,10 @@ func (c *testCA) Answer(ctx context.Context, r *certificate.CertificateRequest, 
 
 func (c *testCA) Forget(ctx context.Context, namespace, name string) error {
 	c.forgot = append(c.forgot, namespace+"/"+name)
-	return c.issuer.Forget(ctx, namespace, name)
+	if f, ok := c.issuer.(certificate.Forgetter); ok {
+		return f.Forget(ctx, namespace, name)
+	}
+	return nil
 }
 
 func (c *testCA) takeForgotten() []string {

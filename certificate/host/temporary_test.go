@@ -12,6 +12,7 @@ import (
 
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/certificate/host"
+	"github.com/certlife/certlife/certificate/host/hosttest"
 	"github.com/certlife/certlife/keys"
 )
 
@@ -60,7 +61,7 @@ func TestLoopWritesATemporaryCertificateWhileTheIssuerWorks(t *testing.T) {
 		c.Spec.SecretTemplate = &certificate.SecretTemplate{Labels: map[string]string{"app": "web"}}
 		f.create(t, c)
 
-		require.NoError(t, f.loop.Advance(ctx, t0.Add(time.Second), 0))
+		require.NoError(t, hosttest.Advance(ctx, f.loop, f.clk, t0.Add(time.Second), hosttest.AdvanceOptions{}))
 		got := f.cert(t, "web")
 		sec, err := f.store.Secrets().Get(ctx, "default", "web-tls")
 		require.NoError(t, err, "no secret while the issuer works")
@@ -88,14 +89,14 @@ func TestLoopWritesATemporaryCertificateWhileTheIssuerWorks(t *testing.T) {
 		// The loop asks again while the issuer works, and writes the
 		// temporary certificate no more.
 		version := sec.ResourceVersion
-		require.NoError(t, f.loop.Advance(ctx, t0.Add(10*time.Minute), 0))
+		require.NoError(t, hosttest.Advance(ctx, f.loop, f.clk, t0.Add(10*time.Minute), hosttest.AdvanceOptions{}))
 		sec, err = f.store.Secrets().Get(ctx, "default", "web-tls")
 		require.NoError(t, err)
 		assert.Equal(t, version, sec.ResourceVersion, "the secret is written once")
 
 		iss.release(newCA(t, t0).Issuer(nil))
 		f.loop.Notify(host.KindRequest, "default", "web-1")
-		require.NoError(t, f.loop.Advance(ctx, t0.Add(12*time.Minute), 0))
+		require.NoError(t, hosttest.Advance(ctx, f.loop, f.clk, t0.Add(12*time.Minute), hosttest.AdvanceOptions{}))
 		got = f.cert(t, "web")
 		require.True(t, ready(got), "%+v", got.Status.Conditions)
 		assert.Equal(t, 1, revision(got))

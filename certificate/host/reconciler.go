@@ -1,0 +1,752 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"reflect"
+	"slices"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/keys"
+	"github.com/certlife/certlife/renewal"
+)
+
+// Config configures a Reconciler (and a Loop on top of it). Store is
+// required; every other field has a documented zero value.
+type Config struct {
+	// Store keeps the certificates, secrets and requests. A Store that is
+	// not Authoritative (its reads may lag behind its writes, as a
+	// Kubernetes informer cache does) is read through ReadYourWrites, so
+	// that a pass always sees the Reconciler's own writes.
+	Store Store
+	// Clock gives every decision and every issuer its now. Nil means the
+	// real clock. Tests and simulations pass a fake one.
+	Clock clock.PassiveClock
+	// Issuers answer the requests whose issuerRef names them. An empty
+	// kind or group in a key means the defaults (certificate.IssuerRef.
+	// WithDefaults). A request whose issuer is neither here nor given by
+	// IssuerFor is left to whoever serves it; the certificate says so
+	// when nobody answers. An issuer that keeps state per request
+	// implements certificate.Forgetter and is told when its requests go;
+	// one that also removes what it keeps on a schedule implements
+	// certificate.Sweeper, and Reconciler.Sweep (which a Loop calls)
+	// sweeps it.
+	Issuers map[certificate.IssuerRef]certificate.Issuer
+	// IssuerFor, when set, gives the issuer of a request whose issuerRef
+	// (its defaults filled) is not a key of Issuers, or nil when the host
+	// serves none by that reference: for a host whose issuers come and
+	// go, such as a Kubernetes operator's Issuer resources. It is asked
+	// whenever a request's issuer is needed, so it must be cheap and safe
+	// for concurrent use. Its issuers are not swept by Reconciler.Sweep;
+	// a host whose issuers sweep calls them itself.
+	IssuerFor func(ref certificate.IssuerRef) certificate.Issuer
+	// Certificate is passed to every decision.
+	Certificate certificate.Config
+	// Rand is the randomness for keys, CSRs and keystores; nil means
+	// crypto/rand.
+	Rand io.Reader
+	// ARI, when set, is asked for the CA's suggested renewal window of a
+	// certificate's current leaf (acmeclient.Client.RenewalInfo) on every
+	// pass over a certificate that has one, and renewal follows it (RFC
+	// 9773). Cache its answers for as long as the CA's Retry-After says.
+	// An error is reported in the pass's Event (Warning) and the pass
+	// goes on without a window.
+	ARI func(ctx context.Context, c *certificate.Certificate, leaf *x509.Certificate) (*renewal.ARIWindow, error)
+	// Resync is how often a Loop queues every certificate and unanswered
+	// request again, and removes what deleted certificates owned,
+	// whatever else happens. Zero means 1 h for a Store that is not a
+	// Watcher and never for one that is; negative means never. Only a
+	// Loop reads it.
+	Resync time.Duration
+	// Observe, when set, sees every pass that did something: each
+	// certificate decision with what came of its actions, and each issuer
+	// step. It is called on the goroutine that made the pass.
+	Observe func(Event)
+}
+
+// Event is one pass over one object, for a log, a timeline or a test.
+type Event struct {
+	Time time.Time
+	// Kind is KindCertificate for a certificate's decision, KindRequest
+	// for an issuer's step on a request, and KindIssuer for an issuer's
+	// sweep.
+	Kind            Kind
+	Namespace, Name string
+	// Result is the decision (certificate passes).
+	Result *certificate.Result
+	// Done are the actions carried out: all of Result.Actions unless Err
+	// stopped the pass.
+	Done []certificate.Action
+	// Request is the request as the issuer left it (request passes).
+	Request *certificate.CertificateRequest
+	// Next is when to look at the object again: zero for only when a
+	// write concerns it. A pass that wrote anything asks to be looked at
+	// again at once (Time), as the decisions expect to see what their
+	// actions made.
+	Next time.Time
+	// Writes are the writes the pass made, in order, as a Watcher would
+	// report them: a host whose store does not report writes queues what
+	// they concern (a request's owner, say) itself.
+	Writes []Change
+	// Err is why the pass stopped early: the error Certificate or
+	// Request returned.
+	Err error
+	// Warning is what went wrong beside the pass without stopping it: an
+	// ARI read, telling an issuer that a request is gone.
+	Warning error
+}
+
+// Reconciler is the per-object core of a host, in the shape of
+// controller-runtime's reconciler contract: Certificate and Request each
+// make one pass over one object — read what it needs from the Store,
+// decide, carry out the actions — and return when to look again and an
+// error. It keeps no queue, starts no goroutine and holds no state
+// between calls beyond what makes them cheaper (the read-your-writes
+// record of a lagging Store, parsed keys); whoever owns the queue owns
+// the retries. It is safe for concurrent use, as long as no two calls
+// work on the same object at once (a workqueue's guarantee; a Loop's, as
+// it has one goroutine).
+type Reconciler struct {
+	cfg           Config
+	clock         clock.PassiveClock
+	rand          io.Reader
+	store         Store
+	issuers       map[certificate.IssuerRef]certificate.Issuer
+	authoritative bool
+}
+
+// NewReconciler returns a Reconciler over cfg.Store; it reads nothing
+// yet.
+func NewReconciler(cfg Config) (*Reconciler, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("host: Config.Store is required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if err := cfg.Certificate.Validate(); err != nil {
+		return nil, fmt.Errorf("host: Config.Certificate: %w", err)
+	}
+	r := &Reconciler{cfg: cfg, clock: cfg.Clock, rand: cfg.Rand, store: cfg.Store, issuers: map[certificate.IssuerRef]certificate.Issuer{}}
+	if r.rand == nil {
+		r.rand = rand.Reader
+	}
+	for ref, iss := range cfg.Issuers {
+		if isNil(iss) {
+			return nil, fmt.Errorf("host: Config.Issuers[%s]: the issuer is nil", describeRef(ref))
+		}
+		r.issuers[ref.WithDefaults()] = iss
+	}
+	if a, ok := cfg.Store.(Authoritative); ok {
+		r.authoritative = a.Authoritative()
+	}
+	if _, ok := cfg.Store.(*ReadYourWrites); !ok && !r.authoritative {
+		r.store = NewReadYourWrites(cfg.Store)
+	}
+	return r, nil
+}
+
+// isNil reports a nil interface or one holding a nil pointer.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
+}
+
+func describeRef(r certificate.IssuerRef) string {
+	r = r.WithDefaults()
+	return r.Kind + " " + r.Group + "/" + r.Name
+}
+
+// Store is the store the Reconciler reads and writes through: Config.Store,
+// or the ReadYourWrites over it.
+func (r *Reconciler) Store() Store { return r.store }
+
+// Now is the Reconciler's clock's time.
+func (r *Reconciler) Now() time.Time { return r.clock.Now() }
+
+// Certificate makes one pass over the certificate namespace/name at the
+// clock's time: it gathers a certificate.Snapshot (the certificate, its
+// secret, the requests and next-private-key secrets it owns, the other
+// certificates that name its secret, and with Config.ARI the CA's
+// renewal window), decides with certificate.Reconcile, and carries out
+// the actions in order, exactly as their docs say, stopping at the first
+// that fails. A create that meets an object of the same (deterministic)
+// name is success; a delete of a missing one too; a deleted request's
+// issuer is told (certificate.Forgetter) after the deletion; a secret is
+// written only over the version the decision read; the status is written
+// last.
+//
+// It returns what it did, Event.Next (when to look again), and an error
+// when the pass could not run or an action failed (errors.Is(err,
+// ErrConflict) when someone wrote in between: look again at once, the
+// next read sees it). A certificate that is gone is no error and nothing
+// to do: Event.Result is nil. A spec no decision can be made on is no
+// error either: the decision says so in the status it writes.
+func (r *Reconciler) Certificate(ctx context.Context, namespace, name string) (Event, error) {
+	now := r.clock.Now()
+	ev := Event{Time: now, Kind: KindCertificate, Namespace: namespace, Name: name}
+	ev, err := r.certificate(ctx, ev, now)
+	ev.Err = err
+	if ev.Result != nil || err != nil {
+		r.observe(ev)
+	}
+	return ev, err
+}
+
+func (r *Reconciler) certificate(ctx context.Context, ev Event, now time.Time) (Event, error) {
+	c, err := r.store.Certificates().Get(ctx, ev.Namespace, ev.Name)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return ev, nil
+	case err != nil:
+		return ev, err
+	}
+	snap, ariErr, err := r.gather(ctx, c)
+	if err != nil {
+		return ev, err
+	}
+	res := certificate.Reconcile(snap, now, r.cfg.Certificate)
+	ev.Result = &res
+	ev.Warning = ariErr
+	if res.Err != nil {
+		// A certificate no decision can be made on: fixing it is a
+		// write, which brings the next pass.
+		return ev, nil
+	}
+	p := pass{r: r, c: c, now: now}
+	for _, a := range res.Actions {
+		if err := p.carryOut(ctx, a); err != nil {
+			ev.Writes, ev.Warning = p.writes, errors.Join(ev.Warning, p.warning)
+			return ev, fmt.Errorf("%v: %w", a, err)
+		}
+		ev.Done = append(ev.Done, a)
+	}
+	ev.Writes, ev.Warning = p.writes, errors.Join(ev.Warning, p.warning)
+	ev.Next = res.RequeueAt
+	if len(p.writes) > 0 {
+		ev.Next = now
+	}
+	return ev, nil
+}
+
+// Request hands the request namespace/name to its issuer at the clock's
+// time and writes back the status the issuer leaves, when it changed. It
+// returns what it did, Event.Next (when the issuer asked to be called
+// again; zero: only when the request changes) and an error when the pass
+// could not run: the store could not be read or written, or the issuer
+// failed (Event.Next is then the issuer's own retry time, if it named
+// one). A request that is gone, answered, or for an issuer the
+// Reconciler does not have is nothing to do: Event.Request is nil. A
+// request that is gone is forgotten by every issuer of Config.Issuers
+// that keeps state, and one whose status write finds it gone, by its
+// own.
+func (r *Reconciler) Request(ctx context.Context, namespace, name string) (Event, error) {
+	now := r.clock.Now()
+	ev := Event{Time: now, Kind: KindRequest, Namespace: namespace, Name: name}
+	ev, err := r.request(ctx, ev, now)
+	ev.Err = err
+	if ev.Request != nil || err != nil {
+		r.observe(ev)
+	}
+	return ev, err
+}
+
+func (r *Reconciler) request(ctx context.Context, ev Event, now time.Time) (Event, error) {
+	reqs := r.store.Requests()
+	req, err := reqs.Get(ctx, ev.Namespace, ev.Name)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		// Whoever deleted it, nothing an issuer keeps for it may outlive
+		// it: tell those that keep state. (Those IssuerFor gives sweep
+		// what nobody steps.)
+		ev.Warning = r.forgetEverywhere(ctx, ev.Namespace, ev.Name)
+		return ev, nil
+	case err != nil:
+		return ev, err
+	case certificate.Answered(req):
+		return ev, nil
+	}
+	iss := r.issuer(req.Spec.IssuerRef)
+	if iss == nil {
+		return ev, nil // not ours: whoever serves its issuer answers it
+	}
+	before := cloneRequestStatus(req.Status)
+	next, aerr := iss.Answer(ctx, req, now)
+	ev.Request = req
+	ev.Next = next
+	if !reflect.DeepEqual(before, req.Status) {
+		made, err := reqs.Update(ctx, req)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			// Deleted while it was answered: what the answer made for it
+			// goes with it.
+			ev.Warning = r.forget(ctx, iss, req.Spec.IssuerRef, ev.Namespace, ev.Name)
+			ev.Next = time.Time{}
+			return ev, nil
+		case err != nil:
+			return ev, errors.Join(aerr, err)
+		}
+		ev.Writes = append(ev.Writes, changeOf(KindRequest, made, false))
+	}
+	return ev, aerr
+}
+
+// cloneRequestStatus is a deep copy of s, for telling what an issuer
+// changed in place.
+func cloneRequestStatus(s certificate.RequestStatus) certificate.RequestStatus {
+	s.Conditions = slices.Clone(s.Conditions)
+	s.Certificate = bytes.Clone(s.Certificate)
+	s.CA = bytes.Clone(s.CA)
+	if s.FailureTime != nil {
+		t := *s.FailureTime
+		s.FailureTime = &t
+	}
+	if s.RetryAfter != nil {
+		t := *s.RetryAfter
+		s.RetryAfter = &t
+	}
+	return s
+}
+
+// forget tells an issuer that keeps state that a request is gone.
+func (r *Reconciler) forget(ctx context.Context, iss certificate.Issuer, ref certificate.IssuerRef, namespace, name string) error {
+	f, ok := iss.(certificate.Forgetter)
+	if !ok {
+		return nil
+	}
+	if err := f.Forget(ctx, namespace, name); err != nil {
+		return fmt.Errorf("telling %s that request %s is gone: %w", describeRef(ref), key(namespace, name), err)
+	}
+	return nil
+}
+
+// forgetEverywhere tells every issuer of Config.Issuers that keeps state
+// that a request is gone.
+func (r *Reconciler) forgetEverywhere(ctx context.Context, namespace, name string) error {
+	var err error
+	for ref, iss := range r.issuers {
+		err = errors.Join(err, r.forget(ctx, iss, ref, namespace, name))
+	}
+	return err
+}
+
+// Sweep sweeps every issuer of Config.Issuers that is a
+// certificate.Sweeper at the clock's time, and returns the earliest time
+// one asked to be swept again (zero: none did) and their errors. A Loop
+// calls it when it starts and at each time it returns.
+func (r *Reconciler) Sweep(ctx context.Context) (next time.Time, err error) {
+	now := r.clock.Now()
+	for ref, iss := range r.issuers {
+		sw, ok := iss.(certificate.Sweeper)
+		if !ok {
+			continue
+		}
+		n, serr := sw.Sweep(ctx, now)
+		if serr != nil {
+			err = errors.Join(err, fmt.Errorf("sweeping %s: %w", describeRef(ref), serr))
+		}
+		if !n.IsZero() && (next.IsZero() || n.Before(next)) {
+			next = n
+		}
+	}
+	return next, err
+}
+
+// sweeps reports whether any issuer of Config.Issuers sweeps.
+func (r *Reconciler) sweeps() bool {
+	for _, iss := range r.issuers {
+		if _, ok := iss.(certificate.Sweeper); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// RemoveOwned removes what the certificate with the UID ownerUID in
+// namespace owned, once it is gone: its requests (their issuers told) and
+// its next-private-key secrets. Its secret stays, as a deleted Kubernetes
+// Certificate's does. A host whose store removes owned objects itself (a
+// Kubernetes garbage collector) needs none of this; a Loop calls it when
+// a certificate's deletion is reported and for every orphan it finds when
+// it lists the store.
+func (r *Reconciler) RemoveOwned(ctx context.Context, namespace, ownerUID string) error {
+	if ownerUID == "" {
+		return nil
+	}
+	reqs, err := r.store.Requests().List(ctx, ListOptions{Namespace: namespace, OwnerUID: ownerUID})
+	for _, req := range reqs {
+		_, derr := r.deleteRequest(ctx, namespace, req.Name, req.Spec.IssuerRef)
+		err = errors.Join(err, derr)
+	}
+	secs, lerr := r.store.Secrets().List(ctx, ListOptions{Namespace: namespace, OwnerUID: ownerUID})
+	err = errors.Join(err, lerr)
+	for _, s := range secs {
+		if s.Labels[certificate.LabelNextPrivateKey] == "true" {
+			err = errors.Join(err, ignore(r.store.Secrets().Delete(ctx, s.Namespace, s.Name), ErrNotFound))
+		}
+	}
+	return err
+}
+
+// deleteRequest deletes a request, then tells its issuer. Deleting first
+// closes every race with an answer of the same request under way: an
+// answer that made something after Forget finds the request gone when
+// it writes back, and forgets it itself. A crash between the two leaves
+// what the issuer keeps to its sweep.
+func (r *Reconciler) deleteRequest(ctx context.Context, namespace, name string, ref certificate.IssuerRef) (deleted bool, err error) {
+	err = r.store.Requests().Delete(ctx, namespace, name)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return false, err
+	}
+	if iss := r.issuer(ref); iss != nil {
+		if ferr := r.forget(ctx, iss, ref, namespace, name); ferr != nil {
+			return err == nil, ferr
+		}
+	}
+	return err == nil, nil
+}
+
+func (r *Reconciler) issuer(ref certificate.IssuerRef) certificate.Issuer {
+	ref = ref.WithDefaults()
+	if iss, ok := r.issuers[ref]; ok {
+		return iss
+	}
+	if r.cfg.IssuerFor != nil {
+		if iss := r.cfg.IssuerFor(ref); !isNil(iss) {
+			return iss
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) observe(ev Event) {
+	if r.cfg.Observe != nil {
+		r.cfg.Observe(ev)
+	}
+}
+
+// gather reads everything a decision about c reads; nil for what is
+// missing. ariErr is a failed ARI read, which the pass goes on without.
+func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate) (s *certificate.Snapshot, ariErr, err error) {
+	st := r.store
+	s = &certificate.Snapshot{Certificate: c}
+	sec, err := st.Secrets().Get(ctx, c.Namespace, c.Spec.SecretName)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		s.SecretAbsenceConfirmed = r.authoritative || errors.Is(err, ErrAbsenceConfirmed)
+	case err != nil:
+		return nil, nil, err
+	default:
+		s.Secret = sec
+	}
+	owned, err := st.Secrets().List(ctx, ListOptions{Namespace: c.Namespace, OwnerUID: c.UID})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, o := range owned {
+		if o.Labels[certificate.LabelNextPrivateKey] == "true" {
+			s.NextPrivateKeySecrets = append(s.NextPrivateKeySecrets, o)
+		}
+	}
+	if s.Requests, err = st.Requests().List(ctx, ListOptions{Namespace: c.Namespace, OwnerUID: c.UID}); err != nil {
+		return nil, nil, err
+	}
+	others, err := st.Certificates().List(ctx, ListOptions{Namespace: c.Namespace, SecretName: c.Spec.SecretName})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, o := range others {
+		if o.Name != c.Name {
+			s.OtherOwners = append(s.OtherOwners, o)
+		}
+	}
+	if r.cfg.ARI != nil && s.Secret != nil {
+		if leaf := leafOf(s.Secret); leaf != nil {
+			s.ARI, ariErr = r.cfg.ARI(ctx, c, leaf)
+			if ariErr != nil {
+				s.ARI, ariErr = nil, fmt.Errorf("renewal information: %w", ariErr)
+			}
+		}
+	}
+	return s, ariErr, nil
+}
+
+func leafOf(s *certificate.Secret) *x509.Certificate {
+	b, _ := pem.Decode(s.Data[keys.SecretCertificate])
+	if b == nil || b.Type != "CERTIFICATE" {
+		return nil
+	}
+	leaf, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		return nil
+	}
+	return leaf
+}
+
+// pass carries out one decision's actions for certificate c.
+type pass struct {
+	r       *Reconciler
+	c       *certificate.Certificate
+	now     time.Time
+	writes  []Change
+	warning error
+}
+
+func (p *pass) wrote(kind Kind, obj interface{ Meta() *certificate.ObjectMeta }, deleted bool) {
+	p.writes = append(p.writes, changeOf(kind, obj, deleted))
+}
+
+func changeOf(kind Kind, obj interface{ Meta() *certificate.ObjectMeta }, deleted bool) Change {
+	m := *obj.Meta()
+	return Change{Kind: kind, Namespace: m.Namespace, Name: m.Name, Meta: m, Deleted: deleted}
+}
+
+// carryOut does what an action's doc says.
+func (p *pass) carryOut(ctx context.Context, a certificate.Action) error {
+	st, c := p.r.store, p.c
+	switch a := a.(type) {
+	case certificate.GenerateKey:
+		var pemKey []byte
+		if a.ReuseFrom != "" {
+			from, err := st.Secrets().Get(ctx, c.Namespace, a.ReuseFrom)
+			if err != nil {
+				return err
+			}
+			pemKey = from.Data[keys.SecretPrivateKey]
+		} else {
+			key, err := keys.Generate(p.r.rand, a.Spec)
+			if err != nil {
+				return err
+			}
+			if pemKey, err = keys.EncodePrivateKey(key, keys.EncodingPKCS8); err != nil {
+				return err
+			}
+		}
+		sec := &certificate.Secret{
+			ObjectMeta: certificate.ObjectMeta{Name: a.SecretName, Namespace: c.Namespace, OwnerUID: a.OwnerUID,
+				Labels:      map[string]string{certificate.LabelNextPrivateKey: "true"},
+				Annotations: map[string]string{certificate.AnnotationCertificateName: c.Name}},
+			Data: map[string][]byte{keys.SecretPrivateKey: pemKey},
+		}
+		made, err := st.Secrets().Create(ctx, sec)
+		if errors.Is(err, ErrAlreadyExists) {
+			return p.taken(ctx, KindSecret, a.SecretName)
+		}
+		if err != nil {
+			return err
+		}
+		p.wrote(KindSecret, made, false)
+		return nil
+
+	case certificate.CreateRequest:
+		key, err := p.privateKey(ctx, a.KeySecretName)
+		if err != nil {
+			return err
+		}
+		req := a.Request
+		if req.Spec.Request, err = keys.BuildCSR(p.r.rand, a.Template, key); err != nil {
+			return err
+		}
+		made, err := st.Requests().Create(ctx, &req)
+		if errors.Is(err, ErrAlreadyExists) {
+			return p.taken(ctx, KindRequest, req.Name)
+		}
+		if err != nil {
+			return err
+		}
+		p.wrote(KindRequest, made, false)
+		return nil
+
+	case certificate.DeleteRequest:
+		deleted, err := p.r.deleteRequest(ctx, c.Namespace, a.Name, a.IssuerRef)
+		if deleted {
+			p.wrote(KindRequest, &certificate.CertificateRequest{ObjectMeta: certificate.ObjectMeta{Namespace: c.Namespace, Name: a.Name, OwnerUID: c.UID}}, true)
+		}
+		if err != nil && deleted {
+			// The request is gone; its issuer's sweep takes what it keeps.
+			p.warning = errors.Join(p.warning, err)
+			return nil
+		}
+		return err
+
+	case certificate.DeleteSecret:
+		err := st.Secrets().Delete(ctx, c.Namespace, a.Name)
+		if err == nil {
+			p.wrote(KindSecret, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: c.Namespace, Name: a.Name, OwnerUID: c.UID}}, true)
+		}
+		return ignore(err, ErrNotFound)
+
+	case certificate.WriteSecret:
+		key, err := p.privateKey(ctx, a.KeySecretName)
+		if err != nil {
+			return err
+		}
+		data, err := keys.SecretData(p.r.rand, key, a.Chain, a.CA, a.Output)
+		if err != nil {
+			return err
+		}
+		return p.writeSecret(ctx, a.Name, a.OwnerUID, a.ResourceVersion, data, a.Labels, a.Annotations)
+
+	case certificate.WriteTemporaryCertificate:
+		key, err := p.privateKey(ctx, a.KeySecretName)
+		if err != nil {
+			return err
+		}
+		chain, err := keys.TemporaryCertificate(p.r.rand, key, a.Template, a.NotBefore, a.NotAfter)
+		if err != nil {
+			return err
+		}
+		data, err := keys.SecretData(p.r.rand, key, chain, nil, a.Output)
+		if err != nil {
+			return err
+		}
+		return p.writeSecret(ctx, a.Name, a.OwnerUID, a.ResourceVersion, data, a.Labels, a.Annotations)
+
+	case certificate.UpdateStatus:
+		n := *c
+		n.Status = a.Status
+		made, err := st.Certificates().Update(ctx, &n)
+		if err != nil {
+			return err
+		}
+		p.wrote(KindCertificate, made, false)
+		return nil
+	}
+	return fmt.Errorf("host: unknown action %T", a)
+}
+
+// taken handles a create that met an object of the same name. Made by an
+// earlier pass of this certificate, it is success; owned by a
+// certificate of the same name that was deleted (and is gone now), it is
+// removed, and the pass fails with a conflict so that the next makes it
+// anew; owned by anyone else, it is a conflict the decision judges on
+// its next read.
+func (p *pass) taken(ctx context.Context, kind Kind, name string) error {
+	var owner string
+	switch kind {
+	case KindSecret:
+		s, err := p.r.store.Secrets().Get(ctx, p.c.Namespace, name)
+		if err != nil {
+			return ignore(err, ErrNotFound) // gone since: the next pass sees
+		}
+		owner = s.OwnerUID
+	case KindRequest:
+		r, err := p.r.store.Requests().Get(ctx, p.c.Namespace, name)
+		if err != nil {
+			return ignore(err, ErrNotFound)
+		}
+		owner = r.OwnerUID
+	}
+	if owner == "" || owner == p.c.UID {
+		return nil // made by an earlier pass
+	}
+	live, err := p.r.certificateLives(ctx, p.c.Namespace, owner)
+	if err != nil {
+		return err
+	}
+	if live {
+		return fmt.Errorf("%s %s belongs to certificate UID %s: %w", kind, name, owner, ErrConflict)
+	}
+	if err := p.r.RemoveOwned(ctx, p.c.Namespace, owner); err != nil {
+		return err
+	}
+	return fmt.Errorf("%s %s belonged to a deleted certificate of the same name, removed now: %w", kind, name, ErrConflict)
+}
+
+// certificateLives reports whether a certificate with that UID is in
+// namespace.
+func (r *Reconciler) certificateLives(ctx context.Context, namespace, uid string) (bool, error) {
+	certs, err := r.store.Certificates().List(ctx, ListOptions{Namespace: namespace})
+	if err != nil {
+		return false, err
+	}
+	for _, c := range certs {
+		if c.UID == uid {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// writeSecret writes data as the secret name's data, owned by ownerUID,
+// merging labels and annotations into what the secret has, and only over
+// the version the decision read (rv; empty: it read none): a secret the
+// decision did not see is never written.
+func (p *pass) writeSecret(ctx context.Context, name, ownerUID, rv string, data map[string][]byte, labels, annotations map[string]string) error {
+	secrets := p.r.store.Secrets()
+	ns := p.c.Namespace
+	sec, err := secrets.Get(ctx, ns, name)
+	switch {
+	case errors.Is(err, ErrNotFound) && rv != "":
+		return fmt.Errorf("secret %s was read at version %s and is gone: %w", name, rv, ErrConflict)
+	case errors.Is(err, ErrNotFound):
+		sec = &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Name: name, Namespace: ns}}
+	case err != nil:
+		return err
+	case rv == "":
+		// Made since the decision found none, by someone else: the next
+		// decision reads it, and judges whether it may be written.
+		return fmt.Errorf("secret %s exists, but the decision found none: %w", name, ErrConflict)
+	case sec.ResourceVersion != rv:
+		return fmt.Errorf("secret %s is at version %s, the decision read %s: %w", name, sec.ResourceVersion, rv, ErrConflict)
+	}
+	sec.OwnerUID = ownerUID
+	sec.Labels = mergeInto(sec.Labels, labels)
+	sec.Annotations = mergeInto(sec.Annotations, annotations)
+	sec.Data = data
+	var made *certificate.Secret
+	if sec.ResourceVersion == "" {
+		made, err = secrets.Create(ctx, sec)
+		if errors.Is(err, ErrAlreadyExists) {
+			err = fmt.Errorf("secret %s was made since the decision found none: %w", name, ErrConflict)
+		}
+	} else {
+		made, err = secrets.Update(ctx, sec)
+	}
+	if err != nil {
+		return err
+	}
+	p.wrote(KindSecret, made, false)
+	return nil
+}
+
+func mergeInto(dst, src map[string]string) map[string]string {
+	if len(src) == 0 {
+		return dst
+	}
+	if dst == nil {
+		dst = map[string]string{}
+	}
+	maps.Copy(dst, src)
+	return dst
+}
+
+// privateKey reads tls.key of a secret.
+func (p *pass) privateKey(ctx context.Context, name string) (crypto.Signer, error) {
+	sec, err := p.r.store.Secrets().Get(ctx, p.c.Namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return keys.DecodePrivateKey(sec.Data[keys.SecretPrivateKey])
+}
+
+func ignore(err, ok error) error {
+	if errors.Is(err, ok) {
+		return nil
+	}
+	return err
+}
