@@ -30,8 +30,10 @@ type Loop struct {
 	// Owned by the goroutine that drives the loop.
 	queue      schedule
 	failures   map[item]int
-	owners     map[string]item // certificate UID → the certificate
-	uids       map[item]string // the certificate → its UID, as last seen
+	owners     map[string]item                // certificate UID → the certificate
+	refs       map[item]certificate.IssuerRef // requests seen → their issuers
+	dropped    map[item]bool                  // requests deleted during this step
+	uids       map[item]string                // the certificate → its UID, as last seen
 	own        map[object]string
 	started    bool
 	nextResync time.Time
@@ -42,6 +44,13 @@ type Loop struct {
 	inbox []Change
 	wake  chan struct{}
 }
+
+// kindForget is telling the issuer of a request that someone else
+// deleted that it is gone.
+const kindForget Kind = "forget"
+
+// request is the request item of a kindForget item.
+func (it item) request() item { return item{KindRequest, it.namespace, it.name} }
 
 // kindOwned is the removal of what a certificate that is gone owned: its
 // item's name is the certificate's UID.
@@ -71,7 +80,7 @@ func New(cfg Config) (*Loop, error) {
 // NewLoop returns a loop that drives r. It reads nothing yet: the first
 // Step (or Run) lists what the store holds and queues it.
 func NewLoop(r *Reconciler) *Loop {
-	l := &Loop{r: r, failures: map[item]int{}, owners: map[string]item{}, uids: map[item]string{},
+	l := &Loop{r: r, failures: map[item]int{}, owners: map[string]item{}, uids: map[item]string{}, refs: map[item]certificate.IssuerRef{}, dropped: map[item]bool{},
 		own: map[object]string{}, wake: make(chan struct{}, 1)}
 	st := r.cfg.Store
 	if ryw, ok := st.(*ReadYourWrites); ok {
@@ -155,14 +164,18 @@ func (l *Loop) Step(ctx context.Context) (int, error) {
 	}
 	l.takeIn(ctx)
 	due := l.queue.popDue(now)
-	rank := map[Kind]int{kindOwned: 0, KindCertificate: 1, KindRequest: 2, KindIssuer: 3}
+	rank := map[Kind]int{kindOwned: 0, kindForget: 0, KindCertificate: 1, KindRequest: 2, KindIssuer: 3}
 	slices.SortFunc(due, func(a, b item) int {
 		if a.kind != b.kind {
 			return rank[a.kind] - rank[b.kind]
 		}
 		return strings.Compare(key(a.namespace, a.name), key(b.namespace, b.name))
 	})
+	clear(l.dropped)
 	for _, it := range due {
+		if l.dropped[it] {
+			continue // deleted by an earlier pass of this step
+		}
 		if ctx.Err() != nil {
 			l.queue.add(it, now) // not looked at: still due
 			continue
@@ -177,7 +190,7 @@ func (l *Loop) Step(ctx context.Context) (int, error) {
 func (l *Loop) pass(ctx context.Context, it item, now time.Time) {
 	switch it.kind {
 	case KindCertificate:
-		ev, err := l.r.Certificate(ctx, it.namespace, it.name)
+		ev, err := l.r.certificatePass(ctx, it.namespace, it.name)
 		if ev.Result == nil && err == nil {
 			// Gone: what it owned goes too.
 			if uid := l.uids[it]; uid != "" {
@@ -188,8 +201,13 @@ func (l *Loop) pass(ctx context.Context, it item, now time.Time) {
 		}
 		l.done(it, now, ev.Next, err)
 		l.follow(ctx, ev.Writes, false)
+		ev.Next, _ = l.queue.when(it) // its own writes may have queued it sooner
+		l.r.observeIf(ev)
 	case KindRequest:
-		ev, err := l.r.Request(ctx, it.namespace, it.name)
+		ev, err := l.r.requestPass(ctx, it.namespace, it.name)
+		if ev.Request != nil {
+			l.refs[it] = ev.Request.Spec.IssuerRef
+		}
 		if ev.Request != nil && l.r.sweeps() {
 			// What the issuer keeps changed: its next sweep may be due
 			// sooner than the last one said.
@@ -199,6 +217,8 @@ func (l *Loop) pass(ctx context.Context, it item, now time.Time) {
 		}
 		l.done(it, now, ev.Next, err)
 		l.follow(ctx, ev.Writes, true)
+		ev.Next, _ = l.queue.when(it)
+		l.r.observeIf(ev)
 	case KindIssuer:
 		next, err := l.r.Sweep(ctx)
 		if err != nil {
@@ -207,8 +227,22 @@ func (l *Loop) pass(ctx context.Context, it item, now time.Time) {
 			return
 		}
 		l.done(it, now, next, nil)
+	case kindForget:
+		ref, ok := l.refs[it.request()]
+		if !ok {
+			return
+		}
+		if err := l.r.Forget(ctx, ref, it.namespace, it.name); err != nil {
+			at := l.failed(it, now, err)
+			l.r.observe(Event{Time: now, Kind: KindRequest, Namespace: it.namespace, Name: it.name, Next: at, Err: err})
+			return
+		}
+		delete(l.refs, it.request())
+		delete(l.failures, it)
 	case kindOwned:
-		if err := l.r.RemoveOwned(ctx, it.namespace, it.name); err != nil {
+		writes, err := l.r.removeOwned(ctx, it.namespace, it.name)
+		l.follow(ctx, writes, false)
+		if err != nil {
 			at := l.failed(it, now, err)
 			l.r.observe(Event{Time: now, Kind: KindCertificate, Namespace: it.namespace, Next: at,
 				Err: fmt.Errorf("removing what deleted certificate UID %s owned (tried again at %s): %w", it.name, at.UTC().Format(time.RFC3339), err)})
@@ -242,20 +276,37 @@ func ctx0(err error) bool {
 }
 
 // follow queues what a pass's own writes concern. A request pass's
-// write of its request's status does not queue the request again: its
-// issuer said when to look again.
+// write of its request's status does not queue the request again (its
+// issuer said when to look again), and a request the pass deleted is not
+// looked at again (its issuer was told): the watch events of those
+// writes, when they come, are taken for what they are.
 func (l *Loop) follow(ctx context.Context, writes []Change, requestPass bool) {
 	for _, ch := range writes {
-		if requestPass && ch.Kind == KindRequest && !ch.Deleted {
+		o := object{ch.Kind, ch.Namespace, ch.Name}
+		switch {
+		case ch.Kind == KindRequest && ch.Deleted:
+			it := item{KindRequest, ch.Namespace, ch.Name}
+			delete(l.refs, it) // told already
+			delete(l.failures, it)
+			l.queue.remove(it) // nothing left to answer
+			l.dropped[it] = true
 			if l.watching {
-				l.own[object{ch.Kind, ch.Namespace, ch.Name}] = ch.Meta.ResourceVersion
+				l.own[o] = deletedMark
 			}
 			l.queueOwner(ch.Meta.OwnerUID)
-			continue
+		case requestPass && ch.Kind == KindRequest:
+			if l.watching {
+				l.own[o] = ch.Meta.ResourceVersion
+			}
+			l.queueOwner(ch.Meta.OwnerUID)
+		default:
+			l.changed(ctx, ch)
 		}
-		l.changed(ctx, ch)
 	}
 }
+
+// deletedMark in Loop.own: the loop deleted the request.
+const deletedMark = "\x00deleted"
 
 // takeIn queues what the changes in the inbox concern.
 func (l *Loop) takeIn(ctx context.Context) {
@@ -302,10 +353,17 @@ func (l *Loop) changed(ctx context.Context, ch Change) {
 	case KindRequest:
 		it := item{KindRequest, ch.Namespace, ch.Name}
 		o := object{KindRequest, ch.Namespace, ch.Name}
-		if rv, ok := l.own[o]; ok && !ch.Deleted && rv == ch.Meta.ResourceVersion {
-			delete(l.own, o) // the watch showing a request pass's own write
-		} else {
-			delete(l.own, o)
+		rv, own := l.own[o]
+		delete(l.own, o)
+		switch {
+		case own && (ch.Deleted && rv == deletedMark || !ch.Deleted && rv == ch.Meta.ResourceVersion):
+			// The watch showing the loop's own write.
+		case ch.Deleted:
+			// Deleted by someone else: its issuer hears of it.
+			if _, seen := l.refs[it]; seen {
+				l.queue.add(item{kindForget, ch.Namespace, ch.Name}, now)
+			}
+		default:
 			l.queue.add(it, now)
 		}
 		l.queueOwner(ch.Meta.OwnerUID)
@@ -361,6 +419,7 @@ func (l *Loop) start(ctx context.Context, now time.Time) error {
 		l.queue.add(it, now)
 	}
 	for _, r := range reqs {
+		l.refs[item{KindRequest, r.Namespace, r.Name}] = r.Spec.IssuerRef
 		if !certificate.Answered(r) {
 			l.queue.add(item{KindRequest, r.Namespace, r.Name}, now)
 		}
@@ -507,6 +566,18 @@ func (s *schedule) add(it item, t time.Time) {
 		s.requests++
 	}
 	heap.Push(s, entry{t, it})
+}
+
+// remove takes it off the schedule, when it is on it.
+func (s *schedule) remove(it item) {
+	i, ok := s.index[it]
+	if !ok {
+		return
+	}
+	if it.kind == KindRequest {
+		s.requests--
+	}
+	heap.Remove(s, i)
 }
 
 // when is the time it is queued for.

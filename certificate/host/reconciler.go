@@ -197,14 +197,25 @@ func (r *Reconciler) Now() time.Time { return r.clock.Now() }
 // to do: Event.Result is nil. A spec no decision can be made on is no
 // error either: the decision says so in the status it writes.
 func (r *Reconciler) Certificate(ctx context.Context, namespace, name string) (Event, error) {
+	ev, err := r.certificatePass(ctx, namespace, name)
+	r.observeIf(ev)
+	return ev, err
+}
+
+// certificatePass is Certificate without telling Config.Observe.
+func (r *Reconciler) certificatePass(ctx context.Context, namespace, name string) (Event, error) {
 	now := r.clock.Now()
 	ev := Event{Time: now, Kind: KindCertificate, Namespace: namespace, Name: name}
 	ev, err := r.certificate(ctx, ev, now)
 	ev.Err = err
-	if ev.Result != nil || err != nil {
+	return ev, err
+}
+
+// observeIf tells Config.Observe of a pass that did something.
+func (r *Reconciler) observeIf(ev Event) {
+	if ev.Result != nil || ev.Request != nil || ev.Err != nil || ev.Warning != nil {
 		r.observe(ev)
 	}
-	return ev, err
 }
 
 func (r *Reconciler) certificate(ctx context.Context, ev Event, now time.Time) (Event, error) {
@@ -255,13 +266,17 @@ func (r *Reconciler) certificate(ctx context.Context, ev Event, now time.Time) (
 // that keeps state, and one whose status write finds it gone, by its
 // own.
 func (r *Reconciler) Request(ctx context.Context, namespace, name string) (Event, error) {
+	ev, err := r.requestPass(ctx, namespace, name)
+	r.observeIf(ev)
+	return ev, err
+}
+
+// requestPass is Request without telling Config.Observe.
+func (r *Reconciler) requestPass(ctx context.Context, namespace, name string) (Event, error) {
 	now := r.clock.Now()
 	ev := Event{Time: now, Kind: KindRequest, Namespace: namespace, Name: name}
 	ev, err := r.request(ctx, ev, now)
 	ev.Err = err
-	if ev.Request != nil || err != nil {
-		r.observe(ev)
-	}
 	return ev, err
 }
 
@@ -384,22 +399,48 @@ func (r *Reconciler) sweeps() bool {
 // a certificate's deletion is reported and for every orphan it finds when
 // it lists the store.
 func (r *Reconciler) RemoveOwned(ctx context.Context, namespace, ownerUID string) error {
+	_, err := r.removeOwned(ctx, namespace, ownerUID)
+	return err
+}
+
+// removeOwned is RemoveOwned; it returns the deletions it made.
+func (r *Reconciler) removeOwned(ctx context.Context, namespace, ownerUID string) (writes []Change, err error) {
 	if ownerUID == "" {
-		return nil
+		return nil, nil
 	}
 	reqs, err := r.store.Requests().List(ctx, ListOptions{Namespace: namespace, OwnerUID: ownerUID})
 	for _, req := range reqs {
-		_, derr := r.deleteRequest(ctx, namespace, req.Name, req.Spec.IssuerRef)
+		deleted, derr := r.deleteRequest(ctx, namespace, req.Name, req.Spec.IssuerRef)
+		if deleted {
+			writes = append(writes, changeOf(KindRequest, req, true))
+		}
 		err = errors.Join(err, derr)
 	}
 	secs, lerr := r.store.Secrets().List(ctx, ListOptions{Namespace: namespace, OwnerUID: ownerUID})
 	err = errors.Join(err, lerr)
 	for _, s := range secs {
 		if s.Labels[certificate.LabelNextPrivateKey] == "true" {
-			err = errors.Join(err, ignore(r.store.Secrets().Delete(ctx, s.Namespace, s.Name), ErrNotFound))
+			derr := r.store.Secrets().Delete(ctx, s.Namespace, s.Name)
+			if derr == nil {
+				writes = append(writes, changeOf(KindSecret, s, true))
+			}
+			err = errors.Join(err, ignore(derr, ErrNotFound))
 		}
 	}
-	return err
+	return writes, err
+}
+
+// Forget tells the issuer ref names, when it keeps state
+// (certificate.Forgetter), that the request namespace/name is gone: for
+// a host that learns of a deletion together with the deleted object (a
+// Kubernetes watch's delete event carries it), whoever deleted it. The
+// Reconciler tells issuers itself of the deletions it makes.
+func (r *Reconciler) Forget(ctx context.Context, ref certificate.IssuerRef, namespace, name string) error {
+	iss := r.issuer(ref)
+	if iss == nil {
+		return nil
+	}
+	return r.forget(ctx, iss, ref, namespace, name)
 }
 
 // deleteRequest deletes a request, then tells its issuer. Deleting first
