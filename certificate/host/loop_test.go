@@ -643,6 +643,7 @@ func TestLoopSelfSignsACertificateWithoutACommonName(t *testing.T) {
 	assert.Equal(t, "CN=web.example", p.Leaf.Subject.String())
 	assert.Equal(t, p.Leaf.RawSubject, p.Leaf.RawIssuer)
 }
+
 // twoAnswers leaves a request pending and asks to be called again at
 // once, then hands it to the issuer it wraps.
 type twoAnswers struct {

@@ -170,8 +170,8 @@ func (s *ReadYourWrites) record(o object, obj any, rv, over string, created bool
 type verdict int
 
 const (
-	behind verdict = iota // the read lags: answer with the write
-	caughtUp              // the read shows the write or later: drop it
+	behind   verdict = iota // the read lags: answer with the write
+	caughtUp                // the read shows the write or later: drop it
 )
 
 // judge compares what the store behind read (found, at version rv) with

@@ -547,11 +547,15 @@ type pass struct {
 	warning error
 }
 
-func (p *pass) wrote(kind Kind, obj interface{ Meta() *certificate.ObjectMeta }, deleted bool) {
+func (p *pass) wrote(kind Kind, obj interface {
+	Meta() *certificate.ObjectMeta
+}, deleted bool) {
 	p.writes = append(p.writes, changeOf(kind, obj, deleted))
 }
 
-func changeOf(kind Kind, obj interface{ Meta() *certificate.ObjectMeta }, deleted bool) Change {
+func changeOf(kind Kind, obj interface {
+	Meta() *certificate.ObjectMeta
+}, deleted bool) Change {
 	m := *obj.Meta()
 	return Change{Kind: kind, Namespace: m.Namespace, Name: m.Name, Meta: m, Deleted: deleted}
 }
