@@ -30,6 +30,7 @@ import (
 	"github.com/certlife/certlife/backoff/retry"
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/certificate/host"
+	"github.com/certlife/certlife/certificate/host/hosttest"
 	"github.com/certlife/certlife/challenge"
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/order"
@@ -255,13 +256,13 @@ func short(a certificate.Action) string {
 	return a.String()
 }
 
-// runUntil works the loop until end on the fake clock (host.Loop.Advance):
+// runUntil works the loop until end on the fake clock (hosttest.Advance):
 // it jumps to each time something is due, but while a request waits for
 // Pebble, which validates and issues in real time, it moves no faster
-// than the real clock, so the order's polls and retries see Pebble as a
-// host on a real clock would.
+// than the real clock across short waits (Pace), so the order's polls and
+// retries see Pebble as a host on a real clock would.
 func (r *run) runUntil(ctx context.Context, end time.Time) error {
-	if err := r.loop.Advance(ctx, end, time.Minute); err != nil {
+	if err := hosttest.Advance(ctx, r.loop, r.clk, end, hosttest.AdvanceOptions{Pace: 10 * time.Second}); err != nil {
 		return fmt.Errorf("quickstart: %w", err)
 	}
 	return nil
