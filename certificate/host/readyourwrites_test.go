@@ -1,0 +1,411 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/certificate/host"
+	"github.com/certlife/certlife/certificate/host/hosttest"
+)
+
+// lag is how a lagStore shows one write to its reads and its watch.
+type lag int
+
+const (
+	// lagBefore: reads show the write, and its event is sent, before the
+	// write returns (an informer that is quicker than the write's reply).
+	lagBefore lag = iota
+	// lagAfter: shown, and the event sent, at the next pump.
+	lagAfter
+	// lagFolded: shown at the next pump, folded into the object's later
+	// writes: one event for the newest version only.
+	lagFolded
+	// lagNever: never sent; reads show it only after a relist.
+	lagNever
+	lagKinds
+)
+
+func (l lag) String() string {
+	return [...]string{"before the write returns", "after the write returns", "folded into a later version", "never (relist)"}[l]
+}
+
+// lagStore is a Store whose reads and watch lag behind its writes as a
+// lag function says, write by write. The truth is a MemoryStore; reads
+// come from a view of it that pump and relist bring up to date.
+type lagStore struct {
+	truth *host.MemoryStore
+	next  func() lag
+
+	mu       sync.Mutex
+	view     map[string][]byte // kind/namespace/name → the object as reads show it
+	pending  []lagged
+	watchers []func(host.Change)
+}
+
+type lagged struct {
+	k      string
+	ch     host.Change
+	data   []byte
+	folded bool
+}
+
+func newLagStore(clk *testingclock.FakeClock, next func() lag) *lagStore {
+	s := &lagStore{truth: host.NewMemoryStore(clk), next: next, view: map[string][]byte{}}
+	s.truth.Watch(s.wrote)
+	return s
+}
+
+func lagKey(kind host.Kind, namespace, name string) string {
+	return string(kind) + "/" + namespace + "/" + name
+}
+
+// wrote is the truth's watch: called within each write, before it
+// returns.
+func (s *lagStore) wrote(ch host.Change) {
+	k := lagKey(ch.Kind, ch.Namespace, ch.Name)
+	var data []byte
+	if !ch.Deleted {
+		data = s.read(ch.Kind, ch.Namespace, ch.Name)
+	}
+	l := lagged{k: k, ch: ch, data: data}
+	switch s.next() {
+	case lagBefore:
+		s.show(l)
+	case lagAfter:
+		s.mu.Lock()
+		s.pending = append(s.pending, l)
+		s.mu.Unlock()
+	case lagFolded:
+		l.folded = true
+		s.mu.Lock()
+		s.pending = append(s.pending, l)
+		s.mu.Unlock()
+	case lagNever:
+	}
+}
+
+func (s *lagStore) read(kind host.Kind, namespace, name string) []byte {
+	var obj any
+	var err error
+	ctx := context.Background()
+	switch kind {
+	case host.KindCertificate:
+		obj, err = s.truth.Certificates().Get(ctx, namespace, name)
+	case host.KindSecret:
+		obj, err = s.truth.Secrets().Get(ctx, namespace, name)
+	case host.KindRequest:
+		obj, err = s.truth.Requests().Get(ctx, namespace, name)
+	}
+	if err != nil {
+		panic(err)
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// show makes reads show l and sends its event.
+func (s *lagStore) show(l lagged) {
+	s.mu.Lock()
+	if l.ch.Deleted {
+		delete(s.view, l.k)
+	} else {
+		s.view[l.k] = l.data
+	}
+	ws := s.watchers
+	s.mu.Unlock()
+	for _, w := range ws {
+		w(l.ch)
+	}
+}
+
+// pump shows what waits, in write order; of a folded write, only the
+// newest version of its object.
+func (s *lagStore) pump() {
+	s.mu.Lock()
+	ps := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	for i, l := range ps {
+		if l.folded && later(ps[i+1:], l.k) {
+			continue
+		}
+		s.show(l)
+	}
+}
+
+func later(ps []lagged, k string) bool {
+	for _, l := range ps {
+		if l.k == k {
+			return true
+		}
+	}
+	return false
+}
+
+// relist makes reads show the truth, sending no events, as a relist of
+// an informer whose watch dropped them does.
+func (s *lagStore) relist() {
+	ctx := context.Background()
+	view := map[string][]byte{}
+	certs, _ := s.truth.Certificates().List(ctx, host.ListOptions{})
+	for _, c := range certs {
+		view[lagKey(host.KindCertificate, c.Namespace, c.Name)], _ = json.Marshal(c)
+	}
+	secs, _ := s.truth.Secrets().List(ctx, host.ListOptions{})
+	for _, c := range secs {
+		view[lagKey(host.KindSecret, c.Namespace, c.Name)], _ = json.Marshal(c)
+	}
+	reqs, _ := s.truth.Requests().List(ctx, host.ListOptions{})
+	for _, c := range reqs {
+		view[lagKey(host.KindRequest, c.Namespace, c.Name)], _ = json.Marshal(c)
+	}
+	s.mu.Lock()
+	s.view = view
+	s.pending = nil
+	s.mu.Unlock()
+}
+
+func (s *lagStore) Watch(f func(host.Change)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.watchers = append(s.watchers, f)
+}
+
+func (s *lagStore) Certificates() host.Collection[*certificate.Certificate] {
+	return lagCollection[*certificate.Certificate]{s, s.truth.Certificates(), host.KindCertificate}
+}
+
+func (s *lagStore) Secrets() host.Collection[*certificate.Secret] {
+	return lagCollection[*certificate.Secret]{s, s.truth.Secrets(), host.KindSecret}
+}
+
+func (s *lagStore) Requests() host.Collection[*certificate.CertificateRequest] {
+	return lagCollection[*certificate.CertificateRequest]{s, s.truth.Requests(), host.KindRequest}
+}
+
+// lagCollection reads from the view and writes to the truth.
+type lagCollection[T host.Object] struct {
+	s    *lagStore
+	c    host.Collection[T]
+	kind host.Kind
+}
+
+func decodeAs[T host.Object](b []byte) T {
+	var obj T
+	switch any(obj).(type) {
+	case *certificate.Certificate:
+		obj = any(new(certificate.Certificate)).(T)
+	case *certificate.Secret:
+		obj = any(new(certificate.Secret)).(T)
+	case *certificate.CertificateRequest:
+		obj = any(new(certificate.CertificateRequest)).(T)
+	}
+	if err := json.Unmarshal(b, obj); err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+func (c lagCollection[T]) Get(_ context.Context, namespace, name string) (T, error) {
+	c.s.mu.Lock()
+	b, ok := c.s.view[lagKey(c.kind, namespace, name)]
+	c.s.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("%s %s/%s: %w", c.kind, namespace, name, host.ErrNotFound)
+	}
+	return decodeAs[T](b), nil
+}
+
+func (c lagCollection[T]) List(_ context.Context, opts host.ListOptions) ([]T, error) {
+	c.s.mu.Lock()
+	var bs [][]byte
+	for k, b := range c.s.view {
+		if len(k) > len(c.kind) && k[:len(c.kind)+1] == string(c.kind)+"/" {
+			bs = append(bs, b)
+		}
+	}
+	c.s.mu.Unlock()
+	var out []T
+	for _, b := range bs {
+		if obj := decodeAs[T](b); opts.Matches(obj) {
+			out = append(out, obj)
+		}
+	}
+	return out, nil
+}
+
+func (c lagCollection[T]) Create(ctx context.Context, obj T) (T, error) { return c.c.Create(ctx, obj) }
+func (c lagCollection[T]) Update(ctx context.Context, obj T) (T, error) { return c.c.Update(ctx, obj) }
+func (c lagCollection[T]) Delete(ctx context.Context, namespace, name string) error {
+	return c.c.Delete(ctx, namespace, name)
+}
+
+// rv is a MemoryStore's resource version as a number; they only grow.
+func rv(t testing.TB, s string) int {
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return n
+}
+
+// FuzzReadYourWrites: whatever the store behind does with each write —
+// shows it before the write returns, after, folded into a later version,
+// or never until a relist — and whatever another writer does meanwhile,
+// a read through ReadYourWrites never shows less than the last write made
+// through it: not a version it replaced, not an object it deleted, not
+// "not found" for one it created.
+func FuzzReadYourWrites(f *testing.F) {
+	f.Add([]byte{0x00, 0x11, 0x22, 0x33, 0x04, 0x15, 0x26, 0x37, 0x48, 0x59})
+	f.Add([]byte{0x03, 0x13, 0x23, 0x33, 0x43, 0x53, 0x63, 0x73})
+	f.Add([]byte{0x02, 0x12, 0x52, 0x22, 0x62, 0x32, 0x72, 0x42})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) > 200 {
+			ops = ops[:200]
+		}
+		ctx := context.Background()
+		var mode lag
+		s := newLagStore(testingclock.NewFakeClock(t0), func() lag { return mode })
+		ryw := host.NewReadYourWrites(s)
+		names := []string{"a", "b", "c"}
+		// floor is, per name, the least version a read may show after
+		// the last write through ryw; deleted: that write was a
+		// deletion, so "not found", or a version made after it, is
+		// what a read may show.
+		type floor struct {
+			rv      int
+			deleted bool
+		}
+		floors := map[string]floor{}
+		last := 0 // the newest version any write made
+		for _, op := range ops {
+			mode = lag(op&0x0f) % lagKinds
+			name := names[int(op>>4)%len(names)]
+			switch (op >> 4) % 8 {
+			case 0, 1, 2: // create or update through ryw
+				cur, err := ryw.Secrets().Get(ctx, "ns", name)
+				var made *certificate.Secret
+				switch {
+				case errors.Is(err, host.ErrNotFound):
+					made, err = ryw.Secrets().Create(ctx, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: "ns", Name: name}})
+				case err == nil:
+					cur.Data = map[string][]byte{"n": []byte{op}}
+					made, err = ryw.Secrets().Update(ctx, cur)
+				}
+				if errors.Is(err, host.ErrConflict) || errors.Is(err, host.ErrAlreadyExists) || errors.Is(err, host.ErrNotFound) {
+					continue // another writer got there first: the read was stale, the write refused
+				}
+				require.NoError(t, err)
+				last = rv(t, made.ResourceVersion)
+				floors[name] = floor{rv: last}
+			case 3: // delete through ryw
+				err := ryw.Secrets().Delete(ctx, "ns", name)
+				if err != nil && !errors.Is(err, host.ErrNotFound) {
+					require.NoError(t, err)
+				}
+				floors[name] = floor{rv: last, deleted: true}
+			case 4: // another writer, straight to the store behind
+				cur, err := s.truth.Secrets().Get(ctx, "ns", name)
+				var made *certificate.Secret
+				if errors.Is(err, host.ErrNotFound) {
+					made, err = s.truth.Secrets().Create(ctx, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: "ns", Name: name}})
+				} else if err == nil {
+					cur.Data = map[string][]byte{"other": []byte{op}}
+					made, err = s.truth.Secrets().Update(ctx, cur)
+				}
+				require.NoError(t, err)
+				last = rv(t, made.ResourceVersion)
+			case 5:
+				s.pump()
+			case 6:
+				s.relist()
+			case 7: // another writer deletes
+				_ = s.truth.Secrets().Delete(ctx, "ns", name)
+			}
+			for n, fl := range floors {
+				got, err := ryw.Secrets().Get(ctx, "ns", n)
+				switch {
+				case errors.Is(err, host.ErrNotFound):
+					// Not found is what the last write made, or another
+					// writer's deletion since; never a create's lag.
+					if !fl.deleted {
+						truth, terr := s.truth.Secrets().Get(ctx, "ns", n)
+						require.True(t, errors.Is(terr, host.ErrNotFound) || rv(t, truth.ResourceVersion) < fl.rv,
+							"%s: not found after a write through ReadYourWrites made version %d", n, fl.rv)
+					}
+				case err != nil:
+					require.NoError(t, err)
+				case fl.deleted:
+					require.Greater(t, rv(t, got.ResourceVersion), fl.rv, "%s: shows a version from before its deletion", n)
+				default:
+					require.GreaterOrEqual(t, rv(t, got.ResourceVersion), fl.rv, "%s: shows a version older than the last write", n)
+				}
+				list, err := ryw.Secrets().List(ctx, host.ListOptions{Namespace: "ns"})
+				require.NoError(t, err)
+				for _, obj := range list {
+					if fl := floors[obj.Name]; obj.Name == n && fl.deleted {
+						require.Greater(t, rv(t, obj.ResourceVersion), fl.rv, "%s: listed from before its deletion", n)
+					} else if obj.Name == n {
+						require.GreaterOrEqual(t, rv(t, obj.ResourceVersion), fl.rv, "%s: listed older than the last write", n)
+					}
+				}
+			}
+		}
+	})
+}
+
+// Over a store whose reads and watch lag in each of the ways a real one
+// can, a Loop brings certificates to Ready without the clock moving at
+// all: nothing waits for the store to catch up with the loop's own
+// writes. (The loop this replaced waited up to a minute for a write's
+// watch event that never came, or that arrived before the write
+// returned.)
+func TestLoopDoesNotWaitForALaggingStore(t *testing.T) {
+	for mode := lag(0); mode < lagKinds; mode++ {
+		t.Run(mode.String(), func(t *testing.T) {
+			ctx := context.Background()
+			clk := testingclock.NewFakeClock(t0)
+			s := newLagStore(clk, func() lag { return mode })
+			loop, err := host.New(host.Config{Store: s, Clock: clk,
+				Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: newCA(t, t0).Issuer(nil)}})
+			require.NoError(t, err)
+			names := []string{"api", "db", "web"}
+			for _, n := range names {
+				_, err := s.Certificates().Create(ctx, newCert("default", n, n+"-tls"))
+				require.NoError(t, err)
+			}
+			s.relist() // the user's creates are seen: the loop's lists find them
+			allReady := func() bool {
+				for _, n := range names {
+					c, err := s.truth.Certificates().Get(ctx, "default", n)
+					if err != nil || !ready(c) {
+						return false
+					}
+				}
+				return true
+			}
+			for i := 0; i < 50 && !allReady(); i++ {
+				_, err := hosttest.Settle(ctx, loop, 100)
+				require.NoError(t, err)
+				s.pump()
+			}
+			require.Equal(t, t0, clk.Now(), "the clock never moved")
+			for _, n := range names {
+				c, err := s.truth.Certificates().Get(ctx, "default", n)
+				require.NoError(t, err)
+				require.True(t, ready(c), "%s is not Ready at once: %+v", n, c.Status.Conditions)
+				require.Equal(t, 1, revision(c))
+			}
+		})
+	}
+}
