@@ -1,67 +1,96 @@
-// Package host is the host loop that carries out certlife's certificate
-// decisions: import it, give it a Store and your issuers, and drive it.
-// The examples, the lifecycle scenarios and the fleet simulation all run
-// on it, so every invariant they check guards this loop.
+// Package host carries out certlife's certificate decisions against a
+// Store of yours: import it, give it a Store and your issuers, and drive
+// it from your queue or from its Loop. The examples, the lifecycle
+// scenarios and the fleet simulation all run on it, so every invariant
+// they check guards it.
 //
-// certlife decides; the loop keeps the objects and does the work. For
-// each certificate that is due it
+// # Two layers
 //
-//  1. gathers a certificate.Snapshot from the Store: the certificate, its
-//     secret, the requests and next-private-key secrets it owns, the other
-//     certificates that name the same secret (nil for what is missing),
-//     and, with Config.ARI, the CA's suggested renewal window;
-//  2. decides with certificate.Reconcile at the clock's time;
-//  3. carries out the actions in order, exactly as their docs say, and
+// Reconciler is the per-object core, in the shape of controller-runtime's
+// reconciler contract. Reconciler.Certificate makes one pass over one
+// certificate:
+//
+//  1. it gathers a certificate.Snapshot from the Store: the certificate,
+//     its secret, the requests and next-private-key secrets it owns, the
+//     other certificates that name the same secret (nil for what is
+//     missing), and, with Config.ARI, the CA's suggested renewal window;
+//  2. it decides with certificate.Reconcile at the clock's time;
+//  3. it carries out the actions in order, exactly as their docs say, and
 //     stops at the first that fails: keys are generated, requests built
-//     and temporary certificates made with package keys; a create that meets an object of the same
-//     (deterministic) name is success, and so is a delete of a missing
-//     one; a deleted request's issuer is told (certificate.Issuer.Forget);
-//     a secret is written only over the version the decision read, with
-//     its labels and annotations merged, and never when the decision saw
-//     none and one is there by then (a conflict: the next decision reads
-//     it); the status is written last, with the version read;
-//  4. looks again at Result.RequeueAt, and whenever a write concerns the
-//     certificate — its own, its secret's, one of its requests' — at once.
+//     and temporary certificates made with package keys; a create that
+//     meets an object of the same (deterministic) name is success, and so
+//     is a delete of a missing one; a deleted request's issuer is told
+//     after the deletion (certificate.Forgetter); a secret is written
+//     only over the version the decision read, with its labels and
+//     annotations merged, and never when the decision saw none and one is
+//     there by then (a conflict: the next decision reads it); the status
+//     is written last, with the version read;
+//  4. it returns what it did (an Event) — Event.Next is when to look
+//     again, now when the pass wrote anything — and an error when a read
+//     or an action failed (errors.Is(err, ErrConflict): someone wrote in
+//     between, look again at once).
 //
-// For each request that is not answered and whose issuerRef names one of
-// Config.Issuers (or one Config.IssuerFor gives), it calls the issuer's Answer and writes the request's
-// status back when it changed, looking again when the issuer asks. It
-// never answers a request it is deleting or whose issuer it told to forget
-// it, never tells an issuer to forget a request while an answer of it is
-// under way, and, over a store whose reads lag, does not answer again
-// while the store still reads the version the last answer wrote over.
+// Reconciler.Request hands one request to the issuer its issuerRef names
+// (Config.Issuers, or Config.IssuerFor) at the clock's time and writes
+// back the status it leaves, returning when the issuer asked to be
+// called again. Reconciler.RemoveOwned removes what a deleted certificate
+// owned, for a store that has no garbage collector; Reconciler.Sweep
+// sweeps the issuers that keep state (certificate.Sweeper).
 //
-// A pass that fails is tried again: at once after a conflict (someone
-// wrote in between; the next read sees it), a few times, and otherwise
-// after a delay that doubles from a second to five minutes. Nothing waits
-// without a deadline.
+// The Reconciler keeps no queue and starts no goroutine: whoever owns the
+// queue owns the retries. A Kubernetes operator calls it from its
+// controller-runtime workqueues, which bring their rate limiting, error
+// metrics and one worker per key. Two calls may run at once for different
+// objects, never for the same one.
+//
+// Loop is the queue for a host that has none: one goroutine (Run on the
+// clock's own time) owns all its state — a schedule of what is due, the
+// retries of failed passes (a conflict at once a few times, then after a
+// delay that doubles from a second to five minutes), the requests it has
+// seen and their issuers. It queues a certificate whenever a write
+// concerns it (its own, its secret's, one of its requests'), a request
+// whenever it changes, an issuer's request that someone else deleted for
+// telling the issuer, and what a deleted certificate owned for removal.
+// Nothing waits without a deadline.
 //
 // # Storage
 //
 // Store is three Collections — certificates, secrets, requests — with
 // get, list, create, update and delete, each object carrying a resource
 // version that an update must name (ErrConflict otherwise). Implement it
-// over your storage, or use MemoryStore (tests, simulations) or FileStore
-// (a directory on the local disk that survives a crash at any point).
-// A store that implements Watcher reports writes made by anyone, and the
-// loop reacts at once; one that is Authoritative lets the decisions trust
-// that a secret it did not find is gone, and one that is not can say so of
-// one miss (ErrAbsenceConfirmed). Both provided stores also keep
-// an ACME issuer's states (ACME), so a restart resumes every order.
+// over your storage and check it with hosttest.TestStore, or use
+// MemoryStore (tests, simulations) or FileStore (a directory on the local
+// disk that survives a crash at any point). A store that implements
+// Watcher reports writes made by anyone, and a Loop reacts at once; one
+// that is Authoritative lets the decisions trust that a secret it did not
+// find is gone, and one that is not can say so of one miss
+// (ErrAbsenceConfirmed).
+//
+// # Reading your own writes
+//
+// A store whose reads may lag behind its writes (not Authoritative: an
+// informer cache, a replica) is read through ReadYourWrites, which the
+// Reconciler puts in front of it: every read shows at least the
+// Reconciler's own last write of the object, at once, without waiting
+// for the store's watch to show it. A pass that follows its own writes
+// therefore decides on what it wrote, whether the store's watch event of
+// the write arrives before the write returns, after it, folded into a
+// later version, or never.
 //
 // # Time
 //
-// The clock is the host's (Config.Clock). Run sleeps on it until the next
-// thing is due or a write wakes it; Step, Settle and Next let a test or a
-// simulation move a fake clock itself. With an ACME server that really
+// The clock is the host's (Config.Clock); decisions and issuers are given
+// its time. Run sleeps on it until the next thing is due or a write wakes
+// it. A test or a simulation moves a fake clock itself with the drivers
+// of package hosttest (Settle, Advance). With an ACME server that really
 // validates (acmeclient/acmetest), move a fake clock no faster than real
-// time while orders are in flight: the server's own clock does not move
-// with yours.
+// time while orders are in flight (hosttest.AdvanceOptions.Pace): the
+// server's own clock does not move with yours.
 //
 // # Stability
 //
 // The interfaces Store, Collection, Watcher and Authoritative, and the
-// exported fields and methods of Config, Event, Loop, MemoryStore and
-// FileStore, change only with a note in the README's list of changes; new
-// fields and methods may be added.
+// exported fields and methods of Config, Event, Reconciler, Loop,
+// ReadYourWrites, MemoryStore and FileStore, change only with a note in
+// CHANGELOG.md; new fields and methods may be added.
 package host
