@@ -33,6 +33,7 @@ type Loop struct {
 	owners     map[string]item                // certificate UID → the certificate
 	refs       map[item]certificate.IssuerRef // requests seen → their issuers
 	dropped    map[item]bool                  // requests deleted during this step
+	hold       item                           // not queued by follow: its pass failed
 	uids       map[item]string                // the certificate → its UID, as last seen
 	own        map[object]string
 	started    bool
@@ -200,7 +201,14 @@ func (l *Loop) pass(ctx context.Context, it item, now time.Time) {
 			}
 		}
 		l.done(it, now, ev.Next, err)
+		if err != nil {
+			// A pass that failed is retried when done said, not at once
+			// because of the writes it made before it failed: a pass that
+			// keeps failing would otherwise go round at once, forever.
+			l.hold = it
+		}
 		l.follow(ctx, ev.Writes, false)
+		l.hold = item{}
 		ev.Next, _ = l.queue.when(it) // its own writes may have queued it sooner
 		l.r.observeIf(ev)
 	case KindRequest:
@@ -339,17 +347,17 @@ func (l *Loop) changed(ctx context.Context, ch Change) {
 			if l.uids[it] == uid {
 				delete(l.uids, it)
 			}
-			l.queue.add(item{kindOwned, ch.Namespace, uid}, now)
+			l.enqueue(item{kindOwned, ch.Namespace, uid}, now)
 		case uid != "":
 			if old := l.uids[it]; old != "" && old != uid {
 				// Deleted and made again under the same name.
 				delete(l.owners, old)
-				l.queue.add(item{kindOwned, ch.Namespace, old}, now)
+				l.enqueue(item{kindOwned, ch.Namespace, old}, now)
 			}
 			l.uids[it] = uid
 			l.owners[uid] = it
 		}
-		l.queue.add(it, now)
+		l.enqueue(it, now)
 	case KindRequest:
 		it := item{KindRequest, ch.Namespace, ch.Name}
 		o := object{KindRequest, ch.Namespace, ch.Name}
@@ -361,10 +369,10 @@ func (l *Loop) changed(ctx context.Context, ch Change) {
 		case ch.Deleted:
 			// Deleted by someone else: its issuer hears of it.
 			if _, seen := l.refs[it]; seen {
-				l.queue.add(item{kindForget, ch.Namespace, ch.Name}, now)
+				l.enqueue(item{kindForget, ch.Namespace, ch.Name}, now)
 			}
 		default:
-			l.queue.add(it, now)
+			l.enqueue(it, now)
 		}
 		l.queueOwner(ch.Meta.OwnerUID)
 	case KindSecret:
@@ -376,7 +384,7 @@ func (l *Loop) changed(ctx context.Context, ch Change) {
 			return
 		}
 		for _, c := range certs {
-			l.queue.add(item{KindCertificate, c.Namespace, c.Name}, now)
+			l.enqueue(item{KindCertificate, c.Namespace, c.Name}, now)
 		}
 	}
 }
@@ -386,7 +394,14 @@ func (l *Loop) queueOwner(uid string) {
 		return
 	}
 	if it, ok := l.owners[uid]; ok {
-		l.queue.add(it, l.r.Now())
+		l.enqueue(it, l.r.Now())
+	}
+}
+
+// enqueue queues it at t, unless it is held.
+func (l *Loop) enqueue(it item, t time.Time) {
+	if it != l.hold {
+		l.queue.add(it, t)
 	}
 }
 

@@ -35,8 +35,11 @@ type ReadYourWrites struct {
 
 	mu      sync.Mutex
 	entries map[object]*written
-	order   []pendingRef
-	seq     uint64
+	// holds are, per certificate, writes of a pass that met a conflict:
+	// the certificate reads as behind until the store shows them.
+	holds map[object][]object
+	order []pendingRef
+	seq   uint64
 }
 
 // object names one object of the store.
@@ -45,21 +48,35 @@ type object struct {
 	namespace, name string
 }
 
-// written is one object's last write through ReadYourWrites that the
-// store behind has not been seen to show.
+// written is what ReadYourWrites keeps of one object: its last write
+// through it that the store behind has not been seen to show, and the
+// versions a write found stale.
 type written struct {
-	// obj is the object as written (a *certificate.Certificate, Secret
-	// or CertificateRequest the caller never sees); nil for a deletion.
-	obj any
+	// wrote: there is a write to show; obj is the object as written (a
+	// *certificate.Certificate, Secret or CertificateRequest the caller
+	// never sees), nil for a deletion.
+	wrote bool
+	obj   any
 	// rv is the version written; "" for a deletion.
 	rv string
-	// over are the versions the writes replaced: a read that shows one
-	// lags behind.
-	over []string
-	// created: the object did not exist before the first of the writes,
-	// so a read that does not find it lags behind.
+	// over are the versions the writes replaced, and stale those an
+	// update was refused at (ErrConflict): a read that shows one lags
+	// behind.
+	over, stale []string
+	// created: the object did not exist before the last create among
+	// the writes, so a read that does not find it lags behind.
 	created bool
-	seq     uint64
+	// unseenDelete: the writes deleted the object at a version they did
+	// not know, and neither a read nor the watch has shown the deletion
+	// yet: any version found other than a later write's is from before
+	// it.
+	unseenDelete bool
+	seq          uint64
+}
+
+// old reports a version from before the writes.
+func (e *written) old(rv string) bool {
+	return slices.Contains(e.over, rv) || slices.Contains(e.stale, rv)
 }
 
 type pendingRef struct {
@@ -70,7 +87,7 @@ type pendingRef struct {
 // NewReadYourWrites returns a ReadYourWrites over st. When st is a
 // Watcher, its events end the keeping of writes they show.
 func NewReadYourWrites(st Store) *ReadYourWrites {
-	s := &ReadYourWrites{st: st, entries: map[object]*written{}}
+	s := &ReadYourWrites{st: st, entries: map[object]*written{}, holds: map[object][]object{}}
 	if w, ok := st.(Watcher); ok {
 		w.Watch(s.seen)
 	}
@@ -108,20 +125,27 @@ func (s *ReadYourWrites) Requests() Collection[*certificate.CertificateRequest] 
 // overtaken.
 func (s *ReadYourWrites) seen(ch Change) {
 	o := object{ch.Kind, ch.Namespace, ch.Name}
+	rv := ch.Meta.ResourceVersion
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entries[o]
 	switch {
 	case e == nil:
+	case !e.wrote && (ch.Deleted || !e.old(rv)):
+		delete(s.entries, o) // past the versions found stale
+	case !e.wrote:
+	case ch.Deleted && (e.obj == nil || rv == e.rv):
+		// The deletion written, or a deletion of the version written.
+		delete(s.entries, o)
 	case ch.Deleted:
-		// Deleted (by this writer or another): nothing written before
-		// the deletion is newer than it.
-		delete(s.entries, o)
-	case slices.Contains(e.over, ch.Meta.ResourceVersion):
-		// An event of a version the writes replaced, arriving late.
+		// The deletion of the object as it was before a later create.
+		e.unseenDelete = false
+	case rv == e.rv:
+		delete(s.entries, o) // the version written
+	case e.unseenDelete || e.old(rv):
+		// A version from before the writes, arriving late.
 	default:
-		// The written version, or a later one.
-		delete(s.entries, o)
+		delete(s.entries, o) // a later version, by someone else
 	}
 }
 
@@ -130,18 +154,46 @@ func (s *ReadYourWrites) seen(ch Change) {
 func (s *ReadYourWrites) record(o object, obj any, rv, over string, created bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.seq++
-	e := s.entries[o]
-	if e == nil {
-		e = &written{created: created}
-		s.entries[o] = e
-	} else if e.rv != "" {
+	e := s.entry(o)
+	if e.rv != "" {
 		e.over = append(e.over, e.rv)
 	}
 	if over != "" && !slices.Contains(e.over, over) {
 		e.over = append(e.over, over)
 	}
-	e.obj, e.rv, e.seq = obj, rv, s.seq
+	if obj == nil {
+		e.unseenDelete = true
+	}
+	if created {
+		e.created = true
+	}
+	e.wrote, e.obj, e.rv = true, obj, rv
+}
+
+// refused keeps a version an update was refused at: reads that show it
+// lag behind the store.
+func (s *ReadYourWrites) refused(o object, rv string) {
+	if rv == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entry(o)
+	if !slices.Contains(e.stale, rv) {
+		e.stale = append(e.stale, rv)
+	}
+}
+
+// entry is o's entry, made when there is none and moved to the back of
+// the order; s.mu is held.
+func (s *ReadYourWrites) entry(o object) *written {
+	s.seq++
+	e := s.entries[o]
+	if e == nil {
+		e = &written{}
+		s.entries[o] = e
+	}
+	e.seq = s.seq
 	s.order = append(s.order, pendingRef{o, s.seq})
 	limit := s.MaxPending
 	if limit <= 0 {
@@ -150,12 +202,13 @@ func (s *ReadYourWrites) record(o object, obj any, rv, over string, created bool
 	for len(s.entries) > limit && len(s.order) > 0 {
 		head := s.order[0]
 		s.order = s.order[1:]
-		if e := s.entries[head.obj]; e != nil && e.seq == head.seq {
+		if old := s.entries[head.obj]; old != nil && old.seq == head.seq && old != e {
 			delete(s.entries, head.obj)
+			delete(s.holds, head.obj)
 		}
 	}
 	if len(s.order) > 2*limit {
-		// Compact references to writes that were superseded or shown.
+		// Compact references to entries that moved on or went.
 		kept := s.order[:0]
 		for _, r := range s.order {
 			if e := s.entries[r.obj]; e != nil && e.seq == r.seq {
@@ -164,19 +217,91 @@ func (s *ReadYourWrites) record(o object, obj any, rv, over string, created bool
 		}
 		s.order = kept
 	}
+	return e
 }
 
-// verdict is what a read of the store behind says of a kept write.
+// hold makes reads of the certificate namespace/name fail with
+// ErrConflict until the store behind shows the writes: those of a pass
+// over it whose last write met a conflict, which says that the store's
+// reads are behind some other writer's (another process's, or this
+// host's before a restart). Deciding again only once the store shows the
+// pass's own writes means deciding on a state the store held, in which
+// everything written before them shows too (as in an informer's cache,
+// which shows each kind's writes in order), not on the pass's writes
+// over a base from before someone else's.
+func (s *ReadYourWrites) hold(namespace, name string, writes []Change) {
+	var objs []object
+	for _, w := range writes {
+		objs = append(objs, object{w.Kind, w.Namespace, w.Name})
+	}
+	if len(objs) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holds[object{KindCertificate, namespace, name}] = objs
+}
+
+// held reports whether the certificate o is held, reading the objects
+// it waits for from the store behind; a hold whose writes all show goes.
+func (s *ReadYourWrites) held(ctx context.Context, o object) (bool, error) {
+	s.mu.Lock()
+	objs := s.holds[o]
+	s.mu.Unlock()
+	if len(objs) == 0 {
+		return false, nil
+	}
+	for _, w := range objs {
+		s.mu.Lock()
+		_, pending := s.entries[w]
+		s.mu.Unlock()
+		if !pending {
+			continue
+		}
+		var rv string
+		var err error
+		switch w.kind {
+		case KindCertificate:
+			var c *certificate.Certificate
+			if c, err = s.st.Certificates().Get(ctx, w.namespace, w.name); err == nil {
+				rv = c.ResourceVersion
+			}
+		case KindSecret:
+			var c *certificate.Secret
+			if c, err = s.st.Secrets().Get(ctx, w.namespace, w.name); err == nil {
+				rv = c.ResourceVersion
+			}
+		case KindRequest:
+			var c *certificate.CertificateRequest
+			if c, err = s.st.Requests().Get(ctx, w.namespace, w.name); err == nil {
+				rv = c.ResourceVersion
+			}
+		}
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return false, err
+		}
+		if _, v, ok := s.judge(w, err == nil, rv); ok && v != caughtUp {
+			return true, nil
+		}
+	}
+	s.mu.Lock()
+	delete(s.holds, o)
+	s.mu.Unlock()
+	return false, nil
+}
+
+// verdict is what a read of the store behind says of what is kept.
 type verdict int
 
 const (
-	behind   verdict = iota // the read lags: answer with the write
-	caughtUp                // the read shows the write or later: drop it
+	caughtUp verdict = iota // the read shows the write or later: drop it
+	behind                  // the read lags: answer with the write
+	stale                   // the read shows a version an update was refused at, and nothing newer is known
 )
 
 // judge compares what the store behind read (found, at version rv) with
-// the write kept for o; ok is false when none is kept. It drops a write
-// the read shows caught up with.
+// what is kept for o; ok is false when nothing is. It drops what the read
+// shows caught up with.
 func (s *ReadYourWrites) judge(o object, found bool, rv string) (obj any, v verdict, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -185,18 +310,26 @@ func (s *ReadYourWrites) judge(o object, found bool, rv string) (obj any, v verd
 		return nil, caughtUp, false
 	}
 	switch {
-	case !found && e.obj == nil, found && rv == e.rv && e.obj != nil:
-		v = caughtUp // shows the write
+	case found && slices.Contains(e.stale, rv) && !e.wrote:
+		v = stale
+	case !e.wrote:
+		v = caughtUp
+	case e.obj == nil && !found && !e.created:
+		v = caughtUp // the deletion written shows
+	case e.obj == nil:
+		// From before the deletion (or made again since, until the watch
+		// says so); or, for an object the writes created, not found as
+		// the read may be from before the create, which says nothing of
+		// the deletion: kept until the watch shows it.
+		v = behind
+	case found && rv == e.rv:
+		v = caughtUp // the version written shows
 	case !found && e.created:
 		v = behind // not made yet, as far as the read knows
 	case !found:
 		v = caughtUp // deleted by someone since
-	case slices.Contains(e.over, rv):
-		v = behind
-	case e.obj == nil && len(e.over) == 0:
-		// Deleted at a version unknown: any version found may be the one
-		// deleted. Kept until a watch event or a miss shows the deletion.
-		v = behind
+	case e.unseenDelete || e.old(rv):
+		v = behind // from before the writes
 	default:
 		v = caughtUp // a later version, by someone else
 	}
@@ -215,7 +348,7 @@ func (s *ReadYourWrites) adds(kind Kind, listed map[object]bool) []any {
 	defer s.mu.Unlock()
 	var out []any
 	for o, e := range s.entries {
-		if o.kind == kind && e.obj != nil && !listed[o] {
+		if o.kind == kind && e.wrote && e.obj != nil && !listed[o] {
 			out = append(out, e.obj)
 		}
 	}
@@ -229,6 +362,15 @@ type rywCollection[T Object] struct {
 }
 
 func (c rywCollection[T]) Get(ctx context.Context, namespace, name string) (T, error) {
+	if c.kind == KindCertificate {
+		held, err := c.s.held(ctx, object{c.kind, namespace, name})
+		if err != nil {
+			return nil, err
+		}
+		if held {
+			return nil, fmt.Errorf("%s %s: the store does not show yet the writes of the last pass, which met a conflict: %w", c.kind, key(namespace, name), ErrConflict)
+		}
+	}
 	obj, err := c.c.Get(ctx, namespace, name)
 	notFound := errors.Is(err, ErrNotFound)
 	if err != nil && !notFound {
@@ -239,8 +381,11 @@ func (c rywCollection[T]) Get(ctx context.Context, namespace, name string) (T, e
 		rv = obj.Meta().ResourceVersion
 	}
 	kept, v, ok := c.s.judge(object{c.kind, namespace, name}, !notFound, rv)
-	if !ok || v == caughtUp {
+	switch {
+	case !ok || v == caughtUp:
 		return obj, err
+	case v == stale:
+		return nil, fmt.Errorf("%s %s: the store still reads version %s, which an update found stale: %w", c.kind, key(namespace, name), rv, ErrConflict)
 	}
 	if kept == nil {
 		return nil, fmt.Errorf("%s %s: deleted: %w", c.kind, key(namespace, name), ErrNotFound)
@@ -261,7 +406,7 @@ func (c rywCollection[T]) List(ctx context.Context, opts ListOptions) ([]T, erro
 		listed[o] = true
 		kept, v, ok := c.s.judge(o, true, m.ResourceVersion)
 		switch {
-		case !ok || v == caughtUp:
+		case !ok || v == caughtUp || v == stale:
 			out = append(out, obj)
 		case kept == nil:
 			// deleted
@@ -298,8 +443,12 @@ func (c rywCollection[T]) Create(ctx context.Context, obj T) (T, error) {
 }
 
 func (c rywCollection[T]) Update(ctx context.Context, obj T) (T, error) {
-	over := obj.Meta().ResourceVersion
+	m := obj.Meta()
+	over := m.ResourceVersion
 	made, err := c.c.Update(ctx, obj)
+	if errors.Is(err, ErrConflict) {
+		c.s.refused(object{c.kind, m.Namespace, m.Name}, over)
+	}
 	if err != nil {
 		return made, err
 	}

@@ -242,6 +242,9 @@ func (r *Reconciler) certificate(ctx context.Context, ev Event, now time.Time) (
 	for _, a := range res.Actions {
 		if err := p.carryOut(ctx, a); err != nil {
 			ev.Writes, ev.Warning = p.writes, errors.Join(ev.Warning, p.warning)
+			if ryw, ok := r.store.(*ReadYourWrites); ok && errors.Is(err, ErrConflict) {
+				ryw.hold(c.Namespace, c.Name, p.writes)
+			}
 			return ev, fmt.Errorf("%v: %w", a, err)
 		}
 		ev.Done = append(ev.Done, a)
