@@ -16,11 +16,11 @@ type key struct {
 // report is a write the Watcher is to report.
 type report struct {
 	key
-	what     string // "Update of Secret a/b", for messages
-	rv       string
-	uid      string // empty: not known to the suite
-	owner    string
-	deleted  bool
+	what    string // "Update of Secret a/b", for messages
+	rv      string
+	uid     string // empty: not known to the suite
+	owner   string
+	deleted bool
 }
 
 // recorder keeps a Watcher's reports, by object, as they come (from any
