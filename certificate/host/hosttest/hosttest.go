@@ -122,6 +122,14 @@ type Config struct {
 	// suite changes everything in place: a store copies all it takes and
 	// gives.
 	SharesValues bool
+	// SplitUpdates says that the store may carry out one Update as more
+	// than one write to its backing storage, each of which its Watcher
+	// reports (a Kubernetes store writes a certificate's status, then the
+	// annotations for what the status has no field for). The suite then
+	// accepts, before the report of the version an Update returned,
+	// reports of the object at versions it was never seen at. False means
+	// each write is reported once.
+	SplitUpdates bool
 }
 
 // Validate reports a Config the suite cannot run with.
@@ -230,21 +238,20 @@ func newHarness(t tb, open func(t *testing.T) host.Store, cfg Config) *harness {
 	if a, ok := s.(host.Authoritative); ok {
 		h.auth = a.Authoritative()
 	}
+	n := namespaceCount.Add(1)
+	h.ns = [2]string{fmt.Sprintf("hosttest-%d-a", n), fmt.Sprintf("hosttest-%d-b", n)}
 	if w, ok := s.(host.Watcher); ok {
-		h.watch = newRecorder()
+		h.watch = newRecorder(h.ns[:])
 		w.Watch(h.watch.add)
 	}
 	if !h.auth && h.watch == nil && cfg.Settle == nil {
 		t.Fatalf("the store is neither Authoritative nor a Watcher: the suite cannot tell when its reads show a write; give Config.Settle")
 	}
-	n := namespaceCount.Add(1)
-	h.ns = [2]string{fmt.Sprintf("hosttest-%d-a", n), fmt.Sprintf("hosttest-%d-b", n)}
 	for _, ns := range h.ns {
 		if cfg.Namespace != nil {
 			cfg.Namespace(t.testingT(), ns)
 		}
 	}
-	h.watch.only(h.ns[:])
 	return h
 }
 
@@ -296,7 +303,7 @@ func (h *harness) awaitReports() {
 	deadline := time.Now().Add(h.cfg.timeout())
 	for _, p := range h.watch.takeExpected() {
 		for {
-			skipped, got, ok, wake := h.watch.claim(p)
+			skipped, got, ok, wake := h.watch.claim(p, h.cfg.SplitUpdates)
 			for _, ch := range skipped {
 				h.t.Errorf("a Watcher must report each write once, in the order of the writes to the object: before its report of %s it reported %s", p.what, describeChange(ch))
 			}

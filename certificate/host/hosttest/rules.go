@@ -539,7 +539,7 @@ func testSecretsExact(h *harness) {
 	checkWritten(h, k, sent, listed[0], rule+" (as List returns it)")
 
 	upd := clone(made)
-	delete(upd.Data, "tls.crt")
+	delete(upd.Data, "empty")
 	upd.Data["added"] = []byte{0}
 	upd.Data["every-byte"] = slices.Concat(all, all)
 	delete(upd.Labels, "hosttest.certlife.dev/other")

@@ -34,24 +34,15 @@ type recorder struct {
 	expected   []report
 }
 
-func newRecorder() *recorder {
-	return &recorder{byKey: map[key][]host.Change{}, claimed: map[key]int{}, wake: make(chan struct{})}
-}
-
-// only keeps the reports of objects in namespaces.
-func (r *recorder) only(namespaces []string) {
-	if r == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.namespaces = slices.Clone(namespaces)
+// newRecorder keeps the reports of objects in namespaces.
+func newRecorder(namespaces []string) *recorder {
+	return &recorder{namespaces: slices.Clone(namespaces), byKey: map[key][]host.Change{}, claimed: map[key]int{}, wake: make(chan struct{})}
 }
 
 func (r *recorder) add(ch host.Change) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.namespaces != nil && !slices.Contains(r.namespaces, ch.Namespace) {
+	if !slices.Contains(r.namespaces, ch.Namespace) {
 		return
 	}
 	k := key{ch.Kind, ch.Namespace, ch.Name}
@@ -76,17 +67,24 @@ func (r *recorder) takeExpected() []report {
 }
 
 // claim matches the first report of p's object that is p's write: the
-// reports of the object before it are skipped (returned, to be
-// reported as departures). Without one, wake is closed at the next
-// report.
-func (r *recorder) claim(p report) (skipped []host.Change, got host.Change, ok bool, wake <-chan struct{}) {
+// reports of the object before it are skipped (returned, to be reported
+// as departures) but, with split, those of versions the object was never
+// reported at (the steps of one write). Without a match, wake is closed
+// at the next report.
+func (r *recorder) claim(p report, split bool) (skipped []host.Change, got host.Change, ok bool, wake <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	chs := r.byKey[p.key][r.claimed[p.key]:]
-	for i, ch := range chs {
+	all := r.byKey[p.key]
+	done := r.claimed[p.key]
+	for i, ch := range all[done:] {
 		if ch.Deleted == p.deleted && (p.deleted || ch.Meta.ResourceVersion == p.rv) {
 			r.claimed[p.key] += i + 1
-			return slices.Clone(chs[:i]), ch, true, nil
+			for _, s := range all[done : done+i] {
+				if !split || s.Deleted || slices.ContainsFunc(all[:done], func(c host.Change) bool { return c.Meta.ResourceVersion == s.Meta.ResourceVersion }) {
+					skipped = append(skipped, s)
+				}
+			}
+			return skipped, ch, true, nil
 		}
 	}
 	return nil, host.Change{}, false, r.wake
