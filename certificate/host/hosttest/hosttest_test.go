@@ -82,6 +82,10 @@ func TestSuitePassesStoresThatKeepTheContract(t *testing.T) {
 		"a lagging store that catches up on a goroutine and reports writes once they show": {
 			open: func(t *testing.T) host.Store { return newLagging(t, false, true) },
 		},
+		"a store whose updates are two writes, each reported, with SplitUpdates": {
+			open: faulty(func(f *faultyStore) { f.split = true }),
+			cfg:  Config{SplitUpdates: true},
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if errs := runFake(t, tc.open, tc.cfg); len(errs) > 0 {
@@ -232,6 +236,15 @@ func TestSuiteReportsEachDeparture(t *testing.T) {
 			}),
 			want: "a secret keeps its data exactly, every key and byte",
 		},
+		"a store whose updates are two writes, each reported, without SplitUpdates": {
+			open: faulty(func(f *faultyStore) { f.split = true }),
+			want: "a Watcher must report each write once, in the order of the writes to the object: before its report of the Update of Certificate",
+		},
+		"a Watcher that reports each write twice, with SplitUpdates": {
+			open: faulty(func(f *faultyStore) { f.twice = true }),
+			cfg:  Config{SplitUpdates: true},
+			want: "a Watcher must report only the writes made, each once",
+		},
 		"a Watcher that reports each write twice": {
 			open: faulty(func(f *faultyStore) { f.twice = true }),
 			want: "a Watcher must report only the writes made, each once",
@@ -287,6 +300,9 @@ type faultyStore struct {
 	secrets faultyColl[*certificate.Secret]
 	reqs    faultyColl[*certificate.CertificateRequest]
 	twice   bool
+	// split reports each update of a certificate as two writes: a step
+	// at a version of its own, then the write.
+	split bool
 }
 
 func faulty(set func(f *faultyStore)) func(t *testing.T) host.Store {
@@ -305,7 +321,15 @@ func (f *faultyStore) Requests() host.Collection[*certificate.CertificateRequest
 }
 
 func (f *faultyStore) Watch(fn func(host.Change)) {
+	seen := map[key]bool{}
 	f.MemoryStore.Watch(func(ch host.Change) {
+		k := key{ch.Kind, ch.Namespace, ch.Name}
+		if f.split && ch.Kind == host.KindCertificate && seen[k] && !ch.Deleted {
+			step := ch
+			step.Meta.ResourceVersion += "-step"
+			fn(step)
+		}
+		seen[k] = !ch.Deleted
 		fn(ch)
 		if f.twice {
 			fn(ch)
