@@ -42,7 +42,8 @@
 // get, list, create, update and delete, each object carrying a resource
 // version that an update must name (ErrConflict otherwise). Implement it
 // over your storage, or use MemoryStore (tests, simulations) or FileStore
-// (a directory on the local disk that survives a crash at any point).
+// (a directory on the local disk that survives a crash at any point);
+// package hosttest checks a store of your own against the contract.
 // A store that implements Watcher reports writes made by anyone, and the
 // loop reacts at once; one that is Authoritative lets the decisions trust
 // that a secret it did not find is gone, and one that is not can say so of
