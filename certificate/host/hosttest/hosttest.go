@@ -47,10 +47,12 @@
 //
 // A store whose reads lag behind its writes (a cache in front of an API,
 // as a Kubernetes informer is) keeps the rules once its reads have caught
-// up: the suite waits for that after each write, by Config.Settle or by
-// the Watcher's report of the write (the report of a lagging store must
-// come once its reads show the write, since the loop waits for it before
-// it reads again).
+// up: after each write, before its next call, the suite waits for that,
+// by Config.Settle or by the Watcher's report of the write (the report of
+// a lagging store must come once its reads show the write, since the loop
+// waits for it before it reads and writes the object again). Only a Get
+// right after a Create is made before: it must not confirm the absence
+// of the object created.
 //
 // The ACME states a store may keep for an ACME issuer are not checked
 // here.

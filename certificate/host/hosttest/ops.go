@@ -8,7 +8,10 @@ import (
 )
 
 // The suite's calls on the store: writes are noted for the Watcher and
-// for lagging reads, reads wait for a lagging store to settle first.
+// for lagging reads; every call waits for a lagging store to settle
+// first, as the loop waits for its own writes to show before it reads and
+// writes an object again (a store in front of a cache may check an
+// update's version against the cache).
 
 // sub runs f as a subtest on the same store.
 func (h *harness) sub(name string, f func(h *harness)) {
@@ -33,6 +36,7 @@ func userCreated[T host.Object](h *harness, k kind[T]) bool {
 // would.
 func create[T host.Object](h *harness, k kind[T], obj T) (T, error) {
 	h.t.Helper()
+	h.settle()
 	var made T
 	var err error
 	if userCreated(h, k) {
@@ -65,6 +69,7 @@ func mustCreate[T host.Object](h *harness, k kind[T], obj T) T {
 
 func update[T host.Object](h *harness, k kind[T], obj T) (T, error) {
 	h.t.Helper()
+	h.settle()
 	made, err := k.coll(h.s).Update(h.ctx, obj)
 	if err == nil {
 		if made == nil {
@@ -87,6 +92,7 @@ func mustUpdate[T host.Object](h *harness, k kind[T], obj T) T {
 // remove deletes last, the object as the suite last knew it.
 func remove[T host.Object](h *harness, k kind[T], last T) error {
 	h.t.Helper()
+	h.settle()
 	m := last.Meta()
 	err := k.coll(h.s).Delete(h.ctx, m.Namespace, m.Name)
 	if err == nil {
