@@ -96,22 +96,27 @@ func (o ListOptions) Matches(obj any) bool {
 // resource version that each write changes; an update names the version
 // it read and fails with ErrConflict when the object moved on, so a
 // decision made on a stale read never overwrites a newer object. What a
-// Collection returns is the caller's: changing it changes nothing stored.
-// A Collection is safe for concurrent use.
+// Collection returns is the caller's: changing it changes nothing stored;
+// and what it is given is not kept: changing it afterwards changes
+// nothing stored. A Collection is safe for concurrent use. Package
+// hosttest checks a Store against this contract.
 type Collection[T Object] interface {
 	// Get returns the object, or an error wrapping ErrNotFound.
 	Get(ctx context.Context, namespace, name string) (T, error)
 	// List returns the objects opts selects, in any order.
 	List(ctx context.Context, opts ListOptions) ([]T, error)
 	// Create stores a new object and returns it as stored (its resource
-	// version, and for a certificate its UID, generation and creation
-	// time filled in when empty); ErrAlreadyExists when the name is
-	// taken.
+	// version, for a certificate its UID, generation 1 and creation time,
+	// and for a request its creation time, filled in when empty);
+	// ErrAlreadyExists when the name is taken. A resource version is
+	// never given twice, and a certificate made again under a deleted
+	// one's name gets a new UID.
 	Create(ctx context.Context, obj T) (T, error)
 	// Update replaces the object that is still at obj's resource version
 	// and returns it as stored: ErrConflict when it is at another,
-	// ErrNotFound when it is gone. A certificate's generation goes up
-	// when its spec changes, as the API server's does. For a store backed
+	// ErrNotFound when it is gone. It keeps the UID and creation time. A
+	// certificate's generation goes up when its spec changes, and only
+	// then, as the API server's does. For a store backed
 	// by an API with a status subresource: the loop changes only the
 	// status of certificates and requests, and only the data, labels and
 	// annotations of secrets.
@@ -130,7 +135,10 @@ type Store interface {
 }
 
 // Change is a write to a Store: the kind, namespace and name of the
-// object, and its metadata after the write (before, for a delete).
+// object, and its metadata after the write (before, for a delete). The
+// loop reads the Meta's UID, OwnerUID and, but for a delete,
+// ResourceVersion, which is the version the write returned; a store may
+// leave the rest of Meta empty.
 type Change struct {
 	Kind            Kind
 	Namespace, Name string
@@ -144,8 +152,10 @@ type Change struct {
 // store that does not is read again only when the loop queues an object
 // itself (its own writes, RequeueAt, Loop.Notify, and the resync).
 type Watcher interface {
-	// Watch calls f after each write, outside the store's locks, in the
-	// order of the writes.
+	// Watch calls f after each write, once, outside the store's locks, in
+	// the order of the writes. A store that is not Authoritative calls it
+	// once its reads show the write: the loop waits for the report of
+	// its own write before it reads the object again.
 	Watch(f func(Change))
 }
 

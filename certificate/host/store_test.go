@@ -15,19 +15,52 @@ import (
 	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/certificate/host"
+	"github.com/certlife/certlife/certificate/host/hosttest"
 	"github.com/certlife/certlife/order"
 )
 
 var t0 = time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
 
-type storeUnderTest interface {
-	host.Store
-	host.Watcher
-	ACME() acmeclient.Store
+// Both provided stores keep the whole contract with the zero Config.
+func TestStoreConformance(t *testing.T) {
+	t.Run("MemoryStore", func(t *testing.T) {
+		hosttest.TestStore(t, func(t *testing.T) host.Store {
+			return host.NewMemoryStore(testingclock.NewFakeClock(t0))
+		}, hosttest.Config{})
+	})
+	t.Run("FileStore", func(t *testing.T) {
+		hosttest.TestStore(t, func(t *testing.T) host.Store {
+			s, err := host.OpenFileStore(t.TempDir(), testingclock.NewFakeClock(t0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}, hosttest.Config{})
+	})
+}
+
+// The provided stores stamp creation times from their clock and name the
+// field a nameless object lacks.
+func TestStoreStampsCreationFromItsClock(t *testing.T) {
+	ctx := context.Background()
+	mem := host.NewMemoryStore(testingclock.NewFakeClock(t0))
+	file, err := host.OpenFileStore(t.TempDir(), testingclock.NewFakeClock(t0))
+	require.NoError(t, err)
+	t.Cleanup(func() { file.Close() })
+	for name, s := range map[string]host.Store{"MemoryStore": mem, "FileStore": file} {
+		t.Run(name, func(t *testing.T) {
+			c, err := s.Certificates().Create(ctx, newCert("default", "web", "web-tls"))
+			require.NoError(t, err)
+			assert.Equal(t, t0, c.CreationTimestamp.UTC())
+			_, err = s.Certificates().Create(ctx, &certificate.Certificate{})
+			assert.ErrorContains(t, err, "metadata.name")
+		})
+	}
 }
 
 // stores runs f on each provided store.
-func stores(t *testing.T, f func(t *testing.T, s storeUnderTest)) {
+func stores(t *testing.T, f func(t *testing.T, s host.Store)) {
 	t.Run("MemoryStore", func(t *testing.T) {
 		f(t, host.NewMemoryStore(testingclock.NewFakeClock(t0)))
 	})
@@ -46,125 +79,12 @@ func newCert(ns, name, secret string) *certificate.Certificate {
 	}
 }
 
-func TestStoreVersionsAndConflicts(t *testing.T) {
-	stores(t, func(t *testing.T, s storeUnderTest) {
-		ctx := context.Background()
-		certs := s.Certificates()
-		c, err := certs.Create(ctx, newCert("default", "web", "web-tls"))
-		require.NoError(t, err)
-		assert.NotEmpty(t, c.UID, "a created certificate gets a UID")
-		assert.NotEmpty(t, c.ResourceVersion)
-		assert.Equal(t, int64(1), c.Generation)
-		assert.Equal(t, t0, c.CreationTimestamp.UTC())
-
-		_, err = certs.Create(ctx, newCert("default", "web", "other"))
-		assert.ErrorIs(t, err, host.ErrAlreadyExists)
-
-		// A status change keeps the generation; a spec change raises it.
-		c.Status.Conditions = []certificate.Condition{{Type: "Ready", Status: "True"}}
-		c2, err := certs.Update(ctx, c)
-		require.NoError(t, err)
-		assert.Equal(t, int64(1), c2.Generation)
-		assert.NotEqual(t, c.ResourceVersion, c2.ResourceVersion)
-		c2.Spec.DNSNames = []string{"www.example"}
-		c3, err := certs.Update(ctx, c2)
-		require.NoError(t, err)
-		assert.Equal(t, int64(2), c3.Generation)
-		assert.Equal(t, c.UID, c3.UID, "an update keeps the UID")
-
-		// An update on a stale read conflicts and changes nothing.
-		c.Spec.DNSNames = []string{"stale.example"}
-		_, err = certs.Update(ctx, c)
-		assert.ErrorIs(t, err, host.ErrConflict)
-		got, err := certs.Get(ctx, "default", "web")
-		require.NoError(t, err)
-		assert.Equal(t, []string{"www.example"}, got.Spec.DNSNames)
-
-		// What a store returns is the caller's.
-		got.Spec.DNSNames[0] = "changed.example"
-		again, err := certs.Get(ctx, "default", "web")
-		require.NoError(t, err)
-		assert.Equal(t, []string{"www.example"}, again.Spec.DNSNames)
-
-		require.NoError(t, certs.Delete(ctx, "default", "web"))
-		_, err = certs.Get(ctx, "default", "web")
-		assert.ErrorIs(t, err, host.ErrNotFound)
-		assert.ErrorIs(t, certs.Delete(ctx, "default", "web"), host.ErrNotFound)
-		_, err = certs.Update(ctx, c3)
-		assert.ErrorIs(t, err, host.ErrNotFound)
-
-		// Made again, the certificate never reuses a version.
-		n, err := certs.Create(ctx, newCert("default", "web", "web-tls"))
-		require.NoError(t, err)
-		for _, old := range []string{c.ResourceVersion, c2.ResourceVersion, c3.ResourceVersion} {
-			assert.NotEqual(t, old, n.ResourceVersion)
-		}
-		_, err = certs.Create(ctx, &certificate.Certificate{})
-		assert.ErrorContains(t, err, "metadata.name")
-	})
-}
-
-func TestStoreListsByOwnerAndSecret(t *testing.T) {
-	stores(t, func(t *testing.T, s storeUnderTest) {
-		ctx := context.Background()
-		for _, c := range []*certificate.Certificate{newCert("a", "one", "shared"), newCert("a", "two", "shared"), newCert("b", "three", "shared"), newCert("a", "four", "own")} {
-			_, err := s.Certificates().Create(ctx, c)
-			require.NoError(t, err)
-		}
-		got, err := s.Certificates().List(ctx, host.ListOptions{Namespace: "a", SecretName: "shared"})
-		require.NoError(t, err)
-		assert.ElementsMatch(t, []string{"one", "two"}, names(got))
-		all, err := s.Certificates().List(ctx, host.ListOptions{})
-		require.NoError(t, err)
-		assert.Len(t, all, 4)
-
-		for _, r := range []*certificate.CertificateRequest{
-			{ObjectMeta: certificate.ObjectMeta{Namespace: "a", Name: "one-1", OwnerUID: "u1"}},
-			{ObjectMeta: certificate.ObjectMeta{Namespace: "a", Name: "one-2", OwnerUID: "u1"}},
-			{ObjectMeta: certificate.ObjectMeta{Namespace: "a", Name: "two-1", OwnerUID: "u2"}},
-		} {
-			_, err := s.Requests().Create(ctx, r)
-			require.NoError(t, err)
-		}
-		reqs, err := s.Requests().List(ctx, host.ListOptions{Namespace: "a", OwnerUID: "u1"})
-		require.NoError(t, err)
-		assert.ElementsMatch(t, []string{"one-1", "one-2"}, names(reqs))
-		require.NoError(t, s.Requests().Delete(ctx, "a", "one-1"))
-		reqs, err = s.Requests().List(ctx, host.ListOptions{OwnerUID: "u1"})
-		require.NoError(t, err)
-		assert.Equal(t, []string{"one-2"}, names(reqs), "a deleted object leaves the index")
-	})
-}
-
 func names[T host.Object](objs []T) []string {
 	var out []string
 	for _, o := range objs {
 		out = append(out, o.Meta().Name)
 	}
 	return out
-}
-
-func TestStoreReportsWrites(t *testing.T) {
-	stores(t, func(t *testing.T, s storeUnderTest) {
-		ctx := context.Background()
-		var seen []string
-		s.Watch(func(ch host.Change) {
-			what := string(ch.Kind) + " " + ch.Namespace + "/" + ch.Name
-			if ch.Deleted {
-				what += " deleted"
-			}
-			seen = append(seen, what)
-		})
-		sec, err := s.Secrets().Create(ctx, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: "a", Name: "tls", OwnerUID: "u1"}})
-		require.NoError(t, err)
-		sec.Data = map[string][]byte{"tls.crt": []byte("x")}
-		_, err = s.Secrets().Update(ctx, sec)
-		require.NoError(t, err)
-		_, err = s.Secrets().Update(ctx, sec) // a conflict writes nothing
-		require.ErrorIs(t, err, host.ErrConflict)
-		require.NoError(t, s.Secrets().Delete(ctx, "a", "tls"))
-		assert.Equal(t, []string{"Secret a/tls", "Secret a/tls", "Secret a/tls deleted"}, seen)
-	})
 }
 
 func TestFileStoreKeepsEverythingAcrossReopen(t *testing.T) {

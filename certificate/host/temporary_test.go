@@ -50,7 +50,7 @@ func (*held) Forget(context.Context, string, string) error { return nil }
 // certificate replaces it, for the same key, and the certificate is Ready.
 // On both provided stores.
 func TestLoopWritesATemporaryCertificateWhileTheIssuerWorks(t *testing.T) {
-	stores(t, func(t *testing.T, s storeUnderTest) {
+	stores(t, func(t *testing.T, s host.Store) {
 		ctx := context.Background()
 		iss := &held{}
 		f := newFixture(t, func(*testingclock.FakeClock) host.Store { return s }, iss)

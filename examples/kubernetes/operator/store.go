@@ -353,13 +353,19 @@ func (c secrets) Update(ctx context.Context, obj *certificate.Secret) (*certific
 }
 
 // ownedBy sets (own) or removes (!own) the controller reference ref among
-// refs. Another controller's reference stays.
+// refs. Another owner's reference stays; when ref becomes the controller,
+// another controller's stays as a plain owner reference, since an object
+// has one controller at most (the API server refuses two).
 func ownedBy(refs []metav1.OwnerReference, ref metav1.OwnerReference, own bool) []metav1.OwnerReference {
 	out := refs[:0:0]
 	for _, r := range refs {
-		if r.UID != ref.UID {
-			out = append(out, r)
+		if r.UID == ref.UID {
+			continue
 		}
+		if own && r.Controller != nil && *r.Controller {
+			r.Controller = nil
+		}
+		out = append(out, r)
 	}
 	if own {
 		out = append(out, ref)
