@@ -5,7 +5,6 @@ import (
 	"errors"
 	"maps"
 	"strings"
-	"sync"
 	"time"
 
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
@@ -14,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,13 +24,14 @@ import (
 )
 
 // CertificateReconciler is the Certificate controller: each pass is one
-// host.Loop.Pass — gather from the Kubernetes store, decide with
-// certificate.Reconcile, carry out the actions in order — and the work
-// queue looks again when the pass says (Event.Next). A Certificate that
-// asks for what the operator does not serve (NotServed) is not passed to
-// the loop: its Ready condition says InvalidSpec and names the fields.
+// host.Reconciler.Certificate — gather from the Kubernetes store, decide
+// with certificate.Reconcile, carry out the actions in order — and the
+// work queue looks again when the pass says (Event.Next) or, when the
+// pass failed, as its rate limiter says. A Certificate that asks for what
+// the operator does not serve (NotServed) is not passed to the
+// reconciler: its Ready condition says InvalidSpec and names the fields.
 type CertificateReconciler struct {
-	Loop *host.Loop
+	Reconciler *host.Reconciler
 	// Cache reads the Certificate; Client writes a NotServed status.
 	Cache  client.Reader
 	Client client.Client
@@ -40,8 +39,6 @@ type CertificateReconciler struct {
 	Clock    clock.PassiveClock
 	Recorder events.EventRecorder
 	Metrics  *Metrics
-
-	soon soon
 }
 
 // The Certificate controller's writes, through the store.
@@ -55,14 +52,11 @@ type CertificateReconciler struct {
 func (r *CertificateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var crt cmapi.Certificate
 	if err := r.Cache.Get(ctx, req.NamespacedName, &crt); err != nil {
-		if apierrors.IsNotFound(err) {
-			// The loop removes what it owned: its requests (their issuers
-			// told) and its next private keys. Its Secret stays, unless
-			// the Certificate owns it (EnableCertificateOwnerRef) and the
-			// garbage collector takes it.
-			r.Loop.Pass(ctx, req.Namespace, req.Name)
-			r.soon.forget(req.NamespacedName)
-		}
+		// Gone: the garbage collector removes what it owned (its
+		// requests, whose deletions reach their issuers through the
+		// CertificateRequest controller, and its next private keys). Its
+		// Secret stays, unless the Certificate owns it
+		// (EnableCertificateOwnerRef).
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if crt.DeletionTimestamp != nil {
@@ -73,11 +67,28 @@ func (r *CertificateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	spec := specToCore(&crt, Passwords{})
 	before := statusToCore(&crt, &spec)
-	ev, ok := r.Loop.Pass(ctx, req.Namespace, req.Name)
-	if ok {
+	ev, err := r.Reconciler.Certificate(ctx, req.Namespace, req.Name)
+	if ev.Result != nil || err != nil {
 		r.report(ctx, &crt, &before, ev)
 	}
-	return r.soon.requeue(req.NamespacedName, ev.Next, r.Clock.Now()), nil
+	return requeue(ev.Next, r.Clock.Now(), err)
+}
+
+// requeue is the work queue's answer to a pass: an error goes back to the
+// queue, which retries it after its rate limiter's delay (and counts it);
+// otherwise the key is looked at again at next — at once when that is now
+// (the pass wrote, and the next pass reads what it wrote) — or only when
+// a watch event brings it when next is zero.
+func requeue(next, now time.Time, err error) (ctrl.Result, error) {
+	switch {
+	case err != nil:
+		return ctrl.Result{}, err
+	case next.IsZero():
+		return ctrl.Result{}, nil
+	case !next.After(now):
+		return ctrl.Result{RequeueAfter: time.Nanosecond}, nil
+	}
+	return ctrl.Result{RequeueAfter: next.Sub(now)}, nil
 }
 
 // report logs a pass, records its Event and counts its metrics.
@@ -85,7 +96,7 @@ func (r *CertificateReconciler) report(ctx context.Context, crt *cmapi.Certifica
 	logger := log.FromContext(ctx)
 	res := ev.Result
 	if res == nil {
-		// The store could not be read: the loop tries again.
+		// The store could not be read: the work queue tries again.
 		logger.Info("the pass could not gather what it decides on", "error", ev.Err.Error(), "next", ev.Next)
 		r.event(crt, corev1.EventTypeWarning, "GatherFailed", "Gather", ev.Err.Error())
 		return
@@ -240,40 +251,3 @@ func mergeInto(dst, src map[string]string) map[string]string {
 	maps.Copy(dst, src)
 	return dst
 }
-
-// soon spaces out the passes of an object whose last pass asked to be
-// looked at again at once (its own writes' watch events queued it, or a
-// conflict): 5 ms, doubling to a minute while that goes on, so that a
-// pass that keeps asking costs little; a pass that names a later time,
-// or none, starts again from 5 ms.
-type soon struct{ n sync.Map } // types.NamespacedName → int
-
-const (
-	soonMin = 5 * time.Millisecond
-	soonMax = time.Minute
-)
-
-// requeue is the work queue's answer to a pass that named next (zero:
-// only when a watch event comes).
-func (s *soon) requeue(key types.NamespacedName, next, now time.Time) ctrl.Result {
-	switch {
-	case next.IsZero():
-		s.n.Delete(key)
-		return ctrl.Result{}
-	case next.After(now):
-		s.n.Delete(key)
-		return ctrl.Result{RequeueAfter: next.Sub(now)}
-	}
-	n := 0
-	if v, ok := s.n.Load(key); ok {
-		n = v.(int)
-	}
-	s.n.Store(key, n+1)
-	d := soonMin
-	for i := 0; i < n && d < soonMax; i++ {
-		d *= 2
-	}
-	return ctrl.Result{RequeueAfter: min(d, soonMax)}
-}
-
-func (s *soon) forget(key types.NamespacedName) { s.n.Delete(key) }

@@ -2,7 +2,9 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
@@ -10,11 +12,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/certificate/host"
@@ -30,7 +37,7 @@ import (
 // its approver is off), as the reference operator's approver does, so
 // that the external issuer will sign it.
 type RequestReconciler struct {
-	Loop *host.Loop
+	Reconciler *host.Reconciler
 	// Cache reads requests; Client writes an external request's approval.
 	Cache  client.Reader
 	Client client.Client
@@ -41,7 +48,10 @@ type RequestReconciler struct {
 	// Approve: the operator approves requests.
 	Approve bool
 
-	soon soon
+	// gone are the issuers of requests deleted since the controller last
+	// looked at them (types.NamespacedName → certificate.IssuerRef): the
+	// next pass tells the issuer, whoever deleted the request.
+	gone sync.Map
 }
 
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificaterequests,verbs=get;list;watch
@@ -55,10 +65,17 @@ type RequestReconciler struct {
 func (r *RequestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var cr cmapi.CertificateRequest
 	if err := r.Cache.Get(ctx, req.NamespacedName, &cr); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.soon.forget(req.NamespacedName)
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if ref, ok := r.gone.LoadAndDelete(req.NamespacedName); ok {
+			// Deleted: nothing its issuer keeps for it may outlive it.
+			if err := r.Reconciler.Forget(ctx, ref.(certificate.IssuerRef), req.Namespace, req.Name); err != nil {
+				r.gone.LoadOrStore(req.NamespacedName, ref)
+				return ctrl.Result{}, err
+			}
+		}
+		return ctrl.Result{}, nil
 	}
 	before := RequestToCore(&cr)
 	if certificate.Answered(before) || cr.DeletionTimestamp != nil {
@@ -67,22 +84,20 @@ func (r *RequestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if !served(before.Spec.IssuerRef) {
 		return r.approveExternal(ctx, &cr, before)
 	}
-	ev, ok := r.Loop.Answer(ctx, cr.Namespace, cr.Name)
-	if !ok {
-		// Nothing to do, or the cache still shows the version the last
-		// answer wrote over: the write's watch event brings the request
-		// back, ev.Next should it not come.
-		return r.soon.requeue(req.NamespacedName, ev.Next, r.Clock.Now()), nil
+	ev, err := r.Reconciler.Request(ctx, cr.Namespace, cr.Name)
+	now := r.Clock.Now()
+	if err != nil {
+		if !ev.Next.IsZero() && !errors.Is(err, host.ErrConflict) {
+			// The issuer named its own retry time.
+			log.FromContext(ctx).Info("answering the request failed; trying again", "error", err.Error(), "next", ev.Next)
+			return requeue(ev.Next, now, nil)
+		}
+		return ctrl.Result{}, err
 	}
 	logger := log.FromContext(ctx)
-	now := r.Clock.Now()
-	if ev.Err != nil {
-		logger.Info("answering the request failed; trying again", "error", ev.Err.Error(), "next", ev.Next)
-		return r.soon.requeue(req.NamespacedName, ev.Next, now), nil
-	}
 	after := ev.Request
 	if after == nil {
-		return r.soon.requeue(req.NamespacedName, ev.Next, now), nil
+		return requeue(ev.Next, now, nil)
 	}
 	ready := after.Condition(certificate.RequestConditionReady)
 	if certificate.Answered(after) {
@@ -106,7 +121,33 @@ func (r *RequestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if !approved(before) && approved(after) {
 		recordEvent(r.Recorder, &cr, nil, corev1.EventTypeNormal, ReasonApproved, "Approve", MessageApproved)
 	}
-	return r.soon.requeue(req.NamespacedName, ev.Next, now), nil
+	return requeue(ev.Next, now, nil)
+}
+
+// events queues a request for each change of it, as controller-runtime's
+// handler for the controller's own kind does, and first keeps the issuer
+// of a deleted one for the pass that tells it.
+func (r *RequestReconciler) events() handler.TypedEventHandler[client.Object, reconcile.Request] {
+	key := func(obj client.Object) reconcile.Request {
+		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}}
+	}
+	return handler.TypedFuncs[client.Object, reconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			q.Add(key(e.Object))
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			q.Add(key(e.ObjectNew))
+		},
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if cr, ok := e.Object.(*cmapi.CertificateRequest); ok && served(issuerRefToCore(cr.Spec.IssuerRef)) {
+				r.gone.Store(key(cr).NamespacedName, issuerRefToCore(cr.Spec.IssuerRef))
+			}
+			q.Add(key(e.Object))
+		},
+		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			q.Add(key(e.Object))
+		},
+	}
 }
 
 // approveExternal approves a request of another group's issuer that has

@@ -220,7 +220,7 @@ func Setup(mgr manager.Manager, o Options) error {
 	}
 	recorder := mgr.GetEventRecorder(o.EventSource)
 	issuers := &issuers{cache: mgr.GetCache(), store: st, acme: acme, rand: o.Rand, clusterNS: o.ClusterResourceNamespace, approve: !o.DisableApprover, disabled: disabled}
-	loop, err := host.New(host.Config{Store: st, Clock: o.Clock, Rand: o.Rand, Certificate: o.Config, IssuerFor: issuers.issuerFor, Observe: o.Observe})
+	rec, err := host.NewReconciler(host.Config{Store: st, Clock: o.Clock, Rand: o.Rand, Certificate: o.Config, IssuerFor: issuers.issuerFor, Observe: o.Observe})
 	if err != nil {
 		return fmt.Errorf("operator: %w", err)
 	}
@@ -228,7 +228,7 @@ func Setup(mgr manager.Manager, o Options) error {
 		return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name, Clock: o.Clock})
 	}
 
-	certs := &CertificateReconciler{Loop: loop, Cache: mgr.GetCache(), Client: mgr.GetClient(), Clock: o.Clock, Recorder: recorder, Metrics: o.Metrics}
+	certs := &CertificateReconciler{Reconciler: rec, Cache: mgr.GetCache(), Client: mgr.GetClient(), Clock: o.Clock, Recorder: recorder, Metrics: o.Metrics}
 	// The Certificate controller's sources tell the store's watchers
 	// (the loop) of each change before they queue what it concerns: a
 	// pass that waits for its own last writes to show finds them shown.
@@ -242,9 +242,9 @@ func Setup(mgr manager.Manager, o Options) error {
 		return err
 	}
 
-	reqs := &RequestReconciler{Loop: loop, Cache: mgr.GetCache(), Client: mgr.GetClient(), Clock: o.Clock, Recorder: recorder, Metrics: o.Metrics, Approve: !o.DisableApprover}
+	reqs := &RequestReconciler{Reconciler: rec, Cache: mgr.GetCache(), Client: mgr.GetClient(), Clock: o.Clock, Recorder: recorder, Metrics: o.Metrics, Approve: !o.DisableApprover}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("certificaterequest").
-		For(&cmapi.CertificateRequest{}).
+		Watches(&cmapi.CertificateRequest{}, reqs.events()).
 		Watches(&cmapi.Issuer{}, handler.EnqueueRequestsFromMapFunc(issuerRequests(c, cmapi.IssuerKind))).
 		Watches(&cmapi.ClusterIssuer{}, handler.EnqueueRequestsFromMapFunc(issuerRequests(c, cmapi.ClusterIssuerKind))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers, NewQueue: newQueue}).
