@@ -179,7 +179,7 @@ type Summary struct {
 	Crashes, Restarts, Conflicts, ManualTriggers, SpecChanges, Recreations int
 	// StaleReads are the objects the store's reads (gets and list
 	// entries) gave older than their latest write, or gave when deleted
-	// or not when created: the lag the loop's expectations meet.
+	// or not when created: the lag ReadYourWrites meets.
 	StaleReads int
 	// Passes of the loop over certificates, and its calls to the CA.
 	Passes, Answers int

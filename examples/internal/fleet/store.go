@@ -37,8 +37,8 @@ import (
 //     always check the latest state (a create of a name that exists fails,
 //     an update at an old resource version conflicts), as an API server
 //     does behind a stale informer cache. A lagging store is not
-//     host.Authoritative, so the loop waits for its own writes to show
-//     in the watch before it decides on their certificate again.
+//     host.Authoritative, so the loop reads it through
+//     host.ReadYourWrites.
 //   - Crashing: a write may fail at chosen points (the host crashed
 //     before it, or after it landed and before it heard back).
 //

@@ -4,18 +4,20 @@
 // ClusterIssuers, and acme.cert-manager.io/v1 Orders and Challenges, with
 // the reference operator's own Go types and CRDs.
 //
-//   - The Certificate controller is certlife's host loop
-//     (certificate/host): each pass is Loop.Pass over a host.Store kept
-//     in the Kubernetes API (store.go) — Certificates, Secrets and
+//   - The Certificate controller is certlife's host core
+//     (certificate/host): each pass is host.Reconciler.Certificate,
+//     called from the work queue, over a host.Store kept in the
+//     Kubernetes API (store.go) — Certificates, Secrets and
 //     CertificateRequests read from the cache (a Secret the cache misses
 //     from the API server), written with the resource version read, and
-//     converted to and from certlife's types (convert.go). The loop
+//     converted to and from certlife's types (convert.go). The reconciler
 //     gathers, decides with certificate.Reconcile, carries out the
-//     actions in order, and says when to look again.
+//     actions in order, and says when to look again; an error goes back
+//     to the work queue, which retries it.
 //   - The CertificateRequest controller answers the requests of the
 //     issuers the operator serves — Issuers and ClusterIssuers of
 //     cert-manager.io with a ca, selfSigned or acme configuration — with
-//     Loop.Answer through certlife's issuer contract (package
+//     host.Reconciler.Request through certlife's issuer contract (package
 //     certificate/localca; package acmeclient, its orders and challenges
 //     kept in Order and Challenge resources). It approves every request
 //     with neither an Approved nor a Denied condition, as the reference
