@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"strings"
+	"sync"
 	"time"
 
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -39,6 +41,16 @@ type CertificateReconciler struct {
 	Clock    clock.PassiveClock
 	Recorder events.EventRecorder
 	Metrics  *Metrics
+
+	// gone are the UIDs of Certificates deleted since the controller
+	// last looked at them (types.NamespacedName → types.UID).
+	gone sync.Map
+}
+
+// deleted keeps a deleted Certificate's UID for the pass that removes
+// what it owned.
+func (r *CertificateReconciler) deleted(crt *cmapi.Certificate) {
+	r.gone.Store(types.NamespacedName{Namespace: crt.Namespace, Name: crt.Name}, crt.UID)
 }
 
 // The Certificate controller's writes, through the store.
@@ -52,12 +64,21 @@ type CertificateReconciler struct {
 func (r *CertificateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var crt cmapi.Certificate
 	if err := r.Cache.Get(ctx, req.NamespacedName, &crt); err != nil {
-		// Gone: the garbage collector removes what it owned (its
-		// requests, whose deletions reach their issuers through the
-		// CertificateRequest controller, and its next private keys). Its
-		// Secret stays, unless the Certificate owns it
-		// (EnableCertificateOwnerRef).
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		// Gone: what it owned goes — its requests (whose deletions reach
+		// their issuers through the CertificateRequest controller) and
+		// its next private keys — without waiting for the garbage
+		// collector. Its Secret stays, unless the Certificate owns it
+		// (EnableCertificateOwnerRef) and the garbage collector takes it.
+		if uid, ok := r.gone.LoadAndDelete(req.NamespacedName); ok {
+			if err := r.Reconciler.RemoveOwned(ctx, req.Namespace, string(uid.(types.UID))); err != nil {
+				r.gone.LoadOrStore(req.NamespacedName, uid)
+				return ctrl.Result{}, err
+			}
+		}
+		return ctrl.Result{}, nil
 	}
 	if crt.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil

@@ -234,7 +234,7 @@ func Setup(mgr manager.Manager, o Options) error {
 	// pass that waits for its own last writes to show finds them shown.
 	c := mgr.GetCache()
 	if err := ctrl.NewControllerManagedBy(mgr).Named("certificate").
-		WatchesRawSource(source.Kind(c, &cmapi.Certificate{}, reporting(st, host.KindCertificate, sharingKeys(c)))).
+		WatchesRawSource(source.Kind(c, &cmapi.Certificate{}, reporting(st, host.KindCertificate, sharingKeys(c), certs.deleted))).
 		WatchesRawSource(source.Kind(c, &cmapi.CertificateRequest{}, reporting(st, host.KindRequest, ownerKey[*cmapi.CertificateRequest]))).
 		WatchesRawSource(source.Kind(c, &corev1.Secret{}, reporting(st, host.KindSecret, secretKeys(c)))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers, NewQueue: newQueue}).
@@ -360,7 +360,8 @@ func namespacedIndex(ctx context.Context, c cache.Cache, obj client.Object, fiel
 
 // reporting is an event handler that tells the store's watchers of each
 // add, update and delete, then queues the Certificates keys names.
-func reporting[T client.Object](st *store, kind host.Kind, keys func(context.Context, T) []reconcile.Request) handler.TypedEventHandler[T, reconcile.Request] {
+// A deleted object is handed to each of deleted first.
+func reporting[T client.Object](st *store, kind host.Kind, keys func(context.Context, T) []reconcile.Request, deleted ...func(T)) handler.TypedEventHandler[T, reconcile.Request] {
 	queue := func(ctx context.Context, obj T, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		for _, r := range keys(ctx, obj) {
 			q.Add(r)
@@ -377,6 +378,9 @@ func reporting[T client.Object](st *store, kind host.Kind, keys func(context.Con
 		},
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			st.changed(kind, e.Object, true)
+			for _, f := range deleted {
+				f(e.Object)
+			}
 			queue(ctx, e.Object, q)
 		},
 		GenericFunc: func(ctx context.Context, e event.TypedGenericEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
