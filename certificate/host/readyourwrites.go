@@ -19,8 +19,9 @@ import (
 // newest version it knows of.
 //
 // It keeps each write until a read or a watch event shows the store
-// behind has caught up with it (that version, or any later one), at most
-// MaxPending writes (the oldest goes first). What goes early costs at
+// behind has caught up with it (that version, or any later one; a
+// deletion, until the watch reports it), at most MaxPending objects (the
+// oldest goes first). What goes early costs at
 // most a decision on a stale read, which the write that follows it
 // meets as ErrConflict, as it would without ReadYourWrites.
 //
@@ -314,13 +315,11 @@ func (s *ReadYourWrites) judge(o object, found bool, rv string) (obj any, v verd
 		v = stale
 	case !e.wrote:
 		v = caughtUp
-	case e.obj == nil && !found && !e.created:
-		v = caughtUp // the deletion written shows
 	case e.obj == nil:
-		// From before the deletion (or made again since, until the watch
-		// says so); or, for an object the writes created, not found as
-		// the read may be from before the create, which says nothing of
-		// the deletion: kept until the watch shows it.
+		// Found: from before the deletion (or made again since, until the
+		// watch says so). Not found: the read may be from before the
+		// object was made, which says nothing of the deletion. Kept until
+		// the watch shows the deletion.
 		v = behind
 	case found && rv == e.rv:
 		v = caughtUp // the version written shows
