@@ -72,7 +72,11 @@ type written struct {
 	// yet: any version found other than a later write's is from before
 	// it.
 	unseenDelete bool
-	seq          uint64
+	// deletes counts the deletions written whose watch events have not
+	// come yet: an earlier deletion's event, arriving late, does not end
+	// the keeping of a later one.
+	deletes int
+	seq     uint64
 }
 
 // old reports a version from before the writes.
@@ -135,12 +139,17 @@ func (s *ReadYourWrites) seen(ch Change) {
 	case !e.wrote && (ch.Deleted || !e.old(rv)):
 		delete(s.entries, o) // past the versions found stale
 	case !e.wrote:
+	case ch.Deleted && e.obj == nil && e.deletes > 1:
+		e.deletes-- // an earlier deletion's event; a later one is to come
 	case ch.Deleted && (e.obj == nil || rv == e.rv):
 		// The deletion written, or a deletion of the version written.
 		delete(s.entries, o)
 	case ch.Deleted:
 		// The deletion of the object as it was before a later create.
-		e.unseenDelete = false
+		if e.deletes > 0 {
+			e.deletes--
+		}
+		e.unseenDelete = e.deletes > 0
 	case rv == e.rv:
 		delete(s.entries, o) // the version written
 	case e.unseenDelete || e.old(rv):
@@ -150,9 +159,10 @@ func (s *ReadYourWrites) seen(ch Change) {
 	}
 }
 
-// record keeps a write: obj as written (nil for a deletion), its version,
-// and the version it replaced ("" when unknown or none).
-func (s *ReadYourWrites) record(o object, obj any, rv, over string, created bool) {
+// record keeps a write: obj as written (nil for a deletion, counted when
+// it deleted something), its version, and the version it replaced (""
+// when unknown or none).
+func (s *ReadYourWrites) record(o object, obj any, rv, over string, created, counted bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entry(o)
@@ -164,6 +174,9 @@ func (s *ReadYourWrites) record(o object, obj any, rv, over string, created bool
 	}
 	if obj == nil {
 		e.unseenDelete = true
+		if counted {
+			e.deletes++
+		}
 	}
 	if created {
 		e.created = true
@@ -466,7 +479,7 @@ func (c rywCollection[T]) keep(made T, over string, created bool) error {
 		return err
 	}
 	m := k.Meta()
-	c.s.record(object{c.kind, m.Namespace, m.Name}, k, m.ResourceVersion, over, created)
+	c.s.record(object{c.kind, m.Namespace, m.Name}, k, m.ResourceVersion, over, created, false)
 	return nil
 }
 
@@ -476,6 +489,6 @@ func (c rywCollection[T]) Delete(ctx context.Context, namespace, name string) er
 		return err
 	}
 	// Gone either way; a read that still shows it lags.
-	c.s.record(object{c.kind, namespace, name}, nil, "", "", false)
+	c.s.record(object{c.kind, namespace, name}, nil, "", "", false, err == nil)
 	return err
 }
