@@ -58,8 +58,9 @@ type written struct {
 	// never sees), nil for a deletion.
 	wrote bool
 	obj   any
-	// rv is the version written; "" for a deletion.
-	rv string
+	// rv is the version written, and uid its object's UID when the store
+	// gives one; "" for a deletion.
+	rv, uid string
 	// over are the versions the writes replaced, and stale those an
 	// update was refused at (ErrConflict): a read that shows one lags
 	// behind.
@@ -141,7 +142,7 @@ func (s *ReadYourWrites) seen(ch Change) {
 	case !e.wrote:
 	case ch.Deleted && e.obj == nil && e.deletes > 1:
 		e.deletes-- // an earlier deletion's event; a later one is to come
-	case ch.Deleted && (e.obj == nil || rv == e.rv):
+	case ch.Deleted && (e.obj == nil || rv == e.rv || e.ours(ch.Meta.UID)):
 		// The deletion written, or a deletion of the version written.
 		delete(s.entries, o)
 	case ch.Deleted:
@@ -150,19 +151,46 @@ func (s *ReadYourWrites) seen(ch Change) {
 			e.deletes--
 		}
 		e.unseenDelete = e.deletes > 0
-	case rv == e.rv:
-		delete(s.entries, o) // the version written
-	case e.unseenDelete || e.old(rv):
-		// A version from before the writes, arriving late.
 	default:
-		delete(s.entries, o) // a later version, by someone else
+		if e.judge(true, rv, ch.Meta.UID) == caughtUp {
+			delete(s.entries, o)
+		}
 	}
+}
+
+// ours reports an object of the UID of the one written (both known).
+func (e *written) ours(uid string) bool { return uid != "" && e.uid == uid }
+
+// judge compares a version the store behind shows (found at rv, of uid)
+// with a create or update written (e.obj is not nil).
+func (e *written) judge(found bool, rv, uid string) verdict {
+	switch {
+	case found && rv == e.rv:
+		return caughtUp // the version written
+	case !found && e.created:
+		return behind // not made yet, as far as the read knows
+	case !found:
+		return caughtUp // deleted by someone since
+	case e.old(rv):
+		return behind // a version the writes replaced, or refused at
+	case e.ours(uid):
+		return caughtUp // a later version of the object written
+	case uid != "" && e.uid != "" && e.created:
+		// Another object of the name: one from before the create (a
+		// deletion of the one written would have shown first).
+		return behind
+	case uid != "" && e.uid != "":
+		return caughtUp // the object updated was deleted and made again since
+	case e.unseenDelete:
+		return behind // from before the deletion written
+	}
+	return caughtUp // a later version, by someone else
 }
 
 // record keeps a write: obj as written (nil for a deletion, counted when
 // it deleted something), its version, and the version it replaced (""
 // when unknown or none).
-func (s *ReadYourWrites) record(o object, obj any, rv, over string, created, counted bool) {
+func (s *ReadYourWrites) record(o object, obj any, rv, uid, over string, created, counted bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entry(o)
@@ -181,7 +209,7 @@ func (s *ReadYourWrites) record(o object, obj any, rv, over string, created, cou
 	if created {
 		e.created = true
 	}
-	e.wrote, e.obj, e.rv = true, obj, rv
+	e.wrote, e.obj, e.rv, e.uid = true, obj, rv, uid
 }
 
 // refused keeps a version an update was refused at: reads that show it
@@ -272,29 +300,33 @@ func (s *ReadYourWrites) held(ctx context.Context, o object) (bool, error) {
 		if !pending {
 			continue
 		}
-		var rv string
+		var m *certificate.ObjectMeta
 		var err error
 		switch w.kind {
 		case KindCertificate:
 			var c *certificate.Certificate
 			if c, err = s.st.Certificates().Get(ctx, w.namespace, w.name); err == nil {
-				rv = c.ResourceVersion
+				m = &c.ObjectMeta
 			}
 		case KindSecret:
 			var c *certificate.Secret
 			if c, err = s.st.Secrets().Get(ctx, w.namespace, w.name); err == nil {
-				rv = c.ResourceVersion
+				m = &c.ObjectMeta
 			}
 		case KindRequest:
 			var c *certificate.CertificateRequest
 			if c, err = s.st.Requests().Get(ctx, w.namespace, w.name); err == nil {
-				rv = c.ResourceVersion
+				m = &c.ObjectMeta
 			}
 		}
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return false, err
 		}
-		if _, v, ok := s.judge(w, err == nil, rv); ok && v != caughtUp {
+		rv, uid := "", ""
+		if m != nil {
+			rv, uid = m.ResourceVersion, m.UID
+		}
+		if _, v, ok := s.judge(w, m != nil, rv, uid); ok && v != caughtUp {
 			return true, nil
 		}
 	}
@@ -316,7 +348,7 @@ const (
 // judge compares what the store behind read (found, at version rv) with
 // what is kept for o; ok is false when nothing is. It drops what the read
 // shows caught up with.
-func (s *ReadYourWrites) judge(o object, found bool, rv string) (obj any, v verdict, ok bool) {
+func (s *ReadYourWrites) judge(o object, found bool, rv, uid string) (obj any, v verdict, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entries[o]
@@ -334,16 +366,8 @@ func (s *ReadYourWrites) judge(o object, found bool, rv string) (obj any, v verd
 		// object was made, which says nothing of the deletion. Kept until
 		// the watch shows the deletion.
 		v = behind
-	case found && rv == e.rv:
-		v = caughtUp // the version written shows
-	case !found && e.created:
-		v = behind // not made yet, as far as the read knows
-	case !found:
-		v = caughtUp // deleted by someone since
-	case e.unseenDelete || e.old(rv):
-		v = behind // from before the writes
 	default:
-		v = caughtUp // a later version, by someone else
+		v = e.judge(found, rv, uid)
 	}
 	if v == caughtUp {
 		delete(s.entries, o)
@@ -388,11 +412,11 @@ func (c rywCollection[T]) Get(ctx context.Context, namespace, name string) (T, e
 	if err != nil && !notFound {
 		return nil, err
 	}
-	rv := ""
+	rv, uid := "", ""
 	if !notFound {
-		rv = obj.Meta().ResourceVersion
+		rv, uid = obj.Meta().ResourceVersion, obj.Meta().UID
 	}
-	kept, v, ok := c.s.judge(object{c.kind, namespace, name}, !notFound, rv)
+	kept, v, ok := c.s.judge(object{c.kind, namespace, name}, !notFound, rv, uid)
 	switch {
 	case !ok || v == caughtUp:
 		return obj, err
@@ -416,7 +440,7 @@ func (c rywCollection[T]) List(ctx context.Context, opts ListOptions) ([]T, erro
 		m := obj.Meta()
 		o := object{c.kind, m.Namespace, m.Name}
 		listed[o] = true
-		kept, v, ok := c.s.judge(o, true, m.ResourceVersion)
+		kept, v, ok := c.s.judge(o, true, m.ResourceVersion, m.UID)
 		switch {
 		case !ok || v == caughtUp || v == stale:
 			out = append(out, obj)
@@ -479,7 +503,7 @@ func (c rywCollection[T]) keep(made T, over string, created bool) error {
 		return err
 	}
 	m := k.Meta()
-	c.s.record(object{c.kind, m.Namespace, m.Name}, k, m.ResourceVersion, over, created, false)
+	c.s.record(object{c.kind, m.Namespace, m.Name}, k, m.ResourceVersion, m.UID, over, created, false)
 	return nil
 }
 
@@ -489,6 +513,6 @@ func (c rywCollection[T]) Delete(ctx context.Context, namespace, name string) er
 		return err
 	}
 	// Gone either way; a read that still shows it lags.
-	c.s.record(object{c.kind, namespace, name}, nil, "", "", false, err == nil)
+	c.s.record(object{c.kind, namespace, name}, nil, "", "", "", false, err == nil)
 	return err
 }
