@@ -290,7 +290,15 @@ func ctx0(err error) bool {
 // writes, when they come, are taken for what they are.
 func (l *Loop) follow(ctx context.Context, writes []Change, requestPass bool) {
 	for _, ch := range writes {
-		o := object{ch.Kind, ch.Namespace, ch.Name}
+		if l.watching {
+			// Its watch event, when it comes, has been followed here.
+			o := object{ch.Kind, ch.Namespace, ch.Name}
+			if ch.Deleted {
+				l.own[o] = deletedMark
+			} else {
+				l.own[o] = ch.Meta.ResourceVersion
+			}
+		}
 		switch {
 		case ch.Kind == KindRequest && ch.Deleted:
 			it := item{KindRequest, ch.Namespace, ch.Name}
@@ -298,22 +306,16 @@ func (l *Loop) follow(ctx context.Context, writes []Change, requestPass bool) {
 			delete(l.failures, it)
 			l.queue.remove(it) // nothing left to answer
 			l.dropped[it] = true
-			if l.watching {
-				l.own[o] = deletedMark
-			}
 			l.queueOwner(ch.Meta.OwnerUID)
 		case requestPass && ch.Kind == KindRequest:
-			if l.watching {
-				l.own[o] = ch.Meta.ResourceVersion
-			}
 			l.queueOwner(ch.Meta.OwnerUID)
 		default:
-			l.changed(ctx, ch)
+			l.concerns(ctx, ch)
 		}
 	}
 }
 
-// deletedMark in Loop.own: the loop deleted the request.
+// deletedMark in Loop.own: the loop deleted the object.
 const deletedMark = "\x00deleted"
 
 // takeIn queues what the changes in the inbox concern.
@@ -336,6 +338,18 @@ func (l *Loop) takeIn(ctx context.Context) {
 // certificate or a request, the certificates a secret or request belongs
 // to, and what a deleted certificate owned.
 func (l *Loop) changed(ctx context.Context, ch Change) {
+	o := object{ch.Kind, ch.Namespace, ch.Name}
+	if rv, ok := l.own[o]; ok {
+		delete(l.own, o)
+		if ch.Deleted && rv == deletedMark || !ch.Deleted && rv == ch.Meta.ResourceVersion {
+			return // the watch showing the loop's own write, followed already
+		}
+	}
+	l.concerns(ctx, ch)
+}
+
+// concerns queues what a change concerns (see changed).
+func (l *Loop) concerns(ctx context.Context, ch Change) {
 	now := l.r.Now()
 	switch ch.Kind {
 	case KindCertificate:
@@ -360,12 +374,7 @@ func (l *Loop) changed(ctx context.Context, ch Change) {
 		l.enqueue(it, now)
 	case KindRequest:
 		it := item{KindRequest, ch.Namespace, ch.Name}
-		o := object{KindRequest, ch.Namespace, ch.Name}
-		rv, own := l.own[o]
-		delete(l.own, o)
 		switch {
-		case own && (ch.Deleted && rv == deletedMark || !ch.Deleted && rv == ch.Meta.ResourceVersion):
-			// The watch showing the loop's own write.
 		case ch.Deleted:
 			// Deleted by someone else: its issuer hears of it.
 			if _, seen := l.refs[it]; seen {

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -36,11 +37,56 @@ type ReadYourWrites struct {
 
 	mu      sync.Mutex
 	entries map[object]*written
+	// live indexes the objects whose last write kept is a create or an
+	// update — what a List may have to add — by kind, namespace and the
+	// value lists select them by (a certificate's secret name, another
+	// object's owner).
+	live map[liveKey]map[object]bool
 	// holds are, per certificate, writes of a pass that met a conflict:
 	// the certificate reads as behind until the store shows them.
 	holds map[object][]object
 	order []pendingRef
 	seq   uint64
+}
+
+// liveKey is a kind, a namespace and a selecting value.
+type liveKey struct {
+	kind           Kind
+	namespace, sel string
+}
+
+// selector is the value lists select obj by: a certificate's secret
+// name, another object's owner UID.
+func selector(obj any) string {
+	switch v := obj.(type) {
+	case *certificate.Certificate:
+		return v.Spec.SecretName
+	case *certificate.Secret:
+		return v.OwnerUID
+	case *certificate.CertificateRequest:
+		return v.OwnerUID
+	}
+	return ""
+}
+
+// drop forgets what is kept of o; s.mu is held.
+func (s *ReadYourWrites) drop(o object) {
+	s.unindex(o)
+	delete(s.entries, o)
+}
+
+func (s *ReadYourWrites) unindex(o object) {
+	e := s.entries[o]
+	if e == nil || e.obj == nil {
+		return
+	}
+	k := liveKey{o.kind, o.namespace, selector(e.obj)}
+	if m := s.live[k]; m != nil {
+		delete(m, o)
+		if len(m) == 0 {
+			delete(s.live, k)
+		}
+	}
 }
 
 // object names one object of the store.
@@ -58,6 +104,9 @@ type written struct {
 	// never sees), nil for a deletion.
 	wrote bool
 	obj   any
+	// data is obj encoded, which each read that answers with it decodes
+	// into a copy of the caller's own.
+	data []byte
 	// rv is the version written, and uid its object's UID when the store
 	// gives one; "" for a deletion.
 	rv, uid string
@@ -93,7 +142,7 @@ type pendingRef struct {
 // NewReadYourWrites returns a ReadYourWrites over st. When st is a
 // Watcher, its events end the keeping of writes they show.
 func NewReadYourWrites(st Store) *ReadYourWrites {
-	s := &ReadYourWrites{st: st, entries: map[object]*written{}, holds: map[object][]object{}}
+	s := &ReadYourWrites{st: st, entries: map[object]*written{}, holds: map[object][]object{}, live: map[liveKey]map[object]bool{}}
 	if w, ok := st.(Watcher); ok {
 		w.Watch(s.seen)
 	}
@@ -138,13 +187,13 @@ func (s *ReadYourWrites) seen(ch Change) {
 	switch {
 	case e == nil:
 	case !e.wrote && (ch.Deleted || !e.old(rv)):
-		delete(s.entries, o) // past the versions found stale
+		s.drop(o) // past the versions found stale
 	case !e.wrote:
 	case ch.Deleted && e.obj == nil && e.deletes > 1:
 		e.deletes-- // an earlier deletion's event; a later one is to come
 	case ch.Deleted && (e.obj == nil || rv == e.rv || e.ours(ch.Meta.UID)):
 		// The deletion written, or a deletion of the version written.
-		delete(s.entries, o)
+		s.drop(o)
 	case ch.Deleted:
 		// The deletion of the object as it was before a later create.
 		if e.deletes > 0 {
@@ -153,7 +202,7 @@ func (s *ReadYourWrites) seen(ch Change) {
 		e.unseenDelete = e.deletes > 0
 	default:
 		if e.judge(true, rv, ch.Meta.UID) == caughtUp {
-			delete(s.entries, o)
+			s.drop(o)
 		}
 	}
 }
@@ -190,7 +239,7 @@ func (e *written) judge(found bool, rv, uid string) verdict {
 // record keeps a write: obj as written (nil for a deletion, counted when
 // it deleted something), its version, and the version it replaced (""
 // when unknown or none).
-func (s *ReadYourWrites) record(o object, obj any, rv, uid, over string, created, counted bool) {
+func (s *ReadYourWrites) record(o object, obj any, data []byte, rv, uid, over string, created, counted bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entry(o)
@@ -209,7 +258,15 @@ func (s *ReadYourWrites) record(o object, obj any, rv, uid, over string, created
 	if created {
 		e.created = true
 	}
-	e.wrote, e.obj, e.rv, e.uid = true, obj, rv, uid
+	s.unindex(o)
+	e.wrote, e.obj, e.data, e.rv, e.uid = true, obj, data, rv, uid
+	if obj != nil {
+		k := liveKey{o.kind, o.namespace, selector(obj)}
+		if s.live[k] == nil {
+			s.live[k] = map[object]bool{}
+		}
+		s.live[k][o] = true
+	}
 }
 
 // refused keeps a version an update was refused at: reads that show it
@@ -245,7 +302,7 @@ func (s *ReadYourWrites) entry(o object) *written {
 		head := s.order[0]
 		s.order = s.order[1:]
 		if old := s.entries[head.obj]; old != nil && old.seq == head.seq && old != e {
-			delete(s.entries, head.obj)
+			s.drop(head.obj)
 			delete(s.holds, head.obj)
 		}
 	}
@@ -348,12 +405,12 @@ const (
 // judge compares what the store behind read (found, at version rv) with
 // what is kept for o; ok is false when nothing is. It drops what the read
 // shows caught up with.
-func (s *ReadYourWrites) judge(o object, found bool, rv, uid string) (obj any, v verdict, ok bool) {
+func (s *ReadYourWrites) judge(o object, found bool, rv, uid string) (kept keptWrite, v verdict, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entries[o]
 	if e == nil {
-		return nil, caughtUp, false
+		return keptWrite{}, caughtUp, false
 	}
 	switch {
 	case found && slices.Contains(e.stale, rv) && !e.wrote:
@@ -370,22 +427,43 @@ func (s *ReadYourWrites) judge(o object, found bool, rv, uid string) (obj any, v
 		v = e.judge(found, rv, uid)
 	}
 	if v == caughtUp {
-		delete(s.entries, o)
-		return nil, v, true
+		s.drop(o)
+		return keptWrite{}, v, true
 	}
-	return e.obj, v, true
+	return keptWrite{e.obj, e.data}, v, true
+}
+
+// keptWrite is a create or update kept (nil obj: a deletion): the object,
+// for matching, and its encoding, for a copy of the caller's own.
+type keptWrite struct {
+	obj  any
+	data []byte
 }
 
 // adds are the kept writes of kind that a list of the store behind did
 // not show, made since it was last seen: created, or changed so that
 // they match the list now.
-func (s *ReadYourWrites) adds(kind Kind, listed map[object]bool) []any {
+func (s *ReadYourWrites) adds(kind Kind, opts ListOptions, listed map[object]bool) []keptWrite {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []any
-	for o, e := range s.entries {
-		if o.kind == kind && e.wrote && e.obj != nil && !listed[o] {
-			out = append(out, e.obj)
+	var out []keptWrite
+	add := func(m map[object]bool) {
+		for o := range m {
+			if e := s.entries[o]; e != nil && e.obj != nil && !listed[o] && opts.Matches(e.obj) {
+				out = append(out, keptWrite{e.obj, e.data})
+			}
+		}
+	}
+	switch {
+	case opts.Namespace != "" && kind == KindCertificate && opts.SecretName != "":
+		add(s.live[liveKey{kind, opts.Namespace, opts.SecretName}])
+	case opts.Namespace != "" && kind != KindCertificate && opts.OwnerUID != "":
+		add(s.live[liveKey{kind, opts.Namespace, opts.OwnerUID}])
+	default:
+		for k, m := range s.live {
+			if k.kind == kind && (opts.Namespace == "" || k.namespace == opts.Namespace) {
+				add(m)
+			}
 		}
 	}
 	return out
@@ -423,10 +501,10 @@ func (c rywCollection[T]) Get(ctx context.Context, namespace, name string) (T, e
 	case v == stale:
 		return nil, fmt.Errorf("%s %s: the store still reads version %s, which an update found stale: %w", c.kind, key(namespace, name), rv, ErrConflict)
 	}
-	if kept == nil {
+	if kept.obj == nil {
 		return nil, fmt.Errorf("%s %s: deleted: %w", c.kind, key(namespace, name), ErrNotFound)
 	}
-	return clone(c.kind, kept.(T))
+	return decode[T](c.kind, kept.data)
 }
 
 func (c rywCollection[T]) List(ctx context.Context, opts ListOptions) ([]T, error) {
@@ -444,21 +522,18 @@ func (c rywCollection[T]) List(ctx context.Context, opts ListOptions) ([]T, erro
 		switch {
 		case !ok || v == caughtUp || v == stale:
 			out = append(out, obj)
-		case kept == nil:
+		case kept.obj == nil:
 			// deleted
-		case opts.Matches(kept):
-			k, err := clone(c.kind, kept.(T))
+		case opts.Matches(kept.obj):
+			k, err := decode[T](c.kind, kept.data)
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, k)
 		}
 	}
-	for _, kept := range c.s.adds(c.kind, listed) {
-		if !opts.Matches(kept) {
-			continue
-		}
-		k, err := clone(c.kind, kept.(T))
+	for _, kept := range c.s.adds(c.kind, opts, listed) {
+		k, err := decode[T](c.kind, kept.data)
 		if err != nil {
 			return nil, err
 		}
@@ -498,12 +573,16 @@ func (c rywCollection[T]) keep(made T, over string, created bool) error {
 	if made == nil {
 		return fmt.Errorf("host: the store returned no %s from a write", c.kind)
 	}
-	k, err := clone(c.kind, made)
+	data, err := json.Marshal(made)
+	if err != nil {
+		return fmt.Errorf("host: encoding %s %s: %w", c.kind, made.Meta().Name, err)
+	}
+	k, err := decode[T](c.kind, data)
 	if err != nil {
 		return err
 	}
 	m := k.Meta()
-	c.s.record(object{c.kind, m.Namespace, m.Name}, k, m.ResourceVersion, m.UID, over, created, false)
+	c.s.record(object{c.kind, m.Namespace, m.Name}, k, data, m.ResourceVersion, m.UID, over, created, false)
 	return nil
 }
 
@@ -513,6 +592,6 @@ func (c rywCollection[T]) Delete(ctx context.Context, namespace, name string) er
 		return err
 	}
 	// Gone either way; a read that still shows it lags.
-	c.s.record(object{c.kind, namespace, name}, nil, "", "", "", false, err == nil)
+	c.s.record(object{c.kind, namespace, name}, nil, nil, "", "", "", false, err == nil)
 	return err
 }
