@@ -53,7 +53,9 @@ type Config struct {
 	// loop does not sweep the issuers it gives; a host whose issuer has a
 	// Sweep method calls it itself.
 	IssuerFor func(ref certificate.IssuerRef) certificate.Issuer
-	// Certificate is passed to every decision.
+	// Certificate is passed to every decision. Its ParseCache, when nil,
+	// is a new keys.ParseCache of the default bound, one per Loop; the
+	// loop reads private keys and leaves through it too.
 	Certificate certificate.Config
 	// Rand is the randomness for keys, CSRs and keystores; nil means
 	// crypto/rand.
@@ -193,6 +195,9 @@ func New(cfg Config) (*Loop, error) {
 	}
 	if err := cfg.Certificate.Validate(); err != nil {
 		return nil, fmt.Errorf("host: Config.Certificate: %w", err)
+	}
+	if cfg.Certificate.ParseCache == nil {
+		cfg.Certificate.ParseCache = keys.NewParseCache(0)
 	}
 	l := &Loop{cfg: cfg, clock: cfg.Clock, rand: cfg.Rand, issuers: map[certificate.IssuerRef]certificate.Issuer{},
 		failures: map[item]int{}, uids: map[string]item{}, certUIDs: map[item]string{}, refs: map[item]certificate.IssuerRef{}, self: map[item]bool{}, deleting: map[item]bool{}, inFlight: map[item]chan struct{}{}, wroteOver: map[item]string{},
@@ -719,7 +724,7 @@ func (l *Loop) gather(ctx context.Context, c *certificate.Certificate) (s *certi
 		}
 	}
 	if l.cfg.ARI != nil && s.Secret != nil {
-		if leaf := leafOf(s.Secret); leaf != nil {
+		if leaf := leafOf(l.cfg.Certificate.ParseCache, s.Secret); leaf != nil {
 			s.ARI, ariErr = l.cfg.ARI(ctx, c, leaf)
 			if ariErr != nil {
 				s.ARI, ariErr = nil, fmt.Errorf("renewal information: %w", ariErr)
@@ -729,12 +734,12 @@ func (l *Loop) gather(ctx context.Context, c *certificate.Certificate) (s *certi
 	return s, ariErr, nil
 }
 
-func leafOf(s *certificate.Secret) *x509.Certificate {
+func leafOf(pc *keys.ParseCache, s *certificate.Secret) *x509.Certificate {
 	b, _ := pem.Decode(s.Data[keys.SecretCertificate])
 	if b == nil || b.Type != "CERTIFICATE" {
 		return nil
 	}
-	leaf, err := x509.ParseCertificate(b.Bytes)
+	leaf, err := pc.ParseCertificate(b.Bytes)
 	if err != nil {
 		return nil
 	}
@@ -991,7 +996,7 @@ func (l *Loop) privateKey(ctx context.Context, namespace, name string) (crypto.S
 	if err != nil {
 		return nil, err
 	}
-	return keys.DecodePrivateKey(sec.Data[keys.SecretPrivateKey])
+	return l.cfg.Certificate.ParseCache.DecodePrivateKey(sec.Data[keys.SecretPrivateKey])
 }
 
 // forgetUID records that the certificate it now has the UID uid ("": it
