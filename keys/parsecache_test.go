@@ -200,7 +200,7 @@ func edKeys(t testing.TB, n int) [][]byte {
 	out := make([][]byte, n)
 	for i := range out {
 		seed := make([]byte, ed25519.SeedSize)
-		big.NewInt(int64(i+1)).FillBytes(seed)
+		big.NewInt(int64(i + 1)).FillBytes(seed)
 		p, err := EncodePrivateKey(ed25519.NewKeyFromSeed(seed), EncodingPKCS8)
 		require.NoError(t, err)
 		out[i] = p
