@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"crypto"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"maps"
@@ -337,22 +336,11 @@ func describeKey(name string) string {
 	return fmt.Sprintf("the next private key %s", name)
 }
 
-// parseCSR reads a request's CSR with encoding/pem and crypto/x509. Its
-// signature is the issuer's to check (keys.ParseCSR): a request whose
-// signature does not verify is answered invalid, and the stages replace
-// it after the backoff, as for any invalid request. pc, when not nil,
-// keeps the parse.
+// parseCSR reads a request's CSR (keys.DecodeCertificateRequest), through
+// pc when it is not nil. Its signature is the issuer's to check
+// (keys.ParseCSR): a request whose signature does not verify is answered
+// invalid, and the stages replace it after the backoff, as for any
+// invalid request.
 func parseCSR(pc *keys.ParseCache, pemBytes []byte) (*x509.CertificateRequest, error) {
-	block, _ := pem.Decode(pemBytes)
-	if block == nil {
-		return nil, errors.New("no PEM block")
-	}
-	if block.Type != "CERTIFICATE REQUEST" && block.Type != "NEW CERTIFICATE REQUEST" {
-		return nil, fmt.Errorf("a PEM %q block, not a CERTIFICATE REQUEST", block.Type)
-	}
-	csr, err := pc.ParseCertificateRequest(block.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("not a certificate request: %w", err)
-	}
-	return csr, nil
+	return pc.DecodeCertificateRequest(pemBytes)
 }

@@ -53,6 +53,8 @@ type ParsedSecret struct {
 
 	chainRest []byte // PEM after the leaf
 	caPEM     []byte
+	keyPEM    []byte // tls.key, when Key is set
+	keyType   string // its PEM block type
 
 	once     sync.Once
 	chain    []*x509.Certificate
@@ -65,12 +67,12 @@ type ParsedSecret struct {
 // error joins CertErr and KeyErr (nil when both parsed; a mismatch is not an
 // error here, it is KeyMatches false).
 func ParseSecretData(data map[string][]byte) (*ParsedSecret, error) {
-	return parseSecretData(data, parseLeaf, DecodePrivateKey)
+	return parseSecretData(data, parseLeaf, decodePrivateKey)
 }
 
 // parseSecretData is ParseSecretData with the leaf and the key read by the
 // functions given (a ParseCache's, or the plain parsers).
-func parseSecretData(data map[string][]byte, leafOf func([]byte) (*x509.Certificate, int, error), keyOf func([]byte) (crypto.Signer, error)) (*ParsedSecret, error) {
+func parseSecretData(data map[string][]byte, leafOf func([]byte) (*x509.Certificate, int, error), keyOf func([]byte) (crypto.Signer, string, error)) (*ParsedSecret, error) {
 	p := &ParsedSecret{caPEM: data[SecretCA]}
 	if crt := data[SecretCertificate]; len(crt) == 0 {
 		p.CertErr = &FieldError{Field: SecretCertificate, Err: ErrMissing}
@@ -81,10 +83,10 @@ func parseSecretData(data map[string][]byte, leafOf func([]byte) (*x509.Certific
 	}
 	if k := data[SecretPrivateKey]; len(k) == 0 {
 		p.KeyErr = &FieldError{Field: SecretPrivateKey, Err: ErrMissing}
-	} else if key, err := keyOf(k); err != nil {
+	} else if key, typ, err := keyOf(k); err != nil {
 		p.KeyErr = &FieldError{Field: SecretPrivateKey, Err: err}
 	} else {
-		p.Key = key
+		p.Key, p.keyPEM, p.keyType = key, k, typ
 	}
 	if p.Leaf != nil && p.Key != nil {
 		p.KeyMatches = PublicKeysEqual(p.Leaf.PublicKey, p.Key.Public())

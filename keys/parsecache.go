@@ -13,8 +13,7 @@ import (
 const DefaultParseCacheBytes = 64 << 20
 
 // ParseCache keeps what DecodePrivateKey, ParseSecretData,
-// x509.ParseCertificate and x509.ParseCertificateRequest make of their
-// input, keyed by the input's content, so that a host which decides on
+// DecodeCertificateRequest and x509.ParseCertificate make of their input, keyed by the input's content, so that a host which decides on
 // the same secrets and requests pass after pass parses each of them once.
 // Deriving a private key (an RSA key's checks and precomputation, an
 // Ed25519 key's public half) costs tens to hundreds of microseconds; a
@@ -78,7 +77,7 @@ const (
 	kindPrivateKey  cacheKind = iota // DecodePrivateKey
 	kindLeaf                         // parseLeaf (ParseSecretData's tls.crt)
 	kindCertificate                  // x509.ParseCertificate
-	kindRequest                      // x509.ParseCertificateRequest
+	kindRequest                      // DecodeCertificateRequest
 	numKinds
 )
 
@@ -89,7 +88,8 @@ type cacheEntry struct {
 
 	// The parse, never changed after the entry is added.
 	value any
-	at    int // parseLeaf's restAt
+	at    int    // parseLeaf's restAt
+	typ   string // decodePrivateKey's PEM block type
 	err   error
 
 	prev, next *cacheEntry // guarded by ParseCache.mu
@@ -123,12 +123,17 @@ func (c *ParseCache) DecodePrivateKey(pemBytes []byte) (crypto.Signer, error) {
 	if c == nil {
 		return DecodePrivateKey(pemBytes)
 	}
+	k, _, err := c.decodePrivateKey(pemBytes)
+	return k, err
+}
+
+func (c *ParseCache) decodePrivateKey(pemBytes []byte) (crypto.Signer, string, error) {
 	e := c.get(kindPrivateKey, pemBytes, func() *cacheEntry {
-		k, err := DecodePrivateKey(pemBytes)
-		return &cacheEntry{value: k, err: err}
+		k, typ, err := decodePrivateKey(pemBytes)
+		return &cacheEntry{value: k, typ: typ, err: err}
 	})
 	k, _ := e.value.(crypto.Signer)
-	return k, e.err
+	return k, e.typ, e.err
 }
 
 // ParseSecretData is keys.ParseSecretData with tls.crt's leaf and tls.key
@@ -138,7 +143,7 @@ func (c *ParseCache) ParseSecretData(data map[string][]byte) (*ParsedSecret, err
 	if c == nil {
 		return ParseSecretData(data)
 	}
-	return parseSecretData(data, c.leaf, c.DecodePrivateKey)
+	return parseSecretData(data, c.leaf, c.decodePrivateKey)
 }
 
 func (c *ParseCache) leaf(crt []byte) (*x509.Certificate, int, error) {
@@ -166,15 +171,14 @@ func (c *ParseCache) ParseCertificate(der []byte) (*x509.Certificate, error) {
 	return cert, e.err
 }
 
-// ParseCertificateRequest is x509.ParseCertificateRequest, cached; it
-// does not check the request's signature (ParseCSR does). The request's
-// Raw fields point into the cache's own copy of der, not into der.
-func (c *ParseCache) ParseCertificateRequest(der []byte) (*x509.CertificateRequest, error) {
+// DecodeCertificateRequest is keys.DecodeCertificateRequest, cached: a
+// request read without checking its signature.
+func (c *ParseCache) DecodeCertificateRequest(pemBytes []byte) (*x509.CertificateRequest, error) {
 	if c == nil {
-		return x509.ParseCertificateRequest(der)
+		return DecodeCertificateRequest(pemBytes)
 	}
-	e := c.get(kindRequest, der, func() *cacheEntry {
-		csr, err := x509.ParseCertificateRequest(bytes.Clone(der))
+	e := c.get(kindRequest, pemBytes, func() *cacheEntry {
+		csr, err := DecodeCertificateRequest(pemBytes)
 		return &cacheEntry{value: csr, err: err}
 	})
 	csr, _ := e.value.(*x509.CertificateRequest)

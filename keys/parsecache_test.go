@@ -117,9 +117,9 @@ var parsers = []parser{
 	{"ParseCertificate",
 		func(b []byte) string { return describeParse(x509.ParseCertificate(b)) },
 		func(c *ParseCache, b []byte) string { return describeParse(c.ParseCertificate(b)) }},
-	{"ParseCertificateRequest",
-		func(b []byte) string { return describeParse(x509.ParseCertificateRequest(b)) },
-		func(c *ParseCache, b []byte) string { return describeParse(c.ParseCertificateRequest(b)) }},
+	{"DecodeCertificateRequest",
+		func(b []byte) string { return describeParse(DecodeCertificateRequest(b)) },
+		func(c *ParseCache, b []byte) string { return describeParse(c.DecodeCertificateRequest(b)) }},
 	{"ParseSecretData as tls.crt",
 		func(b []byte) string { return describeParse(ParseSecretData(map[string][]byte{SecretCertificate: b})) },
 		func(c *ParseCache, b []byte) string {
