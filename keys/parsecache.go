@@ -8,9 +8,14 @@ import (
 )
 
 // DefaultParseCacheBytes is the bound of a ParseCache made with
-// NewParseCache(0): 64 MiB, by ParseCache's estimate of what its entries
-// hold — some thousands of certificates' keys, leaves and requests.
-const DefaultParseCacheBytes = 64 << 20
+// NewParseCache(0): 4 MiB by ParseCache's estimate, about half that in
+// fact — some hundreds to a thousand keys, leaves and requests, enough
+// for the certificates a host has in flight at once. A certificate that
+// is only looked at again on a resync gains little from staying in the
+// cache; every byte it holds is scanned by the garbage collector. Size a
+// bigger cache by about 20 KiB (estimated) per certificate that is being
+// issued at any one time.
+const DefaultParseCacheBytes = 4 << 20
 
 // ParseCache keeps what DecodePrivateKey, ParseSecretData,
 // DecodeCertificateRequest and x509.ParseCertificate make of their input, keyed by the input's content, so that a host which decides on
