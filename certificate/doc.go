@@ -121,7 +121,10 @@
 //
 // Decisions never read the clock, never draw randomness and never do I/O,
 // and keep nothing between calls: the same snapshot and time give the same
-// result, parsed from the snapshot's bytes each time. A secret with
-// keystores takes milliseconds to decide on, since each keystore is opened
-// with its password to check it.
+// result, parsed from the snapshot's bytes each time — or taken from
+// Config.ParseCache, a keys.ParseCache keyed by those bytes, which a host
+// keeps across decisions so that a key, a certificate or a request is
+// parsed once, not on every pass; the result is the same either way. A
+// secret with keystores takes milliseconds to decide on, since each
+// keystore is opened with its password to check it.
 package certificate

@@ -87,7 +87,13 @@ func testCertificate() *Certificate {
 // healthy returns a snapshot of a certificate issued at revision 1 from a
 // matching request, valid for 90 days from issuedAt.
 func (f *fixture) healthy(issuedAt time.Time) (*Snapshot, crypto.Signer) {
+	return f.healthyKey(issuedAt, *testCertificate().Spec.PrivateKey)
+}
+
+// healthyKey is healthy for a certificate whose private key is of spec.
+func (f *fixture) healthyKey(issuedAt time.Time, spec keys.KeySpec) (*Snapshot, crypto.Signer) {
 	c := testCertificate()
+	c.Spec.PrivateKey = &spec
 	key := f.key(*c.Spec.PrivateKey)
 	tmpl := c.Spec.Template()
 	chain := f.sign(key.Public(), tmpl, issuedAt, issuedAt.Add(90*24*time.Hour))

@@ -410,7 +410,8 @@ func combined(keyPEM, chain []byte) []byte {
 // settled answer, the backoff is skipped only for a spec fixed since the
 // failure, a secret that holds data certlife did not write is never
 // written nor issued for (checkHeld), and a decision that does nothing
-// says why and when.
+// says why and when; and that a parse cache changes no decision
+// (checkParseCache).
 func FuzzReconcileStructured(f *testing.F) {
 	pool := newFuzzPool(f)
 	f.Add([]byte{})
@@ -427,9 +428,13 @@ func FuzzReconcileStructured(f *testing.F) {
 	f.Add([]byte{4, 3, 5, 1, 4, 7, 6, 5, 6, 1, 6, 7, 6, 7, 0, 0, 1, 3, 7, 4, 4, 0, 2, 7, 2, 5, 2, 5, 7, 3})
 	f.Add([]byte{0, 0, 1, 7, 6, 6, 0, 5, 4, 4, 3, 6, 1, 0, 6, 6, 1, 1, 6, 5, 0, 5, 6, 2, 5, 3, 6, 1, 3, 1})
 	f.Add([]byte{6, 1, 2, 1, 6, 0, 3, 2, 0, 0, 2, 0, 3, 7, 3, 3, 3, 2, 0, 3, 2, 1, 3, 6, 7, 4, 5, 4, 4, 2})
+	// One cache for every input, as a host keeps one for every
+	// certificate: what one input parsed is what the next finds.
+	cache := keys.NewParseCache(1 << 20)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, now, cfg := pool.snapshot(&fuzzReader{b: data})
 		checkDecision(t, s, now, cfg)
+		checkParseCache(t, s, now, cfg, cache)
 	})
 }
 

@@ -137,7 +137,7 @@ func issuingStage(p *pass, now time.Time, cfg Config) Result {
 		}
 		return recordFailure(p, req.CertificateRequest, failReason, failMsg, at, now)
 	}
-	leaf, reason, bad := checkIssued(req.CertificateRequest, k, keyName, &c.Spec, now)
+	leaf, reason, bad := checkIssued(p.cfg.ParseCache, req.CertificateRequest, k, keyName, &c.Spec, now)
 	if bad == "" {
 		// Due for renewal on arrival: written, it would start the next
 		// issuance at once. The ARI window in the snapshot is the replaced
@@ -344,8 +344,8 @@ func issuerProgress(p *pass, now time.Time, cfg Config) (progress, bool) {
 // wrong with them, with the failure reason: undecodable, a leaf for
 // another key than the next private key (which the CSR was checked to
 // hold), expired, or for other names than the spec's.
-func checkIssued(req *CertificateRequest, k *nextKey, keyName string, spec *Spec, now time.Time) (leaf *x509.Certificate, reason, bad string) {
-	chain, err := parseChain(req.Status.Certificate)
+func checkIssued(pc *keys.ParseCache, req *CertificateRequest, k *nextKey, keyName string, spec *Spec, now time.Time) (leaf *x509.Certificate, reason, bad string) {
+	chain, err := parseChain(pc, req.Status.Certificate)
 	if err == nil && len(chain) == 0 {
 		err = errors.New("no certificate")
 	}
@@ -353,7 +353,7 @@ func checkIssued(req *CertificateRequest, k *nextKey, keyName string, spec *Spec
 		return nil, ReasonIssuedUndecodable, "an undecodable chain: " + err.Error()
 	}
 	if len(bytes.TrimSpace(req.Status.CA)) > 0 {
-		if _, err := parseChain(req.Status.CA); err != nil {
+		if _, err := parseChain(pc, req.Status.CA); err != nil {
 			return nil, ReasonIssuedUndecodable, "an undecodable CA: " + err.Error()
 		}
 	}
@@ -370,8 +370,9 @@ func checkIssued(req *CertificateRequest, k *nextKey, keyName string, spec *Spec
 	return leaf, "", ""
 }
 
-// parseChain parses every CERTIFICATE block of a PEM bundle.
-func parseChain(pemBytes []byte) ([]*x509.Certificate, error) {
+// parseChain parses every CERTIFICATE block of a PEM bundle, through pc
+// (nil: parsing each).
+func parseChain(pc *keys.ParseCache, pemBytes []byte) ([]*x509.Certificate, error) {
 	var out []*x509.Certificate
 	rest := pemBytes
 	for i := 0; ; i++ {
@@ -383,7 +384,7 @@ func parseChain(pemBytes []byte) ([]*x509.Certificate, error) {
 		if block.Type != "CERTIFICATE" {
 			return nil, fmt.Errorf("PEM block %d is %q, not CERTIFICATE", i, block.Type)
 		}
-		c, err := x509.ParseCertificate(block.Bytes)
+		c, err := pc.ParseCertificate(block.Bytes)
 		if err != nil {
 			return nil, fmt.Errorf("certificate %d: %w", i, err)
 		}
@@ -395,12 +396,17 @@ func parseChain(pemBytes []byte) ([]*x509.Certificate, error) {
 	return out, nil
 }
 
-func firstCertificate(chain []byte) (*x509.Certificate, error) {
+// firstCertificate parses the first block of a PEM bundle, which must be
+// a CERTIFICATE.
+func firstCertificate(chain []byte) (*x509.Certificate, error) { return firstCertificateIn(nil, chain) }
+
+// firstCertificateIn is firstCertificate through pc (nil: parsing).
+func firstCertificateIn(pc *keys.ParseCache, chain []byte) (*x509.Certificate, error) {
 	block, _ := pem.Decode(chain)
 	if block == nil || block.Type != "CERTIFICATE" {
 		return nil, errors.New("no CERTIFICATE PEM block")
 	}
-	return x509.ParseCertificate(block.Bytes)
+	return pc.ParseCertificate(block.Bytes)
 }
 
 func removeCondition(conds []Condition, t string) []Condition {
@@ -445,7 +451,7 @@ func adoptRevision(p *pass) (Result, bool) {
 			// answered with the certificate already in it).
 			continue
 		}
-		if issued, err := firstCertificate(r.Status.Certificate); err == nil && bytes.Equal(issued.Raw, leaf.Raw) {
+		if issued, err := firstCertificateIn(p.cfg.ParseCache, r.Status.Certificate); err == nil && bytes.Equal(issued.Raw, leaf.Raw) {
 			from = r
 		}
 	}
@@ -478,10 +484,10 @@ func repairSecret(p *pass, now time.Time, cfg Config) (Result, bool) {
 	// for keys.SecretData; a secret whose tls.crt or ca.crt holds garbage
 	// beside a good leaf is left as it is, and readiness keeps saying it
 	// drifted.
-	if _, err := parseChain(p.secret.Data[keys.SecretCertificate]); err != nil {
+	if _, err := parseChain(p.cfg.ParseCache, p.secret.Data[keys.SecretCertificate]); err != nil {
 		return Result{}, false
 	}
-	if _, err := parseChain(p.secret.Data[keys.SecretCA]); err != nil {
+	if _, err := parseChain(p.cfg.ParseCache, p.secret.Data[keys.SecretCA]); err != nil {
 		return Result{}, false
 	}
 	c := p.cert

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/certlife/certlife/backoff"
+	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/renewal"
 )
 
@@ -41,6 +42,13 @@ type Config struct {
 	// and the request stays for an issuer that comes up late. Timed from
 	// the request's creation. Zero means 5 minutes.
 	IssuerGrace time.Duration
+	// ParseCache, when set, keeps what decisions parse of the snapshot's
+	// bytes — private keys, certificates, requests — by content, so a
+	// host that decides on the same objects pass after pass parses each
+	// once. A decision gives the same result with it as without it. One
+	// cache serves every decision of a host, at once from several
+	// goroutines. Nil means every decision parses everything it reads.
+	ParseCache *keys.ParseCache
 }
 
 func (c Config) issuerGrace() time.Duration {

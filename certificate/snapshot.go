@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"crypto"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"maps"
@@ -20,7 +19,7 @@ import (
 // Snapshot is everything a decision reads about one certificate, gathered
 // by the host in one place. Nil means missing. A decision never changes it
 // and keeps nothing of it: every call parses what it needs from the bytes
-// given.
+// given, or takes the parse from Config.ParseCache.
 type Snapshot struct {
 	// Certificate is the resource being reconciled. It must have a name
 	// and a UID (every object a decision creates is owned by it).
@@ -148,7 +147,7 @@ func newPass(s *Snapshot, now time.Time, cfg Config) *pass {
 		p.schedule, _ = renewal.Compile(r.Windows)
 	}
 	if s.Secret != nil {
-		p.parsed, _ = keys.ParseSecretData(s.Secret.Data)
+		p.parsed, _ = cfg.ParseCache.ParseSecretData(s.Secret.Data)
 	}
 	p.drift = secretDrift(p)
 	p.renewal = decideRenewal(p)
@@ -158,7 +157,7 @@ func newPass(s *Snapshot, now time.Time, cfg Config) *pass {
 		}
 		rq := request{CertificateRequest: r, created: createdAt(r)}
 		rq.revision, _ = revisionOf(r)
-		rq.csr, rq.csrErr = parseCSR(r.Spec.Request)
+		rq.csr, rq.csrErr = parseCSR(cfg.ParseCache, r.Spec.Request)
 		p.requests = append(p.requests, rq)
 	}
 	// One order for every stage: by revision, then oldest first, then by
@@ -172,7 +171,7 @@ func newPass(s *Snapshot, now time.Time, cfg Config) *pass {
 		if sec == nil {
 			continue
 		}
-		k, err := keys.DecodePrivateKey(sec.Data[keys.SecretPrivateKey])
+		k, err := cfg.ParseCache.DecodePrivateKey(sec.Data[keys.SecretPrivateKey])
 		p.nextKeys = append(p.nextKeys, nextKey{secret: sec, key: k, err: err})
 	}
 	return p
@@ -309,7 +308,7 @@ func (p *pass) applyWrite(w WriteSecret) {
 		}
 	}
 	p.secret = sec
-	p.parsed, _ = keys.ParseSecretData(sec.Data)
+	p.parsed, _ = p.cfg.ParseCache.ParseSecretData(sec.Data)
 	p.drift = nil
 	if w.KeySecretName != w.Name {
 		// A new certificate: the snapshot's ARI window was the old one's.
@@ -337,21 +336,11 @@ func describeKey(name string) string {
 	return fmt.Sprintf("the next private key %s", name)
 }
 
-// parseCSR reads a request's CSR with encoding/pem and crypto/x509. Its
-// signature is the issuer's to check (keys.ParseCSR): a request whose
-// signature does not verify is answered invalid, and the stages replace
-// it after the backoff, as for any invalid request.
-func parseCSR(pemBytes []byte) (*x509.CertificateRequest, error) {
-	block, _ := pem.Decode(pemBytes)
-	if block == nil {
-		return nil, errors.New("no PEM block")
-	}
-	if block.Type != "CERTIFICATE REQUEST" && block.Type != "NEW CERTIFICATE REQUEST" {
-		return nil, fmt.Errorf("a PEM %q block, not a CERTIFICATE REQUEST", block.Type)
-	}
-	csr, err := x509.ParseCertificateRequest(block.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("not a certificate request: %w", err)
-	}
-	return csr, nil
+// parseCSR reads a request's CSR (keys.DecodeCertificateRequest), through
+// pc when it is not nil. Its signature is the issuer's to check
+// (keys.ParseCSR): a request whose signature does not verify is answered
+// invalid, and the stages replace it after the backoff, as for any
+// invalid request.
+func parseCSR(pc *keys.ParseCache, pemBytes []byte) (*x509.CertificateRequest, error) {
+	return pc.DecodeCertificateRequest(pemBytes)
 }

@@ -467,7 +467,7 @@ func secretNotCaughtUp(p *pass, now time.Time, cfg Config) (until time.Time, msg
 	if p.secret != nil && leaf == nil {
 		return time.Time{}, "", false // garbage, not an older certificate
 	}
-	issued, err := firstCertificate(req.Status.Certificate)
+	issued, err := firstCertificateIn(p.cfg.ParseCache, req.Status.Certificate)
 	if err != nil {
 		return time.Time{}, "", false
 	}

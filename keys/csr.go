@@ -355,6 +355,22 @@ func BuildCSR(rand io.Reader, tmpl RequestTemplate, key crypto.Signer) ([]byte, 
 // names. Errors name the structure at fault and never quote the request's
 // bytes.
 func ParseCSR(pemBytes []byte) (*x509.CertificateRequest, error) {
+	csr, err := DecodeCertificateRequest(pemBytes)
+	if err != nil {
+		return nil, err
+	}
+	if err := csr.CheckSignature(); err != nil {
+		return nil, fmt.Errorf("keys: request signature: %w", err)
+	}
+	return csr, nil
+}
+
+// DecodeCertificateRequest is ParseCSR without the signature check: it
+// reads a request as ParseCSR does, with the same errors, and leaves the
+// signature to whoever answers the request. Certificate decisions read
+// requests with it: a request whose signature does not verify is the
+// issuer's to refuse.
+func DecodeCertificateRequest(pemBytes []byte) (*x509.CertificateRequest, error) {
 	block, _ := pem.Decode(pemBytes)
 	if block == nil {
 		return nil, errors.New("keys: request: no PEM block found")
@@ -365,9 +381,6 @@ func ParseCSR(pemBytes []byte) (*x509.CertificateRequest, error) {
 	csr, err := x509.ParseCertificateRequest(block.Bytes)
 	if err != nil {
 		return nil, &requestError{err: err}
-	}
-	if err := csr.CheckSignature(); err != nil {
-		return nil, fmt.Errorf("keys: request signature: %w", err)
 	}
 	return csr, nil
 }

@@ -53,7 +53,7 @@ func DataMismatches(data map[string][]byte, p *ParsedSecret, out OutputSpec) []s
 	if err != nil {
 		return []string{SecretPrivateKey + ": " + err.Error()}
 	}
-	if block, _ := pem.Decode(data[SecretPrivateKey]); block == nil || block.Type != wantType {
+	if keyPEMType(data, p) != wantType {
 		enc := out.KeyEncoding
 		if enc == "" {
 			enc = EncodingPKCS1
@@ -273,4 +273,16 @@ func sameCertificates(a, b []*x509.Certificate) bool {
 		}
 	}
 	return true
+}
+
+// keyPEMType is the type of tls.key's first PEM block: as p read it, when
+// p was read from the same tls.key, else read from data.
+func keyPEMType(data map[string][]byte, p *ParsedSecret) string {
+	if p.keyType != "" && bytes.Equal(p.keyPEM, data[SecretPrivateKey]) {
+		return p.keyType
+	}
+	if block, _ := pem.Decode(data[SecretPrivateKey]); block != nil {
+		return block.Type
+	}
+	return ""
 }

@@ -191,3 +191,32 @@ func FuzzDataMismatches(f *testing.F) {
 		}
 	})
 }
+
+// TestKeyPEMTypeIsTheBlocks: the key type DataMismatches takes from a
+// parse is the type of tls.key's first PEM block, whether the parse was of
+// this tls.key, of another encoding of the key, or made by hand.
+func TestKeyPEMTypeIsTheBlocks(t *testing.T) {
+	key := mustKey(t, KeySpec{Algorithm: AlgorithmECDSA})
+	sec1, err := EncodePrivateKey(key, EncodingPKCS1)
+	require.NoError(t, err)
+	pkcs8, err := EncodePrivateKey(key, EncodingPKCS8)
+	require.NoError(t, err)
+	parsedSEC1, _ := ParseSecretData(map[string][]byte{SecretPrivateKey: sec1})
+	cached, _ := NewParseCache(0).ParseSecretData(map[string][]byte{SecretPrivateKey: sec1})
+	tests := map[string]struct {
+		tlsKey []byte
+		p      *ParsedSecret
+		want   string
+	}{
+		"the parse of this tls.key":                {sec1, parsedSEC1, "EC PRIVATE KEY"},
+		"a cached parse of this tls.key":           {sec1, cached, "EC PRIVATE KEY"},
+		"the parse of the key in another encoding": {pkcs8, parsedSEC1, "PRIVATE KEY"},
+		"a parse made by hand":                     {pkcs8, &ParsedSecret{Key: key}, "PRIVATE KEY"},
+		"a tls.key that is no PEM, beside a parse": {[]byte("garbage"), parsedSEC1, ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			require.Equal(t, tc.want, keyPEMType(map[string][]byte{SecretPrivateKey: tc.tlsKey}, tc.p))
+		})
+	}
+}

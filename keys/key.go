@@ -126,11 +126,22 @@ func marshalPrivateKey(key crypto.Signer, enc Encoding) (der []byte, pemType str
 // private key with crypto/x509's parsers. Errors wrap ErrDecode and never
 // quote the input.
 func DecodePrivateKey(pemBytes []byte) (crypto.Signer, error) {
+	key, _, err := decodePrivateKey(pemBytes)
+	return key, err
+}
+
+// decodePrivateKey is DecodePrivateKey that also returns the key's PEM
+// block type.
+func decodePrivateKey(pemBytes []byte) (crypto.Signer, string, error) {
 	block, _ := pem.Decode(pemBytes)
 	if block == nil {
-		return nil, fmt.Errorf("%w: no PEM block found", ErrDecode)
+		return nil, "", fmt.Errorf("%w: no PEM block found", ErrDecode)
 	}
-	return parsePrivateKeyBlock(block)
+	key, err := parsePrivateKeyBlock(block)
+	if err != nil {
+		return nil, "", err
+	}
+	return key, block.Type, nil
 }
 
 func parsePrivateKeyBlock(block *pem.Block) (crypto.Signer, error) {

@@ -53,6 +53,8 @@ type ParsedSecret struct {
 
 	chainRest []byte // PEM after the leaf
 	caPEM     []byte
+	keyPEM    []byte // tls.key, when Key is set
+	keyType   string // its PEM block type
 
 	once     sync.Once
 	chain    []*x509.Certificate
@@ -65,36 +67,48 @@ type ParsedSecret struct {
 // error joins CertErr and KeyErr (nil when both parsed; a mismatch is not an
 // error here, it is KeyMatches false).
 func ParseSecretData(data map[string][]byte) (*ParsedSecret, error) {
+	return parseSecretData(data, parseLeaf, decodePrivateKey)
+}
+
+// parseSecretData is ParseSecretData with the leaf and the key read by the
+// functions given (a ParseCache's, or the plain parsers).
+func parseSecretData(data map[string][]byte, leafOf func([]byte) (*x509.Certificate, int, error), keyOf func([]byte) (crypto.Signer, string, error)) (*ParsedSecret, error) {
 	p := &ParsedSecret{caPEM: data[SecretCA]}
 	if crt := data[SecretCertificate]; len(crt) == 0 {
 		p.CertErr = &FieldError{Field: SecretCertificate, Err: ErrMissing}
+	} else if leaf, restAt, err := leafOf(crt); err != nil {
+		p.CertErr = &FieldError{Field: SecretCertificate, Err: err}
 	} else {
-		block, rest := pem.Decode(crt)
-		switch {
-		case block == nil:
-			p.CertErr = &FieldError{Field: SecretCertificate, Err: errors.New("no PEM block found")}
-		case block.Type != "CERTIFICATE":
-			p.CertErr = &FieldError{Field: SecretCertificate, Err: fmt.Errorf("PEM block type %q is not CERTIFICATE", block.Type)}
-		default:
-			leaf, err := x509.ParseCertificate(block.Bytes)
-			if err != nil {
-				p.CertErr = &FieldError{Field: SecretCertificate, Err: err}
-			} else {
-				p.Leaf, p.chainRest = leaf, rest
-			}
-		}
+		p.Leaf, p.chainRest = leaf, crt[restAt:]
 	}
 	if k := data[SecretPrivateKey]; len(k) == 0 {
 		p.KeyErr = &FieldError{Field: SecretPrivateKey, Err: ErrMissing}
-	} else if key, err := DecodePrivateKey(k); err != nil {
+	} else if key, typ, err := keyOf(k); err != nil {
 		p.KeyErr = &FieldError{Field: SecretPrivateKey, Err: err}
 	} else {
-		p.Key = key
+		p.Key, p.keyPEM, p.keyType = key, k, typ
 	}
 	if p.Leaf != nil && p.Key != nil {
 		p.KeyMatches = PublicKeysEqual(p.Leaf.PublicKey, p.Key.Public())
 	}
 	return p, errors.Join(p.CertErr, p.KeyErr)
+}
+
+// parseLeaf parses the first PEM block of a non-empty tls.crt as a
+// certificate; restAt is where the blocks after it begin.
+func parseLeaf(crt []byte) (leaf *x509.Certificate, restAt int, err error) {
+	block, rest := pem.Decode(crt)
+	switch {
+	case block == nil:
+		return nil, 0, errors.New("no PEM block found")
+	case block.Type != "CERTIFICATE":
+		return nil, 0, fmt.Errorf("PEM block type %q is not CERTIFICATE", block.Type)
+	}
+	leaf, err = x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, 0, err
+	}
+	return leaf, len(crt) - len(rest), nil
 }
 
 // Chain returns the whole chain of tls.crt, leaf first, parsing the

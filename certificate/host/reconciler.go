@@ -51,7 +51,10 @@ type Config struct {
 	// for concurrent use. Its issuers are not swept by Reconciler.Sweep;
 	// a host whose issuers sweep calls them itself.
 	IssuerFor func(ref certificate.IssuerRef) certificate.Issuer
-	// Certificate is passed to every decision.
+	// Certificate is passed to every decision. Its ParseCache, when nil,
+	// is a new keys.ParseCache of the default bound, one per Reconciler;
+	// the Reconciler reads private keys and leaves through it too, so
+	// each is parsed once per content.
 	Certificate certificate.Config
 	// Rand is the randomness for keys, CSRs and keystores; nil means
 	// crypto/rand.
@@ -137,6 +140,9 @@ func NewReconciler(cfg Config) (*Reconciler, error) {
 	}
 	if err := cfg.Certificate.Validate(); err != nil {
 		return nil, fmt.Errorf("host: Config.Certificate: %w", err)
+	}
+	if cfg.Certificate.ParseCache == nil {
+		cfg.Certificate.ParseCache = keys.NewParseCache(0)
 	}
 	r := &Reconciler{cfg: cfg, clock: cfg.Clock, rand: cfg.Rand, store: cfg.Store, issuers: map[certificate.IssuerRef]certificate.Issuer{}}
 	if r.rand == nil {
@@ -519,7 +525,7 @@ func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate) (s 
 		}
 	}
 	if r.cfg.ARI != nil && s.Secret != nil {
-		if leaf := leafOf(s.Secret); leaf != nil {
+		if leaf := leafOf(r.cfg.Certificate.ParseCache, s.Secret); leaf != nil {
 			s.ARI, ariErr = r.cfg.ARI(ctx, c, leaf)
 			if ariErr != nil {
 				s.ARI, ariErr = nil, fmt.Errorf("renewal information: %w", ariErr)
@@ -529,12 +535,12 @@ func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate) (s 
 	return s, ariErr, nil
 }
 
-func leafOf(s *certificate.Secret) *x509.Certificate {
+func leafOf(pc *keys.ParseCache, s *certificate.Secret) *x509.Certificate {
 	b, _ := pem.Decode(s.Data[keys.SecretCertificate])
 	if b == nil || b.Type != "CERTIFICATE" {
 		return nil
 	}
-	leaf, err := x509.ParseCertificate(b.Bytes)
+	leaf, err := pc.ParseCertificate(b.Bytes)
 	if err != nil {
 		return nil
 	}
@@ -789,7 +795,7 @@ func (p *pass) privateKey(ctx context.Context, name string) (crypto.Signer, erro
 	if err != nil {
 		return nil, err
 	}
-	return keys.DecodePrivateKey(sec.Data[keys.SecretPrivateKey])
+	return p.r.cfg.Certificate.ParseCache.DecodePrivateKey(sec.Data[keys.SecretPrivateKey])
 }
 
 func ignore(err, ok error) error {
