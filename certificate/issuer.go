@@ -8,22 +8,50 @@ import (
 // Issuer answers the requests whose issuerRef names it, through the
 // contract below. The local CA (package certificate/localca) and the ACME
 // issuer (package acmeclient) implement it; a host loop calls Answer for
-// each request that is not Answered and Forget for each request it
-// deletes (DeleteRequest).
+// each request that is not Answered. An issuer that keeps state per
+// request implements Forgetter too, and one that removes that state on a
+// schedule of its own, Sweeper.
 type Issuer interface {
 	// Answer works on a request that is not Answered: it answers it
 	// (SetIssued, SetFailed, SetDenied, SetInvalid) or records progress
 	// (SetPending), changing only r's status, which the host writes back
-	// when it changed. It returns when to call again; zero means only
-	// when the request changes. An error means the step could not run;
-	// the host calls again at next, or soon when next is zero.
+	// when it changed. now is the host's time: the issuer times what it
+	// records and what it returns from it, not from a clock of its own.
+	// It returns when to call again; zero means only when the request
+	// changes. An error means the step could not run; the host calls
+	// again at next, or soon when next is zero.
 	Answer(ctx context.Context, r *CertificateRequest, now time.Time) (next time.Time, err error)
+}
+
+// Forgetter is implemented by an issuer that keeps state per request (an
+// ACME order, what its challenges present), which must not outlive the
+// request. An issuer that keeps nothing between answers does not
+// implement it.
+type Forgetter interface {
 	// Forget tells the issuer that the request namespace/name is deleted:
-	// it drops whatever it keeps for it. A request it never saw is no
-	// error. The host loop (package certificate/host) never calls it
-	// while an Answer of the same request is under way, nor Answer for a
-	// request it has told the issuer to forget.
+	// it drops whatever it keeps for it. The host calls it after it
+	// deletes a request (DeleteRequest), and when an answer's status
+	// write finds the request gone. It is idempotent: a request the
+	// issuer never saw, or already forgot, is no error. The host loop
+	// (package certificate/host) never calls it while an Answer of the
+	// same request is under way, nor Answer for a request it has told the
+	// issuer to forget.
 	Forget(ctx context.Context, namespace, name string) error
+}
+
+// Sweeper is implemented by an issuer that keeps state and removes what
+// is due on its own schedule — what it keeps for requests answered long
+// ago, or for requests the host deleted without telling it (a crash
+// between the deletion and Forget) — so that nothing is kept longer than
+// it must be even when no request needs the issuer.
+type Sweeper interface {
+	// Sweep removes what is due at now and returns when the next removal
+	// is due. The host calls it when it starts and again at next; zero
+	// means nothing is due until the issuer is next used (Answer or
+	// Forget), after which the host calls Sweep again. An error means a
+	// removal failed; the host tries again later, at next when it is not
+	// zero.
+	Sweep(ctx context.Context, now time.Time) (next time.Time, err error)
 }
 
 // The issuer contract.

@@ -308,5 +308,8 @@ func (g *gateIssuer) Answer(ctx context.Context, r *certificate.CertificateReque
 }
 
 func (g *gateIssuer) Forget(ctx context.Context, ns, name string) error {
-	return g.inner.Forget(ctx, ns, name)
+	if f, ok := g.inner.(certificate.Forgetter); ok {
+		return f.Forget(ctx, ns, name)
+	}
+	return nil
 }

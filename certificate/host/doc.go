@@ -15,7 +15,7 @@
 //     stops at the first that fails: keys are generated, requests built
 //     and temporary certificates made with package keys; a create that meets an object of the same
 //     (deterministic) name is success, and so is a delete of a missing
-//     one; a deleted request's issuer is told (certificate.Issuer.Forget);
+//     one; a deleted request's issuer is told (certificate.Forgetter);
 //     a secret is written only over the version the decision read, with
 //     its labels and annotations merged, and never when the decision saw
 //     none and one is there by then (a conflict: the next decision reads

@@ -38,10 +38,11 @@ type Config struct {
 	// kind or group in a key means the defaults (certificate.IssuerRef.
 	// WithDefaults). A request whose issuer is neither here nor given
 	// by IssuerFor is left to whoever serves it; the certificate says so when nobody answers.
-	// An issuer that keeps state of its own and has a method
-	// Sweep(ctx) (next time.Time, err error) — acmeclient.Issuer does —
-	// is swept when the loop starts and again at each time Sweep returns,
-	// so that what it keeps goes on time even when no request needs it.
+	// An issuer that keeps state of its own and is a
+	// certificate.Sweeper — acmeclient.Issuer is — is swept when the
+	// loop starts and again at each time Sweep returns, at the clock's
+	// time, so that what it keeps goes on time even when no request
+	// needs it.
 	Issuers map[certificate.IssuerRef]certificate.Issuer
 	// IssuerFor, when set, gives the issuer of a request whose issuerRef
 	// (its defaults filled, certificate.IssuerRef.WithDefaults) is not a
@@ -50,8 +51,8 @@ type Config struct {
 	// operator's Issuer resources. The loop asks it whenever it needs a
 	// request's issuer — to answer the request, and to tell the issuer of
 	// its deletion — so it must be cheap and safe for concurrent use. The
-	// loop does not sweep the issuers it gives; a host whose issuer has a
-	// Sweep method calls it itself.
+	// loop does not sweep the issuers it gives; a host whose issuer is a
+	// certificate.Sweeper calls Sweep itself.
 	IssuerFor func(ref certificate.IssuerRef) certificate.Issuer
 	// Certificate is passed to every decision.
 	Certificate certificate.Config
@@ -161,11 +162,6 @@ type Loop struct {
 
 	started    bool
 	nextResync time.Time
-}
-
-// sweeper is an issuer that removes what it keeps on its own schedule.
-type sweeper interface {
-	Sweep(ctx context.Context) (time.Time, error)
 }
 
 // kindOwned queues the removal of what a certificate that is gone owned:
@@ -461,7 +457,7 @@ func (l *Loop) start(ctx context.Context, now time.Time) error {
 	}
 	if !l.started {
 		for ref, iss := range l.issuers {
-			if _, ok := iss.(sweeper); ok {
+			if _, ok := iss.(certificate.Sweeper); ok {
 				l.push(item{kind: KindIssuer, name: describeRef(ref)}, now)
 			}
 		}
@@ -575,8 +571,8 @@ func (l *Loop) forgetGone(ctx context.Context, it item) {
 	if !ok {
 		return
 	}
-	if iss := l.issuer(ref); iss != nil {
-		if err := iss.Forget(ctx, it.namespace, it.name); err != nil {
+	if f, ok := l.issuer(ref).(certificate.Forgetter); ok {
+		if err := f.Forget(ctx, it.namespace, it.name); err != nil {
 			l.observe(Event{Time: l.clock.Now(), Kind: KindRequest, Namespace: it.namespace, Name: it.name,
 				Err: fmt.Errorf("telling %s that request %s is deleted: %w", describeRef(ref), key(it.namespace, it.name), err)})
 		}
@@ -876,8 +872,8 @@ func (l *Loop) deleteRequest(ctx context.Context, namespace, name string, ref ce
 	if err := l.answered(ctx, it); err != nil {
 		return err
 	}
-	if iss := l.issuer(ref); iss != nil {
-		if err := iss.Forget(ctx, namespace, name); err != nil {
+	if f, ok := l.issuer(ref).(certificate.Forgetter); ok {
+		if err := f.Forget(ctx, namespace, name); err != nil {
 			return fmt.Errorf("telling %s that request %s goes: %w", describeRef(ref), key(namespace, name), err)
 		}
 	}
@@ -1100,7 +1096,7 @@ func (l *Loop) answer(ctx context.Context, it item, now time.Time) (ev Event, ac
 	l.mu.Unlock()
 	before, _ := json.Marshal(r.Status)
 	next, aerr := iss.Answer(ctx, r, now)
-	if _, ok := iss.(sweeper); ok {
+	if _, ok := iss.(certificate.Sweeper); ok {
 		// What the issuer keeps changed: its next sweep may be due sooner
 		// than the last one said.
 		sw := item{kind: KindIssuer, name: describeRef(r.Spec.IssuerRef)}
@@ -1150,16 +1146,16 @@ func (l *Loop) answer(ctx context.Context, it item, now time.Time) (ev Event, ac
 // sweep calls an issuer's Sweep and queues the next at the time it
 // returns; a failed sweep is tried again after the usual delays.
 func (l *Loop) sweep(ctx context.Context, it item, now time.Time) {
-	var sw sweeper
+	var sw certificate.Sweeper
 	for ref, iss := range l.issuers {
 		if describeRef(ref) == it.name {
-			sw, _ = iss.(sweeper)
+			sw, _ = iss.(certificate.Sweeper)
 		}
 	}
 	if sw == nil {
 		return
 	}
-	next, err := sw.Sweep(ctx)
+	next, err := sw.Sweep(ctx, now)
 	if err != nil {
 		l.failed(it, now, err)
 		l.observe(Event{Time: now, Kind: KindIssuer, Name: it.name, Err: fmt.Errorf("sweeping %s: %w", it.name, err), Next: l.queuedAt(it)})

@@ -64,7 +64,7 @@ var scenarioStart = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 // Each pass of the loop that acts, stops or holds back prints a line: the
 // time, the certificate, the stage, the reason and the actions carried
 // out, then why. An issuer's answer prints a line; so does each request
-// the loop tells the issuer it deleted (certificate.Issuer.Forget). A
+// the loop tells the issuer it deleted (certificate.Forgetter). A
 // pass that stops early says why and when the loop looks again.
 func TestScenarios(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "scenarios", "*.txt"))
@@ -594,7 +594,10 @@ type testCA struct {
 	forgot []string
 }
 
-var _ certificate.Issuer = (*testCA)(nil)
+var (
+	_ certificate.Issuer    = (*testCA)(nil)
+	_ certificate.Forgetter = (*testCA)(nil)
+)
 
 func (c *testCA) Answer(ctx context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
 	switch c.mode {
@@ -629,7 +632,10 @@ func (c *testCA) Answer(ctx context.Context, r *certificate.CertificateRequest, 
 
 func (c *testCA) Forget(ctx context.Context, namespace, name string) error {
 	c.forgot = append(c.forgot, namespace+"/"+name)
-	return c.issuer.Forget(ctx, namespace, name)
+	if f, ok := c.issuer.(certificate.Forgetter); ok {
+		return f.Forget(ctx, namespace, name)
+	}
+	return nil
 }
 
 func (c *testCA) takeForgotten() []string {
