@@ -153,7 +153,7 @@ func (s *FileStore) Close() error { return s.disk.unlock() }
 
 // disk writes a FileStore's files (package internal/durable).
 type disk struct {
-	dir  string
+	dir    string
 	locked *durable.Lock
 }
 
