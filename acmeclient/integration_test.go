@@ -36,7 +36,7 @@ func TestIssueUnderBadNoncesAndAuthorizationReuse(t *testing.T) {
 		r, key := newRequest(t, "r"+strconv.Itoa(i), name)
 		drive(t, ctx, e.issuer, r)
 		leafOf(t, e.srv, r, key, name)
-		st, err := e.store.Get(ctx, acmeclient.OrderName(r))
+		st, err := e.store.Get(ctx, acmeclient.RequestRef{}, acmeclient.OrderName(r))
 		require.NoError(t, err)
 		for _, a := range st.Order.Status.Authorizations {
 			if a.Identifier == "" || a.InitialState == "valid" {

@@ -115,7 +115,8 @@ func (e Event) String() string {
 // challenges, cleans a challenge up before it is deleted, presents again
 // after a restart what the states say is presented, and answers the
 // request through the issuer contract of package certificate
-// (certificate.Issuer: Answer, Forget). An issued request's CA, which the
+// (certificate.Issuer, certificate.Forgetter and certificate.Sweeper:
+// Answer, Forget, Sweep). An issued request's CA, which the
 // certificate's secret holds as ca.crt, is the last certificate of the
 // chain the server sent when that is a CA certificate, and empty when the
 // server sent the leaf alone (see Step): ca.crt never holds a leaf.
@@ -127,9 +128,21 @@ func (e Event) String() string {
 // they present cleaned up) by any later Step, Forget or Sweep, and never
 // hold a scheduler slot meanwhile.
 //
-// The loop stays the host's: Step does what is due now and says when to
-// call it again. Safe for concurrent use by several requests at once; two
-// calls for the same request wait for each other.
+// The loop stays the host's: Answer (or Step) does what is due and says
+// when to call it again. Safe for concurrent use by several requests at
+// once; two calls for the same request wait for each other.
+//
+// The issuer's time is the host's. Answer and Sweep work on the now they
+// are given: what they record on the request, when a state was stepped
+// and when it is due to go (KeepAnswered, StaleAfter), the times they
+// return and the Trace's are timed from it, moved on by the time the
+// call's ACME requests take as the Client's clock measures it. Forget,
+// which is given no time, takes the Client's clock shifted as the last
+// Answer or Sweep found it. Step is given no time either and times its
+// work by the Client's clock; a host uses Answer or Step, not both. What
+// the ACME protocol times — Retry-After, when a status was read from the
+// server — is the Client's clock's, so a host gives the Client the clock
+// it answers by (ClientConfig.Clock).
 type Issuer struct {
 	cfg       IssuerConfig
 	selectors []order.SolverConfig
@@ -148,6 +161,10 @@ type Issuer struct {
 	// presented before a restart and is presented again.
 	shownMu sync.Mutex
 	shown   map[string]bool
+
+	// offset is how far the now the last Answer, Step or Sweep was given
+	// is from the Client's clock, in nanoseconds (see Issuer.now).
+	offset atomic.Int64
 }
 
 // NewIssuer returns an Issuer. It makes no request. Its errors wrap
@@ -196,7 +213,11 @@ func NewIssuer(cfg IssuerConfig) (*Issuer, error) {
 	return &Issuer{cfg: cfg, selectors: selectors, shown: map[string]bool{}, idx: newIndex()}, nil
 }
 
-var _ certificate.Issuer = (*Issuer)(nil)
+var (
+	_ certificate.Issuer    = (*Issuer)(nil)
+	_ certificate.Forgetter = (*Issuer)(nil)
+	_ certificate.Sweeper   = (*Issuer)(nil)
+)
 
 // String names the issuer by its client, without the account key.
 func (i *Issuer) String() string {
@@ -266,14 +287,13 @@ const sweepPerStep = 8
 // tried again.
 const sweepRetry = time.Minute
 
-// Answer implements certificate.Issuer: it does one Step of r, records
-// what the order is doing on r's Ready condition (Pending, with the
-// order's reason and message) whenever that reason changes, and returns
-// when to call again — zero once r is answered. now is not read: the
-// issuer keeps time by its Client's clock (Config.Clock), which the host
-// shares.
+// Answer implements certificate.Issuer: it does one Step of r at now (see
+// Issuer for how the issuer keeps time), records what the order is doing
+// on r's Ready condition (Pending, with the order's reason and message)
+// whenever that reason changes, and returns when to call again — zero
+// once r is answered.
 func (i *Issuer) Answer(ctx context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
-	res, err := i.Step(ctx, r)
+	res, err := i.stepAt(ctx, r, now)
 	if err == nil && !res.Answered && res.Reason != "" && r != nil {
 		prefix := res.Reason + ": "
 		if c := r.Condition(certificate.RequestConditionReady); c == nil || c.Reason != certificate.RequestReasonPending || !strings.HasPrefix(c.Message, prefix) {
@@ -306,13 +326,22 @@ func (i *Issuer) Answer(ctx context.Context, r *certificate.CertificateRequest, 
 // failed attempt of the order or a challenge. Result.RequeueAt says when
 // to try again. A failed ACME request is not an error of Step: see
 // Result.Err.
+//
+// Step is given no time: it works at the time of the Client's clock
+// (ClientConfig.Clock), where Answer works at the now it is given.
 func (i *Issuer) Step(ctx context.Context, r *certificate.CertificateRequest) (Result, error) {
+	return i.stepAt(ctx, r, i.cfg.Client.now())
+}
+
+// stepAt is Step at the time given.
+func (i *Issuer) stepAt(ctx context.Context, r *certificate.CertificateRequest, given time.Time) (Result, error) {
 	if r == nil {
 		return Result{}, errors.New("acmeclient: Step of a nil request")
 	}
-	now := i.now()
+	t := i.timeFrom(given)
+	now := given
 	retry := Result{RequeueAt: now.Add(i.cfg.Order.RetryDelay(1))}
-	if err := i.load(ctx); err != nil {
+	if err := i.load(ctx, now); err != nil {
 		if ctx.Err() != nil {
 			return retry, ctx.Err()
 		}
@@ -330,15 +359,15 @@ func (i *Issuer) Step(ctx context.Context, r *certificate.CertificateRequest) (R
 	defer release()
 	// Claimed first: a step that comes late never sweeps its own state.
 	i.sweep(ctx, now, sweepPerStep)
-	res, err := i.step(ctx, r, key, retry)
+	res, err := i.step(ctx, r, key, retry, t)
 	var se storeError
 	switch {
 	case ctx.Err() != nil:
 		res, err = retry, ctx.Err()
 	case errors.As(err, &se) && !res.Changed:
-		res, err = i.storeFailed(r, res, i.now(), err)
+		res, err = i.storeFailed(r, res, t.now(), err)
 	}
-	i.stepped(key, res.RequeueAt)
+	i.stepped(key, t.now(), res.RequeueAt)
 	return res, err
 }
 
@@ -362,13 +391,19 @@ type storeError struct{ error }
 
 func (e storeError) Unwrap() error { return e.error }
 
-func (i *Issuer) step(ctx context.Context, r *certificate.CertificateRequest, key string, retry Result) (Result, error) {
-	now := i.now()
-	st, err := i.cfg.Store.Get(ctx, key)
+func (i *Issuer) step(ctx context.Context, r *certificate.CertificateRequest, key string, retry Result, t callTime) (Result, error) {
+	now := t.now()
+	ref := requestRefOf(r)
+	st, err := i.cfg.Store.Get(ctx, ref, key)
 	if err != nil {
 		return i.storeFailed(r, retry, now, storeError{fmt.Errorf("acmeclient: reading the state of %s: %w", key, err)})
 	}
-	i.index(key, st)
+	if st != nil {
+		// Every Put says which request the state is for, UID included
+		// (a state written before it was recorded gets it too).
+		st.Request = ref
+	}
+	i.index(key, st, now)
 	res := Result{}
 	account, err := i.account(ctx)
 	if err != nil {
@@ -392,28 +427,25 @@ func (i *Issuer) step(ctx context.Context, r *certificate.CertificateRequest, ke
 			certificate.SetInvalid(r, problem, now)
 			return Result{Answered: true, Changed: true, Reason: order.ReasonInvalidSpec, Message: problem}, nil
 		}
-		st = &State{Request: RequestRef{Namespace: r.Namespace, Name: r.Name},
+		st = &State{Request: ref,
 			Order: order.Order{Name: key, Namespace: r.Namespace, CreationTimestamp: now, Labels: r.Labels, Spec: spec}}
-		if err := i.put(ctx, key, st); err != nil {
+		if err := i.put(ctx, key, st, now); err != nil {
 			return retry, err
 		}
 		certificate.SetPending(r, "waiting for the ACME order "+key, now)
 		res.Changed = true
 	}
-	if st.Request.Name == "" {
-		st.Request = RequestRef{Namespace: r.Namespace, Name: r.Name} // written with the next change
-	}
 	if st.AnsweredAt == nil {
-		i.presentAgain(ctx, st)
+		i.presentAgain(ctx, st, t)
 	}
 	for round := 0; ; round++ {
 		if err := ctx.Err(); err != nil {
 			return retry, err
 		}
-		now = i.now()
+		now = t.now()
 		if answered := i.answer(ctx, r, st, now); answered != nil {
 			answered.Changed = true
-			if err := i.put(ctx, key, st); err != nil {
+			if err := i.put(ctx, key, st, now); err != nil {
 				return retry, err
 			}
 			return *answered, nil
@@ -439,14 +471,14 @@ func (i *Issuer) step(ctx context.Context, r *certificate.CertificateRequest, ke
 }
 
 // put writes a state and keeps the index in step.
-func (i *Issuer) put(ctx context.Context, key string, st *State) error {
+func (i *Issuer) put(ctx context.Context, key string, st *State, now time.Time) error {
 	if err := i.cfg.Store.Put(ctx, key, st); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return storeError{fmt.Errorf("acmeclient: writing the state of %s: %w", key, err)}
 	}
-	i.index(key, st)
+	i.index(key, st, now)
 	return nil
 }
 
@@ -477,7 +509,7 @@ func (i *Issuer) round(ctx context.Context, key string, st *State, now time.Time
 	if len(ores.Actions) > 0 {
 		acted = true
 		w.err = i.carryOutOrder(ctx, st, ores, now)
-		if err := i.put(ctx, key, st); err != nil {
+		if err := i.put(ctx, key, st, now); err != nil {
 			return false, time.Time{}, w, err
 		}
 		return acted, ores.RequeueAt, w, ctx.Err()
@@ -510,7 +542,7 @@ func (i *Issuer) round(ctx context.Context, key string, st *State, now time.Time
 		w.err = firstErr(w.err, i.carryOutChallenge(ctx, c, cres, now))
 	}
 	if wrote {
-		if err := i.put(ctx, key, st); err != nil {
+		if err := i.put(ctx, key, st, now); err != nil {
 			return false, time.Time{}, w, err
 		}
 	}
@@ -602,7 +634,7 @@ func (i *Issuer) schedule(ctx context.Context, key string, st *State, now time.T
 	}
 	x.mu.Unlock()
 	if started {
-		if err := i.put(ctx, key, st); err != nil {
+		if err := i.put(ctx, key, st, now); err != nil {
 			return false, "", err
 		}
 	}
@@ -656,27 +688,28 @@ func (i *Issuer) gone(e *entry, now time.Time) bool {
 	return !now.Before(maxTime(e.lastStep, e.nextStep).Add(i.staleAfter()))
 }
 
-// index records a state (nil: none) in the index.
-func (i *Issuer) index(key string, st *State) {
+// index records a state (nil: none) in the index at now.
+func (i *Issuer) index(key string, st *State, now time.Time) {
 	i.idx.mu.Lock()
 	defer i.idx.mu.Unlock()
-	i.idx.setLocked(key, st, i.now(), i.sweepAt)
+	i.idx.setLocked(key, st, now, i.sweepAt)
 }
 
-// stepped records the end of a step of key and when it asked to be called
-// again.
-func (i *Issuer) stepped(key string, next time.Time) {
+// stepped records the end of a step of key, at now, and when it asked to
+// be called again.
+func (i *Issuer) stepped(key string, now, next time.Time) {
 	x := i.idx
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if e := x.entries[key]; e != nil {
-		e.lastStep, e.nextStep = i.now(), next
+		e.lastStep, e.nextStep = now, next
 		x.fixLocked(e, i.sweepAt)
 	}
 }
 
-// load reads the store into the index, once.
-func (i *Issuer) load(ctx context.Context) error {
+// load reads the store into the index, once; the states it finds count
+// as seen at now.
+func (i *Issuer) load(ctx context.Context, now time.Time) error {
 	if i.loaded.Load() {
 		return nil
 	}
@@ -689,7 +722,6 @@ func (i *Issuer) load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("acmeclient: listing the states: %w", err)
 	}
-	now := i.now()
 	i.idx.mu.Lock()
 	for k, st := range states {
 		if st != nil {
@@ -701,20 +733,21 @@ func (i *Issuer) load(ctx context.Context) error {
 	return nil
 }
 
-// Sweep removes the states that are due to go — answered more than
-// KeepAnswered ago, not stepped for StaleAfter past their requeue time,
-// or with their order expired and no step since — cleaning up what their
-// challenges present, and returns when the next one is due (zero when the
-// issuer keeps none). Step and Forget sweep too, a few states at a time;
-// a host that may stop stepping (every request answered) calls Sweep at
-// the time it returns, so that nothing is kept longer than it must be.
-// An error is the first removal that failed; it is tried again a minute
-// later.
-func (i *Issuer) Sweep(ctx context.Context) (time.Time, error) {
-	if err := i.load(ctx); err != nil {
-		return i.now().Add(sweepRetry), err
+// Sweep implements certificate.Sweeper: it removes the states that are
+// due to go at now — answered more than KeepAnswered ago, not stepped for
+// StaleAfter past their requeue time, or with their order expired and no
+// step since — cleaning up what their challenges present, and returns
+// when the next one is due (zero when the issuer keeps none). Answer,
+// Step and Forget sweep too, a few states at a time; a host that may stop
+// answering (every request answered) calls Sweep at the time it returns,
+// so that nothing is kept longer than it must be. An error is the first
+// removal that failed; it is tried again a minute later.
+func (i *Issuer) Sweep(ctx context.Context, now time.Time) (time.Time, error) {
+	i.timeFrom(now)
+	if err := i.load(ctx, now); err != nil {
+		return now.Add(sweepRetry), err
 	}
-	return i.sweep(ctx, i.now(), -1)
+	return i.sweep(ctx, now, -1)
 }
 
 // sweep removes up to limit states that are due (no limit when
@@ -744,7 +777,7 @@ func (i *Issuer) sweep(ctx context.Context, now time.Time, limit int) (time.Time
 		}
 		key, why := e.key, i.whyGone(e, now)
 		x.mu.Unlock()
-		if err := i.remove(ctx, key, why); err != nil {
+		if err := i.remove(ctx, key, why, now); err != nil {
 			first = firstErr(first, err)
 			x.mu.Lock()
 			if e := x.entries[key]; e != nil {
@@ -778,19 +811,21 @@ func (i *Issuer) whyGone(e *entry, now time.Time) string {
 func stampOf(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // remove cleans up what a state's challenges present, deletes the state
-// and drops it from the index. The caller holds the claim on key.
-func (i *Issuer) remove(ctx context.Context, key, why string) error {
+// and drops it from the index, at now. The caller holds the claim on key.
+func (i *Issuer) remove(ctx context.Context, key, why string, now time.Time) error {
 	i.idx.mu.Lock()
 	e := i.idx.entries[key]
 	var cs []challenge.Challenge
+	var ref RequestRef
 	if e != nil {
 		cs = append(cs, e.challenges...)
+		ref = e.request
 	}
 	i.idx.mu.Unlock()
 	if e == nil {
 		return nil
 	}
-	ev := Event{Time: i.now(), Resource: "order/" + key, Reason: "Removed", Message: why}
+	ev := Event{Time: now, Resource: "order/" + key, Reason: "Removed", Message: why}
 	for _, c := range cs {
 		if c.Status.Presented {
 			ev.Actions = append(ev.Actions, "CleanUp{"+c.Name+"}")
@@ -803,7 +838,7 @@ func (i *Issuer) remove(ctx context.Context, key, why string) error {
 		i.forgetShown(c)
 	}
 	ev.Actions = append(ev.Actions, "Delete{"+key+"}")
-	if err := i.cfg.Store.Delete(ctx, key); err != nil {
+	if err := i.cfg.Store.Delete(ctx, ref, key); err != nil {
 		ev.Err = fmt.Errorf("acmeclient: deleting the state of %s: %w", key, err)
 		i.trace(ev)
 		return ev.Err
@@ -947,7 +982,7 @@ func (i *Issuer) forgetShown(c challenge.Challenge) {
 // would find nothing. Presenting is idempotent; each is traced (reason
 // PresentedAgain); a failure is left to the challenge machine, whose
 // self-check or validation then fails.
-func (i *Issuer) presentAgain(ctx context.Context, st *State) {
+func (i *Issuer) presentAgain(ctx context.Context, st *State, t callTime) {
 	for _, c := range st.Challenges {
 		if !c.Status.Presented {
 			continue
@@ -960,7 +995,7 @@ func (i *Issuer) presentAgain(ctx context.Context, st *State) {
 		}
 		sp := c.Spec
 		a := challenge.Present{Type: sp.Type, DNSName: sp.DNSName, Token: sp.Token, Key: sp.Key, Solver: sp.Solver, Wildcard: sp.Wildcard}
-		now := i.now()
+		now := t.now()
 		_, err := i.cfg.Solvers.Present(ctx, c.Status, a, now)
 		if err == nil {
 			i.markShown(c)
@@ -1016,16 +1051,18 @@ func (i *Issuer) answer(ctx context.Context, r *certificate.CertificateRequest, 
 	return &res
 }
 
-// Forget implements certificate.Issuer: the request namespace/name was
+// Forget implements certificate.Forgetter: the request namespace/name was
 // deleted. It cleans up what the challenges of its states present and
 // removes the states, whatever they were doing; a request it keeps
-// nothing for is no error. It waits for a Step of the request in flight.
-// It sweeps other states due to go too, a few at a time.
+// nothing for, or forgot already, is no error. It waits for a Step of the
+// request in flight. It sweeps other states due to go too, a few at a
+// time, at the issuer's time (see Issuer).
 func (i *Issuer) Forget(ctx context.Context, namespace, name string) error {
-	if err := i.load(ctx); err != nil {
+	now := i.now()
+	if err := i.load(ctx, now); err != nil {
 		return err
 	}
-	i.sweep(ctx, i.now(), sweepPerStep)
+	i.sweep(ctx, now, sweepPerStep)
 	ref := RequestRef{Namespace: namespace, Name: name}
 	var errs []error
 	for _, key := range i.idx.keysOf(ref) {
@@ -1033,13 +1070,34 @@ func (i *Issuer) Forget(ctx context.Context, namespace, name string) error {
 		if err != nil {
 			return err
 		}
-		errs = append(errs, i.remove(ctx, key, "its request "+ref.id()+" was deleted"))
+		errs = append(errs, i.remove(ctx, key, "its request "+ref.id()+" was deleted", now))
 		release()
 	}
 	return errors.Join(errs...)
 }
 
-func (i *Issuer) now() time.Time { return i.cfg.Client.now() }
+// callTime is the time of one call: the now it was given, moved on by
+// what the Client's clock has measured since the call began.
+type callTime struct {
+	given, start time.Time
+	client       *Client
+}
+
+func (t callTime) now() time.Time { return t.given.Add(t.client.now().Sub(t.start)) }
+
+// timeFrom begins a call given now, and records how far now is from the
+// Client's clock, for the calls given no time (Forget).
+func (i *Issuer) timeFrom(now time.Time) callTime {
+	start := i.cfg.Client.now()
+	i.offset.Store(int64(now.Sub(start)))
+	return callTime{given: now, start: start, client: i.cfg.Client}
+}
+
+// now is the issuer's time for a call given none: the Client's clock,
+// shifted by how far from it the last Answer, Step or Sweep was given.
+func (i *Issuer) now() time.Time {
+	return i.cfg.Client.now().Add(time.Duration(i.offset.Load()))
+}
 
 func (i *Issuer) trace(ev Event) {
 	if i.cfg.Trace != nil {

@@ -131,7 +131,7 @@ func benchIssuer(b *testing.B, n int) (*Issuer, *MemoryStore) {
 			b.Fatal(err)
 		}
 	}
-	if err := iss.load(ctx); err != nil {
+	if err := iss.load(ctx, now); err != nil {
 		b.Fatal(err)
 	}
 	return iss, store

@@ -194,7 +194,7 @@ func TestIssuerIssues(t *testing.T) {
 			leafOf(t, e.srv, r, key, tc.names...)
 			assert.Zero(t, e.srv.HTTP01Handler().Presented(), "HTTP-01 tokens still served")
 			assert.Empty(t, e.srv.DNS().TXT(acmeclient.DNS01Name(tc.names[0])), "DNS-01 records left behind")
-			st, err := e.store.Get(context.Background(), acmeclient.OrderName(r))
+			st, err := e.store.Get(context.Background(), acmeclient.RequestRef{}, acmeclient.OrderName(r))
 			require.NoError(t, err)
 			require.NotNil(t, st, "the answered state is kept a while")
 			assert.NotNil(t, st.AnsweredAt)
@@ -217,7 +217,7 @@ func TestIssuerRenewsWithReplaces(t *testing.T) {
 	markRenewal(t, r2, first)
 	drive(t, ctx, e.issuer, r2)
 	leafOf(t, e.srv, r2, key2, "renew.example")
-	st, err := e.store.Get(ctx, acmeclient.OrderName(r2))
+	st, err := e.store.Get(ctx, acmeclient.RequestRef{}, acmeclient.OrderName(r2))
 	require.NoError(t, err)
 	assert.Equal(t, r2.Annotations[certificate.AnnotationReplaces], st.Order.Spec.Replaces, "the order names the replaced certificate")
 	require.Eventually(t, func() bool {
@@ -251,7 +251,7 @@ func TestIssuerRestartResumesTheSameOrder(t *testing.T) {
 		res, err := e.issuer.Step(ctx, r)
 		require.NoError(t, err)
 		require.False(t, res.Answered, "answered before the crash")
-		before, err = e.store.Get(ctx, acmeclient.OrderName(r))
+		before, err = e.store.Get(ctx, acmeclient.RequestRef{}, acmeclient.OrderName(r))
 		require.NoError(t, err)
 	}
 	orderURL := before.Order.Status.URL
@@ -281,7 +281,7 @@ func TestIssuerRestartResumesTheSameOrder(t *testing.T) {
 	assert.Contains(t, presented[0].Message, "restart.example")
 	assert.NoError(t, presented[0].Err)
 	leafOf(t, e.srv, r, key, "restart.example")
-	after, err := e.store.Get(ctx, acmeclient.OrderName(r))
+	after, err := e.store.Get(ctx, acmeclient.RequestRef{}, acmeclient.OrderName(r))
 	require.NoError(t, err)
 	assert.Equal(t, orderURL, after.Order.Status.URL, "the same order")
 	assert.Equal(t, 1, created, "one order before the restart")
@@ -320,17 +320,17 @@ func TestIssuerForgetsByName(t *testing.T) {
 	}
 	require.NoError(t, e.issuer.Forget(ctx, r.Namespace, r.Name))
 	assert.Equal(t, 1, e.srv.HTTP01Handler().Presented(), "the deleted request's token is still served, or the other's is not")
-	st, err := e.store.Get(ctx, acmeclient.OrderName(r))
+	st, err := e.store.Get(ctx, acmeclient.RequestRef{}, acmeclient.OrderName(r))
 	require.NoError(t, err)
 	assert.Nil(t, st, "the state is still there")
-	kept, err := e.store.Get(ctx, acmeclient.OrderName(other))
+	kept, err := e.store.Get(ctx, acmeclient.RequestRef{}, acmeclient.OrderName(other))
 	require.NoError(t, err)
 	assert.NotNil(t, kept, "another request's state went too")
 
 	require.NoError(t, e.issuer.Forget(ctx, r.Namespace, r.Name), "forgetting twice")
 	require.NoError(t, e.issuer.Forget(ctx, "elsewhere", "never-seen"), "forgetting a request never seen")
 	require.NoError(t, e.issuer.Forget(ctx, "elsewhere", other.Name), "the same name in another namespace")
-	kept, err = e.store.Get(ctx, acmeclient.OrderName(other))
+	kept, err = e.store.Get(ctx, acmeclient.RequestRef{}, acmeclient.OrderName(other))
 	require.NoError(t, err)
 	assert.NotNil(t, kept, "forgetting a name in another namespace removed this one's state")
 }
@@ -485,7 +485,7 @@ func TestIssuerSchedulesChallengesAcrossRequests(t *testing.T) {
 				continue
 			}
 			require.False(t, res.RequeueAt.IsZero(), "%s: no time to look again: %s", r.Name, res.Message)
-			if st, _ := e.store.Get(ctx, acmeclient.OrderName(r)); st != nil {
+			if st, _ := e.store.Get(ctx, acmeclient.RequestRef{}, acmeclient.OrderName(r)); st != nil {
 				for _, c := range st.Challenges {
 					waited = waited || (!c.Status.Processing && !c.Status.State.Final())
 				}

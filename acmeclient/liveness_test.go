@@ -48,7 +48,7 @@ func (e *faultEnv) stepUntil(t *testing.T, r *certificate.CertificateRequest, do
 		res, err := e.issuer.Step(ctx, r)
 		require.NoError(t, err)
 		require.False(t, res.Answered, "answered: %s", res.Message)
-		st, err := e.store.Get(ctx, acmeclient.OrderName(r))
+		st, err := e.store.Get(ctx, acmeclient.RequestRef{}, acmeclient.OrderName(r))
 		require.NoError(t, err)
 		if st != nil && done(st) {
 			return
@@ -119,14 +119,14 @@ func TestAnOrphanedStateNeverWedgesItsName(t *testing.T) {
 			e.stepUntil(t, old, challengeInFlight)
 			require.Equal(t, 1, e.srv.HTTP01Handler().Presented())
 			if tc.cleanUpFails {
-				st, err := e.store.Get(ctx, acmeclient.OrderName(old))
+				st, err := e.store.Get(ctx, acmeclient.RequestRef{}, acmeclient.OrderName(old))
 				require.NoError(t, err)
 				stuck.token.Store(st.Challenges[0].Spec.Token)
 			}
 			if tc.forget {
 				require.NoError(t, e.issuer.Forget(ctx, old.Namespace, old.Name))
 				assert.Zero(t, e.srv.HTTP01Handler().Presented(), "the deleted request's token is still served")
-				st, err := e.store.Get(ctx, acmeclient.OrderName(old))
+				st, err := e.store.Get(ctx, acmeclient.RequestRef{}, acmeclient.OrderName(old))
 				require.NoError(t, err)
 				assert.Nil(t, st, "the deleted request's state is kept")
 			}
@@ -152,7 +152,7 @@ func TestAnOrphanedStateNeverWedgesItsName(t *testing.T) {
 			}
 			leafOf(t, e.srv, renamed, key, "a.example")
 
-			st, err := e.store.Get(ctx, acmeclient.OrderName(old))
+			st, err := e.store.Get(ctx, acmeclient.RequestRef{}, acmeclient.OrderName(old))
 			require.NoError(t, err)
 			if tc.cleanUpFails {
 				assert.NotNil(t, st, "removed although its token could not be taken down")
@@ -181,18 +181,18 @@ func TestAStateLeftBeforeARestartGoesStaleAfterIt(t *testing.T) {
 	restarted, err := acmeclient.NewIssuer(acmeclient.IssuerConfig{Client: e.client, Store: e.store, Solvers: e.srv.Solvers()})
 	require.NoError(t, err)
 	first := e.clock.Now()
-	next, err := restarted.Sweep(ctx)
+	next, err := restarted.Sweep(ctx, e.clock.Now())
 	require.NoError(t, err)
 	assert.WithinDuration(t, first.Add(15*time.Minute), next, 0, "the next removal is StaleAfter after the restart")
-	st, err := e.store.Get(ctx, acmeclient.OrderName(left))
+	st, err := e.store.Get(ctx, acmeclient.RequestRef{}, acmeclient.OrderName(left))
 	require.NoError(t, err)
 	require.NotNil(t, st, "removed at once after the restart")
 
 	require.NoError(t, e.clock.wait(ctx, next))
-	next, err = restarted.Sweep(ctx)
+	next, err = restarted.Sweep(ctx, e.clock.Now())
 	require.NoError(t, err)
 	assert.Zero(t, next, "nothing left to remove")
-	st, err = e.store.Get(ctx, acmeclient.OrderName(left))
+	st, err = e.store.Get(ctx, acmeclient.RequestRef{}, acmeclient.OrderName(left))
 	require.NoError(t, err)
 	assert.Nil(t, st)
 	assert.Zero(t, e.srv.HTTP01Handler().Presented(), "its token is still served")
@@ -206,12 +206,12 @@ func TestAnsweredStatesGoOnTheirOwn(t *testing.T) {
 	ctx := timeout(t)
 	r, _ := newRequest(t, "done", "done.example")
 	require.NoError(t, e.run(t, r))
-	st, err := e.store.Get(ctx, acmeclient.OrderName(r))
+	st, err := e.store.Get(ctx, acmeclient.RequestRef{}, acmeclient.OrderName(r))
 	require.NoError(t, err)
 	require.NotNil(t, st)
 	require.NotNil(t, st.AnsweredAt)
 
-	next, err := e.issuer.Sweep(ctx)
+	next, err := e.issuer.Sweep(ctx, e.clock.Now())
 	require.NoError(t, err)
 	assert.WithinDuration(t, st.AnsweredAt.Add(time.Minute), next, 0)
 	require.NoError(t, e.clock.wait(ctx, next))
@@ -219,7 +219,7 @@ func TestAnsweredStatesGoOnTheirOwn(t *testing.T) {
 	res, err := e.issuer.Step(ctx, r) // answered: nothing to schedule
 	require.NoError(t, err)
 	assert.True(t, res.Answered)
-	st, err = e.store.Get(ctx, acmeclient.OrderName(r))
+	st, err = e.store.Get(ctx, acmeclient.RequestRef{}, acmeclient.OrderName(r))
 	require.NoError(t, err)
 	assert.Nil(t, st, "an answered state older than KeepAnswered is kept")
 }
@@ -253,12 +253,12 @@ func (s *countingStore) Put(ctx context.Context, key string, st *acmeclient.Stat
 	return s.MemoryStore.Put(ctx, key, st)
 }
 
-func (s *countingStore) Get(ctx context.Context, key string) (*acmeclient.State, error) {
+func (s *countingStore) Get(ctx context.Context, req acmeclient.RequestRef, key string) (*acmeclient.State, error) {
 	s.gets.Add(1)
 	if s.failGets.Add(-1) >= 0 {
 		return nil, errors.New("etcd: leader changed")
 	}
-	return s.MemoryStore.Get(ctx, key)
+	return s.MemoryStore.Get(ctx, req, key)
 }
 
 func (s *countingStore) List(ctx context.Context) (map[string]*acmeclient.State, error) {
@@ -328,7 +328,7 @@ func TestARenamedRenewalIssues(t *testing.T) {
 		leafOf(t, e.srv, r, key, "new.example")
 		assert.Equal(t, []string{"newOrder", "newOrder", "authorization", "challenge", "finalize", "order", "certificate"}, kinds(e.front.requests()),
 			"one refused newOrder with replaces, then one without")
-		st, err := e.store.Get(context.Background(), acmeclient.OrderName(r))
+		st, err := e.store.Get(context.Background(), acmeclient.RequestRef{}, acmeclient.OrderName(r))
 		require.NoError(t, err)
 		assert.Contains(t, st.Order.Status.ReplacesRefused, "at least one identifier")
 		assert.NotEmpty(t, st.Order.Spec.Replaces, "the spec is unchanged")
@@ -395,7 +395,7 @@ func TestACancelledContextIsNotAFailedAttempt(t *testing.T) {
 				require.NoError(t, e.clock.wait(context.Background(), res.RequeueAt))
 			}
 			require.ErrorIs(t, err, context.Canceled)
-			st, err := e.store.Get(context.Background(), acmeclient.OrderName(r))
+			st, err := e.store.Get(context.Background(), acmeclient.RequestRef{}, acmeclient.OrderName(r))
 			require.NoError(t, err)
 			if st != nil {
 				assert.Zero(t, st.Order.Status.FailedAttempts, "the order counted an attempt: %s", st.Order.Status.LastError)
@@ -601,12 +601,12 @@ func TestARequestSteppedLateKeepsItsOrder(t *testing.T) {
 	ctx := timeout(t)
 	r, _ := newRequest(t, "late", "late.example")
 	e.stepUntil(t, r, challengeInFlight)
-	before, err := e.store.Get(ctx, acmeclient.OrderName(r))
+	before, err := e.store.Get(ctx, acmeclient.RequestRef{}, acmeclient.OrderName(r))
 	require.NoError(t, err)
 	require.NoError(t, e.clock.wait(ctx, e.clock.Now().Add(time.Hour)))
 	_, err = e.issuer.Step(ctx, r)
 	require.NoError(t, err)
-	after, err := e.store.Get(ctx, acmeclient.OrderName(r))
+	after, err := e.store.Get(ctx, acmeclient.RequestRef{}, acmeclient.OrderName(r))
 	require.NoError(t, err)
 	require.NotNil(t, after, "the state was removed")
 	assert.Equal(t, before.Order.Status.URL, after.Order.Status.URL, "another order")
@@ -625,18 +625,18 @@ func TestAStateWhoseOrderExpiredGoes(t *testing.T) {
 	ctx := timeout(t)
 	r, _ := newRequest(t, "expiring", "expiring.example")
 	e.stepUntil(t, r, challengeInFlight)
-	st, err := e.store.Get(ctx, acmeclient.OrderName(r))
+	st, err := e.store.Get(ctx, acmeclient.RequestRef{}, acmeclient.OrderName(r))
 	require.NoError(t, err)
 	require.NotNil(t, st.Order.Status.Expires, "Pebble gives the order's expiry")
 	expires := *st.Order.Status.Expires
 
-	next, err := e.issuer.Sweep(ctx)
+	next, err := e.issuer.Sweep(ctx, e.clock.Now())
 	require.NoError(t, err)
 	assert.WithinDuration(t, expires, next, 0, "the next removal is at the order's expiry")
 	require.NoError(t, e.clock.wait(ctx, expires))
-	_, err = e.issuer.Sweep(ctx)
+	_, err = e.issuer.Sweep(ctx, e.clock.Now())
 	require.NoError(t, err)
-	st, err = e.store.Get(ctx, acmeclient.OrderName(r))
+	st, err = e.store.Get(ctx, acmeclient.RequestRef{}, acmeclient.OrderName(r))
 	require.NoError(t, err)
 	assert.Nil(t, st, "a state whose order expired is kept")
 	assert.Zero(t, e.srv.HTTP01Handler().Presented(), "its token is still served")

@@ -51,9 +51,9 @@ type CreateRequest struct {
 
 // DeleteRequest asks the host to delete a request. NotFound is success.
 // Once it is deleted (or found missing), the host tells the issuer that
-// IssuerRef names, with Issuer.Forget, so that nothing the issuer keeps
-// for the request (an ACME order, what its challenges present) outlives
-// it.
+// IssuerRef names, when it keeps state per request (Forgetter.Forget), so
+// that nothing the issuer keeps for the request (an ACME order, what its
+// challenges present) outlives it.
 type DeleteRequest struct {
 	Name      string
 	IssuerRef IssuerRef

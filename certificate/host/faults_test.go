@@ -131,10 +131,17 @@ func (w *wire) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // forgetful is an ACME issuer whose host "crashes" between deleting a
-// request and telling the issuer: Forget never reaches it.
-type forgetful struct{ *acmeclient.Issuer }
+// request and telling the issuer: it is no certificate.Forgetter, so
+// Forget never reaches it; it is swept as ever.
+type forgetful struct{ iss *acmeclient.Issuer }
 
-func (forgetful) Forget(context.Context, string, string) error { return nil }
+func (f forgetful) Answer(ctx context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
+	return f.iss.Answer(ctx, r, now)
+}
+
+func (f forgetful) Sweep(ctx context.Context, now time.Time) (time.Time, error) {
+	return f.iss.Sweep(ctx, now)
+}
 
 type matrixEnv struct {
 	t      *testing.T
@@ -143,6 +150,7 @@ type matrixEnv struct {
 	srv    *acmetest.Server
 	wire   *wire
 	store  *host.MemoryStore
+	acme   *acmeclient.MemoryStore
 	issuer *acmeclient.Issuer
 	loop   *host.Loop
 
@@ -171,7 +179,7 @@ func newMatrixEnv(t *testing.T, o matrixOptions) *matrixEnv {
 	t.Cleanup(srv.Close)
 	start := time.Now().Add(o.start).Truncate(time.Second)
 	e := &matrixEnv{t: t, clk: testingclock.NewFakeClock(start), start: start, srv: srv, next: map[string]time.Time{}}
-	e.store = host.NewMemoryStore(e.clk)
+	e.store, e.acme = host.NewMemoryStore(e.clk), acmeclient.NewMemoryStore()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
 	cfg := srv.ClientConfig(key)
@@ -181,7 +189,7 @@ func newMatrixEnv(t *testing.T, o matrixOptions) *matrixEnv {
 	cfg.HTTPClient, cfg.Clock = &hc, e.clk
 	client, err := acmeclient.New(cfg)
 	require.NoError(t, err)
-	icfg := acmeclient.IssuerConfig{Client: client, Store: e.store.ACME(), Solvers: srv.Solvers(),
+	icfg := acmeclient.IssuerConfig{Client: client, Store: e.acme, Solvers: srv.Solvers(),
 		Account: acmeclient.AccountOptions{AgreeToTerms: true}, RequestValidity: o.requestValidity, Profile: o.profile}
 	if icfg.Profile == "" {
 		icfg.Profile = "default"
@@ -401,7 +409,7 @@ func (e *matrixEnv) noStateOutlivesItsRequest() {
 	e.clk.Step(20 * time.Minute) // past KeepAnswered (10 min) and StaleAfter (15 min)
 	_, err := hosttest.Settle(ctx, e.loop, 50)
 	require.NoError(e.t, err)
-	states, err := e.store.ACME().List(ctx)
+	states, err := e.acme.List(ctx)
 	require.NoError(e.t, err)
 	for key, st := range states {
 		_, err := e.store.Requests().Get(ctx, st.Request.Namespace, st.Request.Name)

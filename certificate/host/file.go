@@ -1,29 +1,28 @@
 package host
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 
 	"k8s.io/utils/clock"
 
-	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/internal/durable"
 )
 
 // FileStore is a Store in a directory on the local disk: every object is
 // a JSON file, written to a temporary file, synced, renamed over the old
 // one and the directory synced, before the write returns. A process
 // killed at any moment leaves each object either as it was or as it was
-// written, never half-written; a write that returned is on disk. It also
-// keeps an ACME issuer's states (ACME), in the same way.
+// written, never half-written; a write that returned is on disk. An ACME
+// issuer's states are kept apart, by acmeclient.FileStore: a host that
+// keeps both in one directory opens that in its subdirectory "acme"
+// (acmeclient.OpenFileStore(filepath.Join(dir, "acme"))), where the
+// FileStore of earlier versions kept them.
 //
 // Reads come from memory (the directory is read once, by OpenFileStore); the
 // store reports its writes (Watcher) and its reads show them
@@ -43,7 +42,6 @@ import (
 type FileStore struct {
 	mem  *MemoryStore
 	disk *disk
-	acme *fileACME
 }
 
 var (
@@ -59,14 +57,12 @@ var kindDirs = map[Kind]string{
 	KindRequest:     "requests",
 }
 
-const acmeDir = "acme"
-
 // OpenFileStore opens the store in dir, making it when it does not
 // exist, and reads what it holds. Creation timestamps come from clk (nil
 // means the real clock). A file that cannot be decoded is an error that
 // names it: nothing is dropped silently.
 func OpenFileStore(dir string, clk clock.PassiveClock) (*FileStore, error) {
-	if err := ownerOnly(dir, 0o700, true); err != nil {
+	if err := durable.MkdirOwnerOnly(dir); err != nil {
 		return nil, fmt.Errorf("host: making the store directory: %w", err)
 	}
 	d := &disk{dir: dir}
@@ -79,8 +75,8 @@ func OpenFileStore(dir string, clk clock.PassiveClock) (*FileStore, error) {
 			d.unlock()
 		}
 	}()
-	for _, sub := range append(sortedKindDirs(), acmeDir) {
-		if err := ownerOnly(filepath.Join(dir, sub), 0o700, true); err != nil {
+	for _, sub := range sortedKindDirs() {
+		if err := durable.MkdirOwnerOnly(filepath.Join(dir, sub)); err != nil {
 			return nil, fmt.Errorf("host: making %s: %w", filepath.Join(dir, sub), err)
 		}
 	}
@@ -104,33 +100,9 @@ func OpenFileStore(dir string, clk clock.PassiveClock) (*FileStore, error) {
 			t.put(k, e)
 		}
 	}
-	states, err := d.readAll(acmeDir)
-	if err != nil {
-		return nil, err
-	}
-	fa := &fileACME{disk: d, states: states}
-	mem.acme = fa
 	mem.disk = d
 	ok = true
-	return &FileStore{mem: mem, disk: d, acme: fa}, nil
-}
-
-// ownerOnly gives path the mode perm when it has another, making it first
-// (a directory, when dir) if it does not exist.
-func ownerOnly(path string, perm os.FileMode, dir bool) error {
-	if dir {
-		if err := os.MkdirAll(path, perm); err != nil {
-			return err
-		}
-	}
-	info, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	if info.Mode().Perm() != perm {
-		return os.Chmod(path, perm)
-	}
-	return nil
+	return &FileStore{mem: mem, disk: d}, nil
 }
 
 func sortedKindDirs() []string {
@@ -176,24 +148,18 @@ func (s *FileStore) Watch(f func(Change)) { s.mem.Watch(f) }
 // Authoritative implements Authoritative.
 func (s *FileStore) Authoritative() bool { return true }
 
-// ACME returns the store's keeping of an ACME issuer's states
-// (acmeclient.IssuerConfig.Store), in the same directory.
-func (s *FileStore) ACME() acmeclient.Store { return s.acme }
-
 // Close releases the directory's lock. The store must not be used after.
 func (s *FileStore) Close() error { return s.disk.unlock() }
 
-// disk writes a FileStore's files.
+// disk writes a FileStore's files (package internal/durable).
 type disk struct {
-	dir      string
-	lockFile *os.File
+	dir    string
+	locked *durable.Lock
 }
 
 // fileName is an object's file name: its namespace/name escaped, so any
 // name is one file in one directory.
-func fileName(k string) string { return url.PathEscape(k) + ".json" }
-
-const tempPrefix = ".tmp-"
+func fileName(k string) string { return durable.FileName(k) }
 
 // write replaces the file of key k in the directory of kind atomically.
 func (d *disk) write(kind Kind, k string, data []byte) error {
@@ -201,52 +167,17 @@ func (d *disk) write(kind Kind, k string, data []byte) error {
 }
 
 func (d *disk) remove(kind Kind, k string) error {
-	return d.removeFile(kindDirs[kind], fileName(k))
+	if err := durable.RemoveFile(filepath.Join(d.dir, kindDirs[kind]), fileName(k)); err != nil {
+		return fmt.Errorf("host: %w", err)
+	}
+	return nil
 }
 
-// writeFile writes data to a temporary file beside the target, syncs it,
-// renames it over the target and syncs the directory: after a crash the
-// target holds either its old or its new content.
+// writeFile replaces the file sub/name atomically (durable.WriteFile):
+// after a crash it holds either its old or its new content.
 func (d *disk) writeFile(sub, name string, data []byte) error {
-	dir := filepath.Join(d.dir, sub)
-	f, err := os.CreateTemp(dir, tempPrefix+"*")
-	if err != nil {
-		return fmt.Errorf("host: writing %s: %w", name, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("host: writing %s: %w", filepath.Join(dir, name), err)
-	}
-	return syncDir(dir)
-}
-
-func (d *disk) removeFile(sub, name string) error {
-	dir := filepath.Join(d.dir, sub)
-	if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("host: removing %s: %w", filepath.Join(dir, name), err)
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("host: syncing %s: %w", dir, err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return fmt.Errorf("host: syncing %s: %w", dir, err)
+	if err := durable.WriteFile(filepath.Join(d.dir, sub), name, data); err != nil {
+		return fmt.Errorf("host: %w", err)
 	}
 	return nil
 }
@@ -255,36 +186,28 @@ func syncDir(dir string) error {
 // readable by its owner only (0600) first, and removing the temporary
 // files a crash left behind.
 func (d *disk) readAll(sub string) (map[string][]byte, error) {
-	dir := filepath.Join(d.dir, sub)
-	ents, err := os.ReadDir(dir)
+	files, err := durable.ReadDir(filepath.Join(d.dir, sub))
 	if err != nil {
-		return nil, fmt.Errorf("host: reading %s: %w", dir, err)
+		return nil, fmt.Errorf("host: %w", err)
 	}
-	out := map[string][]byte{}
-	for _, e := range ents {
-		name := e.Name()
-		if strings.HasPrefix(name, tempPrefix) {
-			_ = os.Remove(filepath.Join(dir, name)) // an interrupted write: the old file stands
-			continue
-		}
-		if e.IsDir() || !strings.HasSuffix(name, ".json") {
-			continue
-		}
-		k, err := url.PathUnescape(strings.TrimSuffix(name, ".json"))
-		if err != nil {
-			return nil, fmt.Errorf("host: %s: not a name this store wrote: %w", filepath.Join(dir, name), err)
-		}
-		if err := ownerOnly(filepath.Join(dir, name), 0o600, false); err != nil {
-			return nil, fmt.Errorf("host: making %s readable by its owner only: %w", filepath.Join(dir, name), err)
-		}
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			return nil, fmt.Errorf("host: reading %s: %w", filepath.Join(dir, name), err)
-		}
-		out[k] = b
-	}
-	return out, nil
+	return files, nil
 }
+
+// lock takes an exclusive lock on the store's directory, so that two
+// processes never write it at once (on Unix).
+func (d *disk) lock() error {
+	l, err := durable.LockDir(d.dir)
+	if err != nil {
+		if errors.Is(err, durable.ErrLocked) {
+			return fmt.Errorf("host: the store %s is in use by another process", d.dir)
+		}
+		return fmt.Errorf("host: %w", err)
+	}
+	d.locked = l
+	return nil
+}
+
+func (d *disk) unlock() error { return d.locked.Unlock() }
 
 // nextEpoch counts the store's openings, durably: resource versions and
 // UIDs start with it, so a version is never given twice, even for an
@@ -306,76 +229,4 @@ func (d *disk) nextEpoch() (int64, error) {
 		return 0, err
 	}
 	return n, nil
-}
-
-// fileACME keeps an ACME issuer's states as files, in memory for reads.
-type fileACME struct {
-	disk   *disk
-	mu     sync.Mutex
-	states map[string][]byte
-}
-
-var _ acmeclient.Store = (*fileACME)(nil)
-
-func (f *fileACME) Get(_ context.Context, k string) (*acmeclient.State, error) {
-	f.mu.Lock()
-	b, ok := f.states[k]
-	f.mu.Unlock()
-	if !ok {
-		return nil, nil
-	}
-	return decodeState(k, b)
-}
-
-func (f *fileACME) Put(_ context.Context, k string, s *acmeclient.State) error {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return fmt.Errorf("host: encoding the ACME state %s: %w", k, err)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.disk.writeFile(acmeDir, fileName(k), b); err != nil {
-		return err
-	}
-	f.states[k] = b
-	return nil
-}
-
-func (f *fileACME) Delete(_ context.Context, k string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, ok := f.states[k]; !ok {
-		return nil
-	}
-	if err := f.disk.removeFile(acmeDir, fileName(k)); err != nil {
-		return err
-	}
-	delete(f.states, k)
-	return nil
-}
-
-func (f *fileACME) List(_ context.Context) (map[string]*acmeclient.State, error) {
-	f.mu.Lock()
-	raw := make(map[string][]byte, len(f.states))
-	for k, b := range f.states {
-		raw[k] = b
-	}
-	f.mu.Unlock()
-	out := make(map[string]*acmeclient.State, len(raw))
-	for k, b := range raw {
-		s, err := decodeState(k, b)
-		if err != nil {
-			return nil, err
-		}
-		out[k] = s
-	}
-	return out, nil
-}
-
-func decodeState(k string, b []byte) (*acmeclient.State, error) {
-	var s acmeclient.State
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("host: decoding the ACME state %s: %w", k, err)
-	}
-	return &s, nil
 }

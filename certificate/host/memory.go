@@ -12,7 +12,6 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/certificate"
 )
 
@@ -28,7 +27,6 @@ type MemoryStore struct {
 	version  int64
 	tables   map[Kind]*table
 	watchers []func(Change)
-	acme     acmeclient.Store
 
 	// For a FileStore: the prefix of every resource version and UID (the
 	// store's epoch, so that no version is ever given twice across
@@ -43,7 +41,7 @@ func NewMemoryStore(clk clock.PassiveClock) *MemoryStore {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &MemoryStore{clock: clk, tables: newTables(), acme: acmeclient.NewMemoryStore()}
+	return &MemoryStore{clock: clk, tables: newTables()}
 }
 
 var (
@@ -66,10 +64,6 @@ func (s *MemoryStore) Secrets() Collection[*certificate.Secret] {
 func (s *MemoryStore) Requests() Collection[*certificate.CertificateRequest] {
 	return memCollection[*certificate.CertificateRequest]{s, KindRequest}
 }
-
-// ACME returns the store's keeping of an ACME issuer's states
-// (acmeclient.IssuerConfig.Store).
-func (s *MemoryStore) ACME() acmeclient.Store { return s.acme }
 
 // Watch implements Watcher.
 func (s *MemoryStore) Watch(f func(Change)) {

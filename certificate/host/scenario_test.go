@@ -65,7 +65,7 @@ var scenarioStart = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 // Each pass of the loop that acts, stops or holds back prints a line: the
 // time, the certificate, the stage, the reason and the actions carried
 // out, then why. An issuer's answer prints a line; so does each request
-// the loop tells the issuer it deleted (certificate.Issuer.Forget). A
+// the loop tells the issuer it deleted (certificate.Forgetter). A
 // pass that stops early says why and when the loop looks again.
 func TestScenarios(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "scenarios", "*.txt"))
@@ -595,7 +595,10 @@ type testCA struct {
 	forgot []string
 }
 
-var _ certificate.Issuer = (*testCA)(nil)
+var (
+	_ certificate.Issuer    = (*testCA)(nil)
+	_ certificate.Forgetter = (*testCA)(nil)
+)
 
 func (c *testCA) Answer(ctx context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
 	switch c.mode {

@@ -98,8 +98,12 @@ func TestFileStoreKeepsEverythingAcrossReopen(t *testing.T) {
 		Data: map[string][]byte{"tls.key": []byte("-----BEGIN PRIVATE KEY-----\n...")}}
 	_, err = s.Secrets().Create(ctx, sec)
 	require.NoError(t, err)
-	st := &acmeclient.State{Order: order.Order{Name: "web-1-abcd", Namespace: "default"}}
-	require.NoError(t, s.ACME().Put(ctx, "web-1-abcd", st))
+	// An ACME issuer's states beside the objects, as hosts keep them.
+	acme, err := acmeclient.OpenFileStore(filepath.Join(dir, "acme"))
+	require.NoError(t, err)
+	st := &acmeclient.State{Request: acmeclient.RequestRef{Namespace: "default", Name: "web-1", UID: "u1"}, Order: order.Order{Name: "web-1-abcd", Namespace: "default"}}
+	require.NoError(t, acme.Put(ctx, "web-1-abcd", st))
+	require.NoError(t, acme.Close())
 
 	_, err = host.OpenFileStore(dir, nil)
 	assert.ErrorContains(t, err, "in use by another process", "one process at a time")
@@ -120,9 +124,12 @@ func TestFileStoreKeepsEverythingAcrossReopen(t *testing.T) {
 	owned, err := s2.Secrets().List(ctx, host.ListOptions{OwnerUID: c.UID})
 	require.NoError(t, err)
 	assert.Len(t, owned, 1, "indexes are rebuilt on open")
-	gotState, err := s2.ACME().Get(ctx, "web-1-abcd")
+	acme2, err := acmeclient.OpenFileStore(filepath.Join(dir, "acme"))
 	require.NoError(t, err)
-	assert.Equal(t, "web-1-abcd", gotState.Order.Name)
+	defer acme2.Close()
+	gotState, err := acme2.Get(ctx, st.Request, "web-1-abcd")
+	require.NoError(t, err)
+	assert.Equal(t, st, gotState, "the ACME state, beside a reopened store")
 	_, err = os.Stat(filepath.Join(dir, "secrets", ".tmp-123"))
 	assert.ErrorIs(t, err, os.ErrNotExist, "the interrupted write is cleared")
 

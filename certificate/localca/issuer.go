@@ -23,8 +23,8 @@ const NotReadyRecheck = time.Minute
 type SecretGetter func(ctx context.Context, namespace, name string) (*certificate.Secret, error)
 
 // Issuer returns ca as a certificate.Issuer: Answer signs each request at
-// once (Issue), with randomness from rnd (nil means crypto/rand); there
-// is nothing to Forget.
+// once (Issue), with randomness from rnd (nil means crypto/rand). It
+// keeps nothing between answers, so it is no certificate.Forgetter.
 func (ca *CA) Issuer(rnd io.Reader) certificate.Issuer { return caIssuer{ca: ca, rand: orRand(rnd)} }
 
 type caIssuer struct {
@@ -35,8 +35,6 @@ type caIssuer struct {
 func (i caIssuer) Answer(_ context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
 	return time.Time{}, i.ca.Issue(i.rand, r, now)
 }
-
-func (caIssuer) Forget(context.Context, string, string) error { return nil }
 
 // FromSecret returns an issuer that signs with the CA key pair the secret
 // namespace/name holds (tls.crt, tls.key), read at each answer, and puts
@@ -82,8 +80,6 @@ func (i secretIssuer) Answer(ctx context.Context, r *certificate.CertificateRequ
 	return time.Time{}, ca.Issue(i.rand, r, now)
 }
 
-func (secretIssuer) Forget(context.Context, string, string) error { return nil }
-
 // SelfSigned returns an issuer that signs each request with its own key,
 // read from the secret the request's certificate.
 // AnnotationPrivateKeySecretName names, in the request's namespace, and
@@ -125,8 +121,6 @@ func (i selfSigned) Answer(ctx context.Context, r *certificate.CertificateReques
 	}
 	return time.Time{}, SelfSign(i.rand, r, key, now, i.opts...)
 }
-
-func (selfSigned) Forget(context.Context, string, string) error { return nil }
 
 func qualified(namespace, name string) string {
 	if namespace == "" {

@@ -76,7 +76,8 @@ func TestFromSecretWaitsWhileTheCAIsNotReady(t *testing.T) {
 			assert.Equal(t, certificate.StatusTrue, ready.Status)
 			assert.True(t, next.IsZero())
 			assert.Equal(t, "good", leafOf(t, r).Issuer.CommonName)
-			assert.NoError(t, iss.Forget(ctx, "certs", "web-1"))
+			_, forgets := iss.(certificate.Forgetter)
+			assert.False(t, forgets, "it keeps nothing per request, so it is no Forgetter")
 		})
 	}
 }
@@ -140,5 +141,6 @@ func TestCAIssuerSignsAtOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, next.IsZero())
 	assert.Equal(t, "root", leafOf(t, r).Issuer.CommonName)
-	assert.NoError(t, iss.Forget(context.Background(), "", "web-1"))
+	_, forgets := iss.(certificate.Forgetter)
+	assert.False(t, forgets, "it keeps nothing per request, so it is no Forgetter")
 }

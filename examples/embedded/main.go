@@ -1,8 +1,9 @@
 // Command embedded is a certificate host as a user writes one, on the
 // public packages only: it keeps three certificates issued and renewed —
-// two from a local CA, one over ACME — with everything in a FileStore
-// directory, so that a host that stops and starts again carries on where
-// it was. The CA's key pair is made on the first run, as cert-manager
+// two from a local CA, one over ACME — with everything in one directory
+// (a host.FileStore, and the ACME issuer's acmeclient.FileStore in its
+// subdirectory acme), so that a host that stops and starts again carries
+// on where it was. The CA's key pair is made on the first run, as cert-manager
 // users make theirs: a self-signed CA certificate the loop issues into the
 // secret the CA issuer signs with (localca.SelfSigned, localca.FromSecret).
 //
@@ -28,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	testingclock "k8s.io/utils/clock/testing"
@@ -73,7 +75,7 @@ func run(ctx context.Context, parent string, w io.Writer) error {
 		return err
 	}
 	_, err = hosttest.Settle(ctx, loop, 100)
-	inFlight, answered := acmeOrder(ctx, store)
+	inFlight, answered := acmeOrder(ctx, store.acme)
 	store.Close()
 	if err != nil || inFlight == "" || answered {
 		return fmt.Errorf("no ACME order in flight: order %q (answered: %v), %v", inFlight, answered, err)
@@ -85,18 +87,42 @@ func run(ctx context.Context, parent string, w io.Writer) error {
 		return err
 	}
 	defer store.Close()
-	if err := advance(ctx, loop, clk, store, clk.Now().Add(2*time.Minute), 1, w); err != nil {
+	if err := advance(ctx, loop, clk, store.objects, clk.Now().Add(2*time.Minute), 1, w); err != nil {
 		return err
 	}
-	url, answered := acmeOrder(ctx, store)
+	url, answered := acmeOrder(ctx, store.acme)
 	if n := client.Transport().Counts().ByKind[acmeclient.KindNewOrder]; n > 0 || url != inFlight || !answered {
 		return fmt.Errorf("after the restart: order %s (answered: %v), %d newOrder requests", url, answered, n)
 	}
 	fmt.Fprintf(w, "the same order finished: no new order\n")
 
 	// Renewals: 61 days of the fake clock in a few seconds of real time.
-	return advance(ctx, loop, clk, store, clk.Now().Add(61*24*time.Hour), 2, w)
+	return advance(ctx, loop, clk, store.objects, clk.Now().Add(61*24*time.Hour), 2, w)
 }
+
+// stores are what the host keeps in its directory: the certificates,
+// secrets and requests, and, in its subdirectory acme, the ACME issuer's
+// orders and challenges.
+type stores struct {
+	objects *host.FileStore
+	acme    *acmeclient.FileStore
+}
+
+func openStores(dir string, clk *testingclock.FakeClock) (*stores, error) {
+	objects, err := host.OpenFileStore(dir, clk)
+	if err != nil {
+		return nil, err
+	}
+	acme, err := acmeclient.OpenFileStore(filepath.Join(dir, "acme"))
+	if err != nil {
+		objects.Close()
+		return nil, err
+	}
+	return &stores{objects: objects, acme: acme}, nil
+}
+
+// Close releases both directories.
+func (s *stores) Close() error { return errors.Join(s.acme.Close(), s.objects.Close()) }
 
 // advance runs the loop until end on the fake clock, and checks that each
 // certificate is Ready at revision at least. While an ACME order is in
@@ -122,11 +148,12 @@ func advance(ctx context.Context, loop *host.Loop, clk *testingclock.FakeClock, 
 // startHost opens the store, creates the certificates that are missing,
 // and returns a loop over it all and the loop's ACME client.
 func startHost(ctx context.Context, dir string, ca *acmetest.Server, clk *testingclock.FakeClock, w io.Writer) (
-	*host.FileStore, *host.Loop, *acmeclient.Client, error) {
-	store, err := host.OpenFileStore(dir, clk)
+	*stores, *host.Loop, *acmeclient.Client, error) {
+	stores, err := openStores(dir, clk)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	store := stores.objects
 	accountKey, err := accountKey(ctx, store)
 	if err != nil {
 		return nil, nil, nil, err
@@ -138,7 +165,7 @@ func startHost(ctx context.Context, dir string, ca *acmetest.Server, clk *testin
 		return nil, nil, nil, err
 	}
 	acme, err := acmeclient.NewIssuer(acmeclient.IssuerConfig{Client: client, Account: acmeclient.AccountOptions{AgreeToTerms: true},
-		Store: store.ACME(), Solvers: ca.Solvers(), RequestValidity: true})
+		Store: stores.acme, Solvers: ca.Solvers(), RequestValidity: true})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -163,7 +190,7 @@ func startHost(ctx context.Context, dir string, ca *acmetest.Server, clk *testin
 			return nil, nil, nil, err
 		}
 	}
-	return store, loop, client, nil
+	return stores, loop, client, nil
 }
 
 // accountKey is the ACME account's key, made on the first run and kept in
@@ -186,8 +213,8 @@ func accountKey(ctx context.Context, store host.Store) (crypto.Signer, error) {
 
 // acmeOrder is the URL of the ACME order the issuer keeps in the store,
 // and whether it has answered the request with it.
-func acmeOrder(ctx context.Context, store *host.FileStore) (url string, answered bool) {
-	states, _ := store.ACME().List(ctx)
+func acmeOrder(ctx context.Context, store *acmeclient.FileStore) (url string, answered bool) {
+	states, _ := store.List(ctx)
 	for _, s := range states {
 		return s.Order.Status.URL, s.AnsweredAt != nil
 	}

@@ -127,7 +127,7 @@ func (r *run) setUp(ctx context.Context) error {
 	r.http01 = srv.HTTP01Handler()
 	r.store = host.NewMemoryStore(r.clk)
 	issuerCfg := acmeclient.IssuerConfig{
-		Client: client, Store: r.store.ACME(), Solvers: srv.Solvers(), RequestValidity: true,
+		Client: client, Store: acmeclient.NewMemoryStore(), Solvers: srv.Solvers(), RequestValidity: true,
 		Order:     order.Config{Schedule: retry.Schedule{PollInterval: time.Second}},
 		Challenge: challenge.Config{Schedule: retry.Schedule{PollInterval: time.Second}, SelfCheckInterval: time.Second},
 	}

@@ -80,7 +80,10 @@ type order struct {
 	answered bool
 }
 
-var _ certificate.Issuer = (*ca)(nil)
+var (
+	_ certificate.Issuer    = (*ca)(nil)
+	_ certificate.Forgetter = (*ca)(nil)
+)
 
 // newCA makes a root valid for ten years from notBefore.
 func newCA(rnd io.Reader, commonName string, notBefore time.Time) (*ca, error) {
@@ -200,7 +203,7 @@ func (c *ca) answer(r *certificate.CertificateRequest, f fault, now time.Time) e
 	return nil
 }
 
-// Forget implements certificate.Issuer: the order goes.
+// Forget implements certificate.Forgetter: the order goes.
 func (c *ca) Forget(_ context.Context, namespace, name string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -432,11 +432,13 @@ func (s *shard) drop() {
 	s.loop, s.st, s.ca = nil, nil, nil
 }
 
-// forgetless is an issuer that is never told of deleted requests: the
-// invariants must catch it.
-type forgetless struct{ *ca }
+// forgetless is the CA without its Forget (no certificate.Forgetter): it
+// is never told of deleted requests, and the invariants must catch it.
+type forgetless struct{ ca *ca }
 
-func (forgetless) Forget(context.Context, string, string) error { return nil }
+func (f forgetless) Answer(ctx context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
+	return f.ca.Answer(ctx, r, now)
+}
 
 // authoritative is the store claiming that its reads show every write,
 // lagging or not: the invariants must catch the loop deciding on reads

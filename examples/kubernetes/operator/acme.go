@@ -33,7 +33,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/certlife/certlife/acmeclient"
-	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/certificate/host"
 	"github.com/certlife/certlife/challenge"
 	"github.com/certlife/certlife/keys"
@@ -581,21 +580,6 @@ func (a *acmeIssuers) drop(id string) {
 		delete(a.byID, id)
 	}
 	a.mu.Unlock()
-}
-
-// stepRequest is the context key of the CertificateRequest being
-// answered.
-type stepRequest struct{}
-
-// withRequest tells the ACME store which request a step is for: its
-// Order is created in the request's namespace, owned by it.
-func withRequest(ctx context.Context, r *certificate.CertificateRequest) context.Context {
-	return context.WithValue(ctx, stepRequest{}, r)
-}
-
-func requestOf(ctx context.Context) *certificate.CertificateRequest {
-	r, _ := ctx.Value(stepRequest{}).(*certificate.CertificateRequest)
-	return r
 }
 
 // acmeRequestsCollector exports every ACME issuer's request counts, by

@@ -87,7 +87,7 @@ func viaJSON[T any](t *testing.T, in *T) *T {
 // the creation time certlife gave them rather than the API server's — in
 // the annotation the operator reads back.
 func TestACMERoundTripThroughTheAPITypes(t *testing.T) {
-	st := &acmeclient.State{Order: *fullOrder(), AnsweredAt: at(9 * time.Second), Request: acmeclient.RequestRef{Namespace: "apps", Name: "web-1"}}
+	st := &acmeclient.State{Order: *fullOrder(), AnsweredAt: at(9 * time.Second), Request: acmeclient.RequestRef{Namespace: "apps", Name: "web-1", UID: "uid-r"}}
 	st.Order.UID = "uid-o"
 	require.True(t, allFieldsSet(reflect.ValueOf(st.Order)) && st.AnsweredAt != nil && allFieldsSet(reflect.ValueOf(st.Request)),
 		"the fixture sets every field of the order and the state (its challenges are Challenges of their own)")

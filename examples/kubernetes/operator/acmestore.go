@@ -87,13 +87,12 @@ var _ acmeclient.Store = (*orderStore)(nil)
 // errRequestGone: the request an order would be made for is deleted.
 var errRequestGone = errors.New("the request is deleted")
 
-// errNoRequest: the store was called outside a Step of a request.
-var errNoRequest = errors.New("the ACME store was called without the request being stepped")
+// errNoRequest: the issuer did not say which request a state is for.
+var errNoRequest = errors.New("the ACME store was not told the state's request")
 
-// Get reads a state from the API server.
-func (s *orderStore) Get(ctx context.Context, key string) (*acmeclient.State, error) {
-	r := requestOf(ctx)
-	if r == nil {
+// Get reads a state from the API server, in the namespace of its request.
+func (s *orderStore) Get(ctx context.Context, r acmeclient.RequestRef, key string) (*acmeclient.State, error) {
+	if r.Name == "" {
 		return nil, errNoRequest
 	}
 	var o cmacme.Order
@@ -142,7 +141,8 @@ func (s *orderStore) forget(key string) {
 	s.mu.Unlock()
 }
 
-// Put writes what changed: the Order (created with its state, then its
+// Put writes what changed: the Order (created with its state, in the
+// namespace of the request state.Request names and owned by it, then its
 // state and its status as they change) and each Challenge (created,
 // changed, or deleted).
 func (s *orderStore) Put(ctx context.Context, key string, state *acmeclient.State) error {
@@ -165,8 +165,8 @@ func (s *orderStore) put(ctx context.Context, key string, state *acmeclient.Stat
 	want.Name = key
 	want.Labels = mergeInto(want.Labels, map[string]string{LabelACMEIssuer: s.issuer})
 	if st == nil {
-		r := requestOf(ctx)
-		if r == nil {
+		r := state.Request
+		if r.Name == "" || r.UID == "" {
 			return errNoRequest
 		}
 		// A request answered from a cache that has not seen its
@@ -290,8 +290,8 @@ func putObject[T interface {
 
 // Delete removes a state's Order and its Challenges (Kubernetes' garbage
 // collector would remove the Challenges with their Order; the store does
-// not wait for it).
-func (s *orderStore) Delete(ctx context.Context, key string) error {
+// not wait for it), in the namespace of the request r the state is for.
+func (s *orderStore) Delete(ctx context.Context, r acmeclient.RequestRef, key string) error {
 	s.mu.Lock()
 	st := s.known[key]
 	delete(s.known, key)
@@ -300,10 +300,11 @@ func (s *orderStore) Delete(ctx context.Context, key string) error {
 	switch {
 	case st != nil:
 		ns = st.order.Namespace
+	case r.Name != "":
+		ns = r.Namespace
 	default:
-		// Not read nor written lately (the issuer removes an old state
-		// during another request's step): find it among the issuer's
-		// Orders.
+		// A state that names no request (written before states did):
+		// find it among the issuer's Orders.
 		var ol cmacme.OrderList
 		opts := []client.ListOption{client.MatchingLabels{LabelACMEIssuer: s.issuer}}
 		if s.namespace != "" {
@@ -316,9 +317,6 @@ func (s *orderStore) Delete(ctx context.Context, key string) error {
 			if ol.Items[i].Name == key {
 				ns = ol.Items[i].Namespace
 			}
-		}
-		if ns == "" && requestOf(ctx) != nil {
-			ns = requestOf(ctx).Namespace
 		}
 		if ns == "" {
 			return nil // nothing known to delete

@@ -123,7 +123,7 @@ func (r *IssuerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			// What the issuer keeps for requests that went without
 			// telling it goes on time.
 			if rt := r.Issuers.acme.existing(issuerID(kind, iss.GetNamespace(), iss.GetName())); rt != nil {
-				if next, err := rt.issuer.Sweep(ctx); err == nil && !next.IsZero() && next.Sub(now) < out.RequeueAfter {
+				if next, err := rt.issuer.Sweep(ctx, now); err == nil && !next.IsZero() && next.Sub(now) < out.RequeueAfter {
 					out.RequeueAfter = max(next.Sub(now), time.Second)
 				}
 			}

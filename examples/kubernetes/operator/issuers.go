@@ -172,11 +172,17 @@ const notReadyPrefix = "the issuer is not ready: "
 // be used yet is answered again (besides when the issuer changes).
 const pendingRecheck = 30 * time.Second
 
-// issuerOf is the certificate.Issuer of one issuerRef.
+// issuerOf is the certificate.Issuer of one issuerRef; it forgets for
+// its ACME issuers.
 type issuerOf struct {
 	is  *issuers
 	ref certificate.IssuerRef
 }
+
+var (
+	_ certificate.Issuer    = issuerOf{}
+	_ certificate.Forgetter = issuerOf{}
+)
 
 // Answer approves r (unless the approver is off: then an unapproved r
 // waits), then answers it with the issuer its issuerRef names: a ca
@@ -227,7 +233,7 @@ func (i issuerOf) Answer(ctx context.Context, r *certificate.CertificateRequest,
 		pendingIfChanged(r, notReadyPrefix+err.Error(), now)
 		return now.Add(pendingRecheck), nil
 	}
-	return rt.issuer.Answer(withRequest(ctx, r), r, now)
+	return rt.issuer.Answer(ctx, r, now)
 }
 
 // Forget tells an ACME issuer that the request namespace/name is gone:
