@@ -67,7 +67,7 @@ type Config struct {
 	// stays pending this long (slowCA), the CA is down on these days
 	// instead of OutageDays (outageDays), the lagging store tells the loop
 	// that its reads show every write (claimAuthoritative), so the loop
-	// does not wait for its own writes to show before deciding again.
+	// reads it without host.ReadYourWrites.
 	forgetless         bool
 	backoff            backoff.Policy
 	slowCA             time.Duration
