@@ -86,6 +86,10 @@ type Event struct {
 	// sweep.
 	Kind            Kind
 	Namespace, Name string
+	// Certificate is the certificate as the pass read it, before its
+	// actions (certificate passes): what a host compares the status the
+	// pass wrote with, for its own events and metrics.
+	Certificate *certificate.Certificate
 	// Result is the decision (certificate passes).
 	Result *certificate.Result
 	// Done are the actions carried out: all of Result.Actions unless Err
@@ -232,6 +236,7 @@ func (r *Reconciler) certificate(ctx context.Context, ev Event, now time.Time) (
 	case err != nil:
 		return ev, err
 	}
+	ev.Certificate = c
 	snap, ariErr, err := r.gather(ctx, c)
 	if err != nil {
 		return ev, err

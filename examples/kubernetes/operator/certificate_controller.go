@@ -86,10 +86,18 @@ func (r *CertificateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if problems := NotServed(&crt); len(problems) > 0 {
 		return r.notServed(ctx, &crt, problems)
 	}
-	spec := specToCore(&crt, Passwords{})
-	before := statusToCore(&crt, &spec)
 	ev, err := r.Reconciler.Certificate(ctx, req.Namespace, req.Name)
 	if ev.Result != nil || err != nil {
+		// What the pass changed is judged against the status it read,
+		// which shows the operator's own last writes, not against the
+		// cache's copy, which may not yet.
+		var before certificate.Status
+		if ev.Certificate != nil {
+			before = ev.Certificate.Status
+		} else {
+			spec := specToCore(&crt, Passwords{})
+			before = statusToCore(&crt, &spec)
+		}
 		r.report(ctx, &crt, &before, ev)
 	}
 	return requeue(ev.Next, r.Clock.Now(), err)
