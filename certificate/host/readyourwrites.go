@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -104,9 +103,6 @@ type written struct {
 	// never sees), nil for a deletion.
 	wrote bool
 	obj   any
-	// data is obj encoded, which each read that answers with it decodes
-	// into a copy of the caller's own.
-	data []byte
 	// rv is the version written, and uid its object's UID when the store
 	// gives one; "" for a deletion.
 	rv, uid string
@@ -239,7 +235,7 @@ func (e *written) judge(found bool, rv, uid string) verdict {
 // record keeps a write: obj as written (nil for a deletion, counted when
 // it deleted something), its version, and the version it replaced (""
 // when unknown or none).
-func (s *ReadYourWrites) record(o object, obj any, data []byte, rv, uid, over string, created, counted bool) {
+func (s *ReadYourWrites) record(o object, obj any, rv, uid, over string, created, counted bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entry(o)
@@ -259,7 +255,7 @@ func (s *ReadYourWrites) record(o object, obj any, data []byte, rv, uid, over st
 		e.created = true
 	}
 	s.unindex(o)
-	e.wrote, e.obj, e.data, e.rv, e.uid = true, obj, data, rv, uid
+	e.wrote, e.obj, e.rv, e.uid = true, obj, rv, uid
 	if obj != nil {
 		k := liveKey{o.kind, o.namespace, selector(obj)}
 		if s.live[k] == nil {
@@ -430,14 +426,13 @@ func (s *ReadYourWrites) judge(o object, found bool, rv, uid string) (kept keptW
 		s.drop(o)
 		return keptWrite{}, v, true
 	}
-	return keptWrite{e.obj, e.data}, v, true
+	return keptWrite{e.obj}, v, true
 }
 
-// keptWrite is a create or update kept (nil obj: a deletion): the object,
-// for matching, and its encoding, for a copy of the caller's own.
+// keptWrite is a create or update kept (nil obj: a deletion), which a read
+// answers with a deep copy of.
 type keptWrite struct {
-	obj  any
-	data []byte
+	obj any
 }
 
 // adds are the kept writes of kind that a list of the store behind did
@@ -450,7 +445,7 @@ func (s *ReadYourWrites) adds(kind Kind, opts ListOptions, listed map[object]boo
 	add := func(m map[object]bool) {
 		for o := range m {
 			if e := s.entries[o]; e != nil && e.obj != nil && !listed[o] && opts.Matches(e.obj) {
-				out = append(out, keptWrite{e.obj, e.data})
+				out = append(out, keptWrite{e.obj})
 			}
 		}
 	}
@@ -504,7 +499,7 @@ func (c rywCollection[T]) Get(ctx context.Context, namespace, name string) (T, e
 	if kept.obj == nil {
 		return nil, fmt.Errorf("%s %s: deleted: %w", c.kind, key(namespace, name), ErrNotFound)
 	}
-	return decode[T](c.kind, kept.data)
+	return deepCopy(kept.obj.(T)), nil
 }
 
 func (c rywCollection[T]) List(ctx context.Context, opts ListOptions) ([]T, error) {
@@ -525,19 +520,11 @@ func (c rywCollection[T]) List(ctx context.Context, opts ListOptions) ([]T, erro
 		case kept.obj == nil:
 			// deleted
 		case opts.Matches(kept.obj):
-			k, err := decode[T](c.kind, kept.data)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, k)
+			out = append(out, deepCopy(kept.obj.(T)))
 		}
 	}
 	for _, kept := range c.s.adds(c.kind, opts, listed) {
-		k, err := decode[T](c.kind, kept.data)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, k)
+		out = append(out, deepCopy(kept.obj.(T)))
 	}
 	return out, nil
 }
@@ -573,16 +560,9 @@ func (c rywCollection[T]) keep(made T, over string, created bool) error {
 	if made == nil {
 		return fmt.Errorf("host: the store returned no %s from a write", c.kind)
 	}
-	data, err := json.Marshal(made)
-	if err != nil {
-		return fmt.Errorf("host: encoding %s %s: %w", c.kind, made.Meta().Name, err)
-	}
-	k, err := decode[T](c.kind, data)
-	if err != nil {
-		return err
-	}
+	k := deepCopy(made)
 	m := k.Meta()
-	c.s.record(object{c.kind, m.Namespace, m.Name}, k, data, m.ResourceVersion, m.UID, over, created, false)
+	c.s.record(object{c.kind, m.Namespace, m.Name}, k, m.ResourceVersion, m.UID, over, created, false)
 	return nil
 }
 
@@ -592,6 +572,6 @@ func (c rywCollection[T]) Delete(ctx context.Context, namespace, name string) er
 		return err
 	}
 	// Gone either way; a read that still shows it lags.
-	c.s.record(object{c.kind, namespace, name}, nil, nil, "", "", "", false, err == nil)
+	c.s.record(object{c.kind, namespace, name}, nil, "", "", "", false, err == nil)
 	return err
 }
