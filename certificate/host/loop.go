@@ -83,6 +83,7 @@ func New(cfg Config) (*Loop, error) {
 func NewLoop(r *Reconciler) *Loop {
 	l := &Loop{r: r, failures: map[item]int{}, owners: map[string]item{}, uids: map[item]string{}, refs: map[item]certificate.IssuerRef{}, dropped: map[item]bool{},
 		own: map[object]string{}, wake: make(chan struct{}, 1)}
+	r.holdOnConflict = true
 	st := r.cfg.Store
 	if ryw, ok := st.(*ReadYourWrites); ok {
 		st = ryw.Unwrap()

@@ -131,6 +131,12 @@ type Reconciler struct {
 	store         Store
 	issuers       map[certificate.IssuerRef]certificate.Issuer
 	authoritative bool
+	// holdOnConflict: a certificate whose pass met a conflict is not
+	// decided on again until the store shows that pass's writes
+	// (ReadYourWrites.hold). A Loop sets it: it wakes on every watch
+	// event and retries on its own clock. A host with a workqueue leaves
+	// it off, and its rate-limited retries read the store afresh.
+	holdOnConflict bool
 }
 
 // NewReconciler returns a Reconciler over cfg.Store; it reads nothing
@@ -253,7 +259,7 @@ func (r *Reconciler) certificate(ctx context.Context, ev Event, now time.Time) (
 	for _, a := range res.Actions {
 		if err := p.carryOut(ctx, a); err != nil {
 			ev.Writes, ev.Warning = p.writes, errors.Join(ev.Warning, p.warning)
-			if ryw, ok := r.store.(*ReadYourWrites); ok && errors.Is(err, ErrConflict) {
+			if ryw, ok := r.store.(*ReadYourWrites); ok && r.holdOnConflict && errors.Is(err, ErrConflict) {
 				ryw.hold(c.Namespace, c.Name, p.writes)
 			}
 			return ev, fmt.Errorf("%v: %w", a, err)

@@ -247,6 +247,10 @@ func Setup(mgr manager.Manager, o Options) error {
 		Watches(&cmapi.CertificateRequest{}, reqs.events()).
 		Watches(&cmapi.Issuer{}, handler.EnqueueRequestsFromMapFunc(issuerRequests(c, cmapi.IssuerKind))).
 		Watches(&cmapi.ClusterIssuer{}, handler.EnqueueRequestsFromMapFunc(issuerRequests(c, cmapi.ClusterIssuerKind))).
+		// A CA Secret that appears or changes: the requests of the issuers
+		// that sign with it, which may be waiting for it, are answered
+		// again at once, not at their next recheck.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(caSecretRequests(c, o.ClusterResourceNamespace))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers, NewQueue: newQueue}).
 		Complete(reqs); err != nil {
 		return err
@@ -451,6 +455,23 @@ func caSecretIssuers(c client.Reader, cluster bool, clusterNS string) handler.Ma
 		}
 		for i := range list.Items {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return out
+	}
+}
+
+// caSecretRequests maps a CA Secret to the unanswered requests of the
+// issuers and cluster issuers that sign with it.
+func caSecretRequests(c client.Reader, clusterNS string) handler.MapFunc {
+	issuers, clusterIssuers := caSecretIssuers(c, false, clusterNS), caSecretIssuers(c, true, clusterNS)
+	requests, clusterRequests := issuerRequests(c, cmapi.IssuerKind), issuerRequests(c, cmapi.ClusterIssuerKind)
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		var out []reconcile.Request
+		for _, is := range issuers(ctx, obj) {
+			out = append(out, requests(ctx, &cmapi.Issuer{ObjectMeta: metav1.ObjectMeta{Namespace: is.Namespace, Name: is.Name}})...)
+		}
+		for _, is := range clusterIssuers(ctx, obj) {
+			out = append(out, clusterRequests(ctx, &cmapi.ClusterIssuer{ObjectMeta: metav1.ObjectMeta{Name: is.Name}})...)
 		}
 		return out
 	}

@@ -32,9 +32,11 @@ import (
 // resource version read, so a write over a newer object is a conflict
 // (host.ErrConflict) and the loop decides again on fresh state. It
 // reports the writes its informers see (host.Watcher, through the
-// controllers' event handlers, which call changed) so that the loop waits
-// for its own writes to show in the cache before it decides again; it is
-// not host.Authoritative, since the cache lags.
+// controllers' event handlers, which call changed); it is not
+// host.Authoritative, since the cache lags, and the reconciler reads it
+// through host.ReadYourWrites. An update at a version newer than the
+// cache's (the operator's own last write, read back) is checked against
+// the API server before it is refused.
 type store struct {
 	client client.Client // writes
 	cache  client.Reader // reads
@@ -216,8 +218,17 @@ func (c certificates) Create(context.Context, *certificate.Certificate) (*certif
 func (c certificates) Update(ctx context.Context, obj *certificate.Certificate) (*certificate.Certificate, error) {
 	what := describe(host.KindCertificate, obj.Namespace, obj.Name)
 	var cur cmapi.Certificate
-	if err := c.s.cache.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, &cur); err != nil {
+	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
+	if err := c.s.cache.Get(ctx, key, &cur); err != nil {
 		return nil, storeError(what, err)
+	}
+	if cur.ResourceVersion != obj.ResourceVersion {
+		// The cache may only be behind a write of the operator's own that
+		// the pass read back (host.ReadYourWrites): the API server says
+		// which.
+		if err := c.s.api.Get(ctx, key, &cur); err != nil {
+			return nil, storeError(what, err)
+		}
 	}
 	if cur.ResourceVersion != obj.ResourceVersion {
 		return nil, fmt.Errorf("%s is at version %s, not %s: %w", what, cur.ResourceVersion, obj.ResourceVersion, host.ErrConflict)
@@ -331,6 +342,14 @@ func (c secrets) Update(ctx context.Context, obj *certificate.Secret) (*certific
 	cur, err := c.s.secret(ctx, obj.Namespace, obj.Name)
 	if err != nil {
 		return nil, err
+	}
+	if cur.ResourceVersion != obj.ResourceVersion {
+		// The cache may only be behind a write of the operator's own.
+		var fresh corev1.Secret
+		if err := c.s.api.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, &fresh); err != nil {
+			return nil, storeError(what, err)
+		}
+		cur = &fresh
 	}
 	if cur.ResourceVersion != obj.ResourceVersion {
 		return nil, fmt.Errorf("%s is at version %s, not %s: %w", what, cur.ResourceVersion, obj.ResourceVersion, host.ErrConflict)
@@ -476,8 +495,15 @@ func hasAnyPrefix(s string, prefixes []string) bool {
 func (c requests) Update(ctx context.Context, obj *certificate.CertificateRequest) (*certificate.CertificateRequest, error) {
 	what := describe(host.KindRequest, obj.Namespace, obj.Name)
 	var cur cmapi.CertificateRequest
-	if err := c.s.cache.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, &cur); err != nil {
+	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
+	if err := c.s.cache.Get(ctx, key, &cur); err != nil {
 		return nil, storeError(what, err)
+	}
+	if cur.ResourceVersion != obj.ResourceVersion {
+		// The cache may only be behind a write of the operator's own.
+		if err := c.s.api.Get(ctx, key, &cur); err != nil {
+			return nil, storeError(what, err)
+		}
 	}
 	if cur.ResourceVersion != obj.ResourceVersion {
 		return nil, fmt.Errorf("%s is at version %s, not %s: %w", what, cur.ResourceVersion, obj.ResourceVersion, host.ErrConflict)
