@@ -23,29 +23,29 @@ import (
 	"github.com/certlife/certlife/renewal"
 )
 
-// ScenarioStart is where the clock of every scenario RunScenarios runs
-// starts: Sunday 1 March 2026, 12:00 UTC. The times a scenario prints
-// count days from it.
-var ScenarioStart = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+// scenarioStart is where every scenario's clock starts: a Sunday.
+var scenarioStart = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // ScenarioConfig configures RunScenarios. The zero value runs the
 // scenarios over a host.MemoryStore and compares their output.
 type ScenarioConfig struct {
 	// Open returns an empty store for one scenario, on the scenario's
-	// fake clock (which starts at ScenarioStart and which only the
-	// scenario moves); it is called once per scenario with the
+	// fake clock (which only the scenario moves); it is called once per scenario with the
 	// scenario's subtest and may register its clean-up with t.Cleanup.
 	// Nil means host.NewMemoryStore(clk).
 	//
-	// The scenarios write as a user would through the store's own
-	// collections (they create certificates, change their specs, delete
-	// secrets) and read everything back at once, so the store must show
-	// every write that returned in its next read (one whose reads lag
-	// prints its passes at other times than the expected output says).
-	// The output expects a store that is host.Authoritative and a
-	// host.Watcher, as MemoryStore and FileStore are; over a store that
-	// is not a Watcher the scenario tells the loop of its writes with
-	// host.Loop.Notify.
+	// The scenarios write as a user would, through the store's own
+	// collections (they create certificates, change their specs and
+	// statuses, delete secrets and requests), and read everything back at
+	// once: the store must show every write that returned in its next
+	// read (one whose reads lag shows the loop's passes at other times
+	// than the expected output says), and keep a certificate's UID given
+	// to Create (the scenario numbers them, so that the names derived
+	// from them are the same over every store). certlife's scenarios
+	// expect a store that is a host.Watcher; over one that is not, the
+	// scenario tells the loop of its writes with host.Loop.Notify, and
+	// the loop's resync and its later view of deletions show as passes
+	// the expected output does not have.
 	Open func(t *testing.T, clk *testingclock.FakeClock) host.Store
 	// Rewrite writes the output the commands give now into each file,
 	// under its command, in place of comparing it with the output
@@ -103,12 +103,18 @@ type ScenarioConfig struct {
 //	objects: every secret and request in the store
 //
 // Each pass of the loop that acts, stops or holds back prints a line:
-// the time (days since ScenarioStart and the time of day, UTC), the
+// the time (the day, counted from 0, and the time of day, UTC; every
+// scenario starts on Sunday 1 March 2026 at 12:00 UTC), the
 // certificate, the stage, the reason and the actions carried out, then
 // why. An issuer's answer prints a line; so does each request the loop
 // tells the issuer it deleted (certificate.Forgetter). A pass that stops
 // early says why and when the loop looks again.
 func RunScenarios(t *testing.T, pattern string, cfg ScenarioConfig) {
+	t.Helper()
+	runScenarios(realT{t}, pattern, cfg)
+}
+
+func runScenarios(t tb, pattern string, cfg ScenarioConfig) {
 	t.Helper()
 	files, err := filepath.Glob(pattern)
 	if err != nil {
@@ -117,10 +123,6 @@ func RunScenarios(t *testing.T, pattern string, cfg ScenarioConfig) {
 	if len(files) == 0 {
 		t.Fatalf("hosttest: no scenario files match %q", pattern)
 	}
-	runScenarios(realT{t}, files, cfg)
-}
-
-func runScenarios(t tb, files []string, cfg ScenarioConfig) {
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t tb) {
 			runScenario(t, file, cfg)
@@ -237,11 +239,11 @@ const scenarioNamespace = "default"
 
 func newScenario(t tb, cfg ScenarioConfig) *scenario {
 	t.Helper()
-	root, err := localca.NewRoot(rand.Reader, "scenario CA", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, ScenarioStart.AddDate(-1, 0, 0), 10*365*24*time.Hour)
+	root, err := localca.NewRoot(rand.Reader, "scenario CA", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, scenarioStart.AddDate(-1, 0, 0), 10*365*24*time.Hour)
 	if err != nil {
 		t.Fatalf("hosttest: the scenario CA: %v", err)
 	}
-	s := &scenario{t: t, ctx: t.testingT().Context(), clock: testingclock.NewFakeClock(ScenarioStart), writes: &scenarioWrites{n: map[string]int{}}, digests: map[string]string{}}
+	s := &scenario{t: t, ctx: t.testingT().Context(), clock: testingclock.NewFakeClock(scenarioStart), writes: &scenarioWrites{n: map[string]int{}}, digests: map[string]string{}}
 	if cfg.Open != nil {
 		s.store = cfg.Open(t.testingT(), s.clock)
 		if s.store == nil {
@@ -590,7 +592,7 @@ func (s *scenario) duration(v string) time.Duration {
 // stamp is a time as the calendar day since the scenario began and the
 // clock time (UTC).
 func stamp(t time.Time) string {
-	days := int(t.UTC().Truncate(24*time.Hour).Sub(ScenarioStart.Truncate(24*time.Hour)) / (24 * time.Hour))
+	days := int(t.UTC().Truncate(24*time.Hour).Sub(scenarioStart.Truncate(24*time.Hour)) / (24 * time.Hour))
 	return fmt.Sprintf("day %3d %s", days, t.UTC().Format("15:04:05"))
 }
 
