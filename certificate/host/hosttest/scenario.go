@@ -66,7 +66,8 @@ type ScenarioConfig struct {
 // misbehave. The loop's writes to the store go through a wrapper that
 // can make them fail (store-fails); the scenario's own writes, which are
 // someone else's as a user's would be, go to the store directly, and
-// the loop sees them through the store's watch.
+// the loop sees them through the store's watch (host.Loop.Notify for a
+// store that is not a host.Watcher).
 //
 // A file is a list of commands, each followed by a line "----" and the
 // output it gives, up to a blank line. Lines starting with "#" between
