@@ -1,7 +1,10 @@
 package hosttest_test
 
 import (
+	"path/filepath"
 	"testing"
+
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/certlife/certlife/certificate/host"
 	"github.com/certlife/certlife/certificate/host/hosttest"
@@ -39,4 +42,39 @@ func ExampleTestStore() {
 	}
 
 	_ = conformance
+}
+
+// openScenarioStore opens an empty store for one scenario, on the
+// scenario's clock. Here it is a FileStore; yours opens your database.
+func openScenarioStore(t *testing.T, clk *testingclock.FakeClock) host.Store {
+	s, err := host.OpenFileStore(t.TempDir(), clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// A store's own tests run certlife's scenarios over it: the loop over
+// the store must print what it prints over a MemoryStore. This is the
+// test of ExampleRunScenarios, run over one of certlife's scenarios.
+func TestExampleScenarios(t *testing.T) {
+	hosttest.RunScenarios(t, filepath.Join("..", "testdata", "scenarios", "first-issuance.txt"), hosttest.ScenarioConfig{Open: openScenarioStore})
+}
+
+// Run the scenarios from a test of the package that implements your
+// store, with certlife's scenario files (certificate/host/testdata/
+// scenarios in its module) copied into your testdata, beside your own.
+// Write a new scenario's commands each followed by "----" and a blank
+// line, run once with Rewrite to fill in their output, and review it.
+func ExampleRunScenarios() {
+	// In your store's package, in a _test.go file:
+	scenarios := func(t *testing.T) {
+		hosttest.RunScenarios(t, "testdata/scenarios/*.txt", hosttest.ScenarioConfig{
+			Open:    openScenarioStore,
+			Rewrite: false, // from a flag of your test's, to fill in new scenarios
+		})
+	}
+
+	_ = scenarios
 }

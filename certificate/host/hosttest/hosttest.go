@@ -56,6 +56,31 @@
 //
 // The ACME states a store may keep for an ACME issuer are not checked
 // here.
+//
+// # Scenarios
+//
+// RunScenarios runs lifecycle scenarios over a store: a host.Loop on a
+// fake clock, with a test CA, driven by the commands of a text file,
+// each command's output compared with the output written under it. The
+// scenarios are certlife's own (first issuance, renewal, backoff, a
+// deleted secret, a failing disk, ... in certificate/host/testdata/
+// scenarios of its module: copy them into your testdata), over which
+// your store must give the output host.MemoryStore gives, or yours, in
+// the language RunScenarios documents:
+//
+//	func TestScenarios(t *testing.T) {
+//		hosttest.RunScenarios(t, "testdata/scenarios/*.txt", hosttest.ScenarioConfig{
+//			Open: func(t *testing.T, clk *testingclock.FakeClock) host.Store {
+//				return openMyStore(t, clk) // empty, on the scenario's clock
+//			},
+//		})
+//	}
+//
+// # Driving a loop on a fake clock
+//
+// Settle steps a host.Loop until nothing more is due at the clock's time;
+// Advance moves a fake clock from one due time to the next, up to an end
+// or a condition.
 package hosttest
 
 import (
