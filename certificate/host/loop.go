@@ -265,7 +265,7 @@ func (l *Loop) pass(ctx context.Context, it item, now time.Time) {
 // the usual delays when it failed (at next, when the pass named one).
 func (l *Loop) done(it item, now, next time.Time, err error) {
 	switch {
-	case err != nil && ctx0(err):
+	case err != nil && cancelled(err):
 		// Shutting down: looked at again after the restart.
 	case err != nil && !next.IsZero() && !errors.Is(err, ErrConflict):
 		l.failures[it]++
@@ -280,7 +280,8 @@ func (l *Loop) done(it item, now, next time.Time, err error) {
 	}
 }
 
-func ctx0(err error) bool {
+// cancelled reports an error of a context's end.
+func cancelled(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 

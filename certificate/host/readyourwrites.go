@@ -179,6 +179,9 @@ func (s *ReadYourWrites) seen(ch Change) {
 	rv := ch.Meta.ResourceVersion
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if ch.Deleted && ch.Kind == KindCertificate {
+		delete(s.holds, o) // nothing is decided on a certificate that is gone
+	}
 	e := s.entries[o]
 	switch {
 	case e == nil:
