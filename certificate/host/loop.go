@@ -37,6 +37,7 @@ type Loop struct {
 	uids       map[item]string                // the certificate → its UID, as last seen
 	own        map[object]string
 	started    bool
+	syncWait   bool // the first Step found the store not synced
 	nextResync time.Time
 
 	// The inbox: changes from the store's watch and Notify, from any
@@ -130,6 +131,9 @@ func (l *Loop) Next() (t time.Time, ok bool) {
 	l.mu.Lock()
 	waiting := len(l.inbox) > 0
 	l.mu.Unlock()
+	if !l.started && l.syncWait {
+		return l.r.Now().Add(syncPoll), true
+	}
 	if !l.started || waiting {
 		return l.r.Now(), true
 	}
@@ -161,6 +165,17 @@ func (l *Loop) Answering() bool { return l.queue.requests > 0 }
 // is queued again and reported through Config.Observe.
 func (l *Loop) Step(ctx context.Context) (int, error) {
 	now := l.r.Now()
+	if !l.started && !l.r.HasSynced() {
+		// Nothing is read before the store shows what was written
+		// before the start: the changes wait in the inbox, and are
+		// taken in after the first list.
+		if !l.syncWait {
+			l.syncWait = true
+			l.r.observe(Event{Time: now, Next: now.Add(syncPoll), Warning: fmt.Errorf("host: waiting to list the store: %w", ErrNotSynced)})
+		}
+		return 0, nil
+	}
+	l.syncWait = false
 	if err := l.start(ctx, now); err != nil {
 		return 0, err
 	}
@@ -423,6 +438,12 @@ func (l *Loop) start(ctx context.Context, now time.Time) error {
 	if l.started && (l.resync <= 0 || now.Before(l.nextResync)) {
 		return nil
 	}
+	if !l.started {
+		// What changed before the first list, the list shows.
+		l.mu.Lock()
+		l.inbox = nil
+		l.mu.Unlock()
+	}
 	st := l.r.store
 	certs, err := st.Certificates().List(ctx, ListOptions{})
 	if err != nil {
@@ -490,6 +511,10 @@ func (l *Loop) Run(ctx context.Context) error {
 		l.sleep(ctx, next)
 	}
 }
+
+// syncPoll is how often a Loop asks a Syncer store whether it synced,
+// beside the watch events that end the wait sooner.
+const syncPoll = time.Second
 
 // storeRetry is how soon Run lists the store again after listing failed.
 const storeRetry = 5 * time.Second

@@ -20,10 +20,13 @@ import (
 //
 // It keeps each write until a read or a watch event shows the store
 // behind has caught up with it (that version, or any later one; a
-// deletion, until the watch reports it), at most MaxPending objects (the
-// oldest goes first). What goes early costs at
-// most a decision on a stale read, which the write that follows it
-// meets as ErrConflict, as it would without ReadYourWrites.
+// deletion, until the watch reports it). It keeps the objects of at most
+// MaxPending writes: beyond that the oldest write's copy goes and only
+// its versions stay, so that a read the store behind answers from before
+// that write fails with ErrConflict (the caller looks again later)
+// rather than answer with the past. Of those, it keeps at most
+// 10 × MaxPending; what goes beyond that costs at most a decision on a
+// stale read.
 //
 // A Reconciler reads a Store that is not Authoritative through one of
 // its own; share one ReadYourWrites among everything that writes
@@ -31,7 +34,8 @@ import (
 // writes. It is safe for concurrent use.
 type ReadYourWrites struct {
 	st Store
-	// MaxPending bounds the writes kept; zero means 10,000.
+	// MaxPending bounds the writes whose objects are kept; zero means
+	// 10,000.
 	MaxPending int
 
 	mu      sync.Mutex
@@ -46,6 +50,10 @@ type ReadYourWrites struct {
 	holds map[object][]object
 	order []pendingRef
 	seq   uint64
+	// bodies counts the entries that keep an object, in bodyOrder from
+	// the oldest write.
+	bodies    int
+	bodyOrder []pendingRef
 }
 
 // liveKey is a kind, a namespace and a selecting value.
@@ -71,15 +79,42 @@ func selector(obj any) string {
 // drop forgets what is kept of o; s.mu is held.
 func (s *ReadYourWrites) drop(o object) {
 	s.unindex(o)
+	if e := s.entries[o]; e != nil && e.obj != nil {
+		s.bodies--
+	}
 	delete(s.entries, o)
+}
+
+// strip lets the object kept of o go, keeping everything else: a read
+// that shows a version from before the write fails with ErrConflict
+// until the store behind shows the write; s.mu is held.
+func (s *ReadYourWrites) strip(o object, e *written) {
+	if !e.created {
+		// A list that does not show a created object lags: its entry
+		// stays in the index, so lists can tell.
+		s.unindex(o)
+	}
+	s.bodies--
+	e.obj, e.evicted = nil, true
+}
+
+// index adds o to the live index under e.sel; s.mu is held.
+func (s *ReadYourWrites) index(o object, e *written) {
+	e.indexed = true
+	k := liveKey{o.kind, o.namespace, e.sel}
+	if s.live[k] == nil {
+		s.live[k] = map[object]bool{}
+	}
+	s.live[k][o] = true
 }
 
 func (s *ReadYourWrites) unindex(o object) {
 	e := s.entries[o]
-	if e == nil || e.obj == nil {
+	if e == nil || !e.indexed {
 		return
 	}
-	k := liveKey{o.kind, o.namespace, selector(e.obj)}
+	e.indexed = false
+	k := liveKey{o.kind, o.namespace, e.sel}
 	if m := s.live[k]; m != nil {
 		delete(m, o)
 		if len(m) == 0 {
@@ -123,6 +158,13 @@ type written struct {
 	// the keeping of a later one.
 	deletes int
 	seq     uint64
+	// evicted: the object written was let go (MaxPending); obj is nil
+	// though the write was a create or an update.
+	evicted bool
+	// sel is the value lists select the object kept by (selector), and
+	// indexed says the entry is in ReadYourWrites.live under it.
+	sel     string
+	indexed bool
 }
 
 // old reports a version from before the writes.
@@ -188,9 +230,9 @@ func (s *ReadYourWrites) seen(ch Change) {
 	case !e.wrote && (ch.Deleted || !e.old(rv)):
 		s.drop(o) // past the versions found stale
 	case !e.wrote:
-	case ch.Deleted && e.obj == nil && e.deletes > 1:
+	case ch.Deleted && e.deletion() && e.deletes > 1:
 		e.deletes-- // an earlier deletion's event; a later one is to come
-	case ch.Deleted && (e.obj == nil || rv == e.rv || e.ours(ch.Meta.UID)):
+	case ch.Deleted && (e.deletion() || rv == e.rv || e.ours(ch.Meta.UID)):
 		// The deletion written, or a deletion of the version written.
 		s.drop(o)
 	case ch.Deleted:
@@ -205,6 +247,9 @@ func (s *ReadYourWrites) seen(ch Change) {
 		}
 	}
 }
+
+// deletion reports a deletion kept (not an object let go).
+func (e *written) deletion() bool { return e.wrote && e.obj == nil && !e.evicted }
 
 // ours reports an object of the UID of the one written (both known).
 func (e *written) ours(uid string) bool { return uid != "" && e.uid == uid }
@@ -258,13 +303,14 @@ func (s *ReadYourWrites) record(o object, obj any, rv, uid, over string, created
 		e.created = true
 	}
 	s.unindex(o)
-	e.wrote, e.obj, e.rv, e.uid = true, obj, rv, uid
+	if e.obj != nil {
+		s.bodies--
+	}
+	e.wrote, e.obj, e.rv, e.uid, e.evicted = true, obj, rv, uid, false
 	if obj != nil {
-		k := liveKey{o.kind, o.namespace, selector(obj)}
-		if s.live[k] == nil {
-			s.live[k] = map[object]bool{}
-		}
-		s.live[k][o] = true
+		s.kept(o, e)
+		e.sel = selector(obj)
+		s.index(o, e)
 	}
 }
 
@@ -293,11 +339,7 @@ func (s *ReadYourWrites) entry(o object) *written {
 	}
 	e.seq = s.seq
 	s.order = append(s.order, pendingRef{o, s.seq})
-	limit := s.MaxPending
-	if limit <= 0 {
-		limit = 10000
-	}
-	for len(s.entries) > limit && len(s.order) > 0 {
+	for len(s.entries) > 10*s.limit() && len(s.order) > 0 {
 		head := s.order[0]
 		s.order = s.order[1:]
 		if old := s.entries[head.obj]; old != nil && old.seq == head.seq && old != e {
@@ -305,17 +347,46 @@ func (s *ReadYourWrites) entry(o object) *written {
 			delete(s.holds, head.obj)
 		}
 	}
-	if len(s.order) > 2*limit {
-		// Compact references to entries that moved on or went.
-		kept := s.order[:0]
-		for _, r := range s.order {
-			if e := s.entries[r.obj]; e != nil && e.seq == r.seq {
-				kept = append(kept, r)
-			}
-		}
-		s.order = kept
+	if len(s.order) > 2*len(s.entries)+64 {
+		s.order = compact(s.order, s.entries)
 	}
 	return e
+}
+
+// limit is MaxPending, or its default.
+func (s *ReadYourWrites) limit() int {
+	if s.MaxPending <= 0 {
+		return 10000
+	}
+	return s.MaxPending
+}
+
+// compact drops the references to entries that moved on or went.
+func compact(order []pendingRef, entries map[object]*written) []pendingRef {
+	kept := order[:0]
+	for _, r := range order {
+		if e := entries[r.obj]; e != nil && e.seq == r.seq {
+			kept = append(kept, r)
+		}
+	}
+	return slices.Clip(kept)
+}
+
+// kept counts a new object kept for e (which must not keep one yet) and
+// strips the oldest beyond MaxPending; s.mu is held.
+func (s *ReadYourWrites) kept(o object, e *written) {
+	s.bodies++
+	s.bodyOrder = append(s.bodyOrder, pendingRef{o, e.seq})
+	for s.bodies > s.limit() && len(s.bodyOrder) > 0 {
+		head := s.bodyOrder[0]
+		s.bodyOrder = s.bodyOrder[1:]
+		if old := s.entries[head.obj]; old != nil && old.seq == head.seq && old.obj != nil && old != e {
+			s.strip(head.obj, old)
+		}
+	}
+	if len(s.bodyOrder) > 2*s.bodies+64 {
+		s.bodyOrder = compact(s.bodyOrder, s.entries)
+	}
 }
 
 // hold makes reads of the certificate namespace/name fail with
@@ -416,7 +487,7 @@ func (s *ReadYourWrites) judge(o object, found bool, rv, uid string) (kept keptW
 		v = stale
 	case !e.wrote:
 		v = caughtUp
-	case e.obj == nil:
+	case e.deletion():
 		// Found: from before the deletion (or made again since, until the
 		// watch says so). Not found: the read may be from before the
 		// object was made, which says nothing of the deletion. Kept until
@@ -424,6 +495,9 @@ func (s *ReadYourWrites) judge(o object, found bool, rv, uid string) (kept keptW
 		v = behind
 	default:
 		v = e.judge(found, rv, uid)
+		if v == behind && e.evicted {
+			v = stale // nothing to answer with
+		}
 	}
 	if v == caughtUp {
 		s.drop(o)
@@ -441,14 +515,22 @@ type keptWrite struct {
 // adds are the kept writes of kind that a list of the store behind did
 // not show, made since it was last seen: created, or changed so that
 // they match the list now.
-func (s *ReadYourWrites) adds(kind Kind, opts ListOptions, listed map[object]bool) []keptWrite {
+//
+// lagging names an object created through ReadYourWrites whose copy was
+// let go (MaxPending) that the list did not show: the list is from
+// before it.
+func (s *ReadYourWrites) adds(kind Kind, opts ListOptions, listed map[object]bool) (out []keptWrite, lagging object, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []keptWrite
 	add := func(m map[object]bool) {
 		for o := range m {
-			if e := s.entries[o]; e != nil && e.obj != nil && !listed[o] && opts.Matches(e.obj) {
+			e := s.entries[o]
+			switch {
+			case e == nil || listed[o]:
+			case e.obj != nil && opts.Matches(e.obj):
 				out = append(out, keptWrite{e.obj})
+			case e.evicted && e.created:
+				lagging, ok = o, true
 			}
 		}
 	}
@@ -464,7 +546,7 @@ func (s *ReadYourWrites) adds(kind Kind, opts ListOptions, listed map[object]boo
 			}
 		}
 	}
-	return out
+	return out, lagging, ok
 }
 
 type rywCollection[T Object] struct {
@@ -496,8 +578,10 @@ func (c rywCollection[T]) Get(ctx context.Context, namespace, name string) (T, e
 	switch {
 	case !ok || v == caughtUp:
 		return obj, err
+	case v == stale && notFound:
+		return nil, fmt.Errorf("%s %s: the store does not show yet an object created through it: %w", c.kind, key(namespace, name), ErrConflict)
 	case v == stale:
-		return nil, fmt.Errorf("%s %s: the store still reads version %s, which an update found stale: %w", c.kind, key(namespace, name), rv, ErrConflict)
+		return nil, fmt.Errorf("%s %s: the store still reads version %s, from before a write through it or one an update found stale: %w", c.kind, key(namespace, name), rv, ErrConflict)
 	}
 	if kept.obj == nil {
 		return nil, fmt.Errorf("%s %s: deleted: %w", c.kind, key(namespace, name), ErrNotFound)
@@ -518,7 +602,9 @@ func (c rywCollection[T]) List(ctx context.Context, opts ListOptions) ([]T, erro
 		listed[o] = true
 		kept, v, ok := c.s.judge(o, true, m.ResourceVersion, m.UID)
 		switch {
-		case !ok || v == caughtUp || v == stale:
+		case v == stale && ok:
+			return nil, fmt.Errorf("%s %s: the store lists version %s, from before a write through it or one an update found stale: %w", c.kind, key(m.Namespace, m.Name), m.ResourceVersion, ErrConflict)
+		case !ok || v == caughtUp:
 			out = append(out, obj)
 		case kept.obj == nil:
 			// deleted
@@ -526,7 +612,11 @@ func (c rywCollection[T]) List(ctx context.Context, opts ListOptions) ([]T, erro
 			out = append(out, deepCopy(kept.obj.(T)))
 		}
 	}
-	for _, kept := range c.s.adds(c.kind, opts, listed) {
+	adds, lagging, behind := c.s.adds(c.kind, opts, listed)
+	if behind {
+		return nil, fmt.Errorf("%s %s: the store does not list yet an object created through it: %w", c.kind, key(lagging.namespace, lagging.name), ErrConflict)
+	}
+	for _, kept := range adds {
 		out = append(out, deepCopy(kept.obj.(T)))
 	}
 	return out, nil

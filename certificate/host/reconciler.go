@@ -13,6 +13,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -137,6 +138,10 @@ type Reconciler struct {
 	// event and retries on its own clock. A host with a workqueue leaves
 	// it off, and its rate-limited retries read the store afresh.
 	holdOnConflict bool
+	// syncer is Config.Store (behind a ReadYourWrites) when it is a
+	// Syncer; synced turns true the first time it says it synced.
+	syncer Syncer
+	synced atomic.Bool
 }
 
 // NewReconciler returns a Reconciler over cfg.Store; it reads nothing
@@ -167,6 +172,15 @@ func NewReconciler(cfg Config) (*Reconciler, error) {
 	if a, ok := cfg.Store.(Authoritative); ok {
 		r.authoritative = a.Authoritative()
 	}
+	base := cfg.Store
+	if ryw, ok := base.(*ReadYourWrites); ok {
+		base = ryw.Unwrap()
+	}
+	if s, ok := base.(Syncer); ok {
+		r.syncer = s
+	} else {
+		r.synced.Store(true)
+	}
 	if _, ok := cfg.Store.(*ReadYourWrites); !ok && !r.authoritative {
 		r.store = NewReadYourWrites(cfg.Store)
 	}
@@ -193,6 +207,25 @@ func (r *Reconciler) Store() Store { return r.store }
 
 // Now is the Reconciler's clock's time.
 func (r *Reconciler) Now() time.Time { return r.clock.Now() }
+
+// HasSynced reports whether the Store's reads can be decided on: true
+// unless Config.Store is a Syncer that has not synced yet. Once true it
+// stays true.
+func (r *Reconciler) HasSynced() bool {
+	if r.synced.Load() {
+		return true
+	}
+	if r.syncer.HasSynced() {
+		r.synced.Store(true)
+		return true
+	}
+	return false
+}
+
+// notSynced is the error of a pass made before the store synced.
+func notSynced(ev Event) error {
+	return fmt.Errorf("%s %s: %w", ev.Kind, key(ev.Namespace, ev.Name), ErrNotSynced)
+}
 
 // Certificate makes one pass over the certificate namespace/name at the
 // clock's time: it gathers a certificate.Snapshot (the certificate, its
@@ -222,6 +255,10 @@ func (r *Reconciler) Certificate(ctx context.Context, namespace, name string) (E
 func (r *Reconciler) certificatePass(ctx context.Context, namespace, name string) (Event, error) {
 	now := r.clock.Now()
 	ev := Event{Time: now, Kind: KindCertificate, Namespace: namespace, Name: name}
+	if !r.HasSynced() {
+		ev.Err = notSynced(ev)
+		return ev, ev.Err
+	}
 	ev, err := r.certificate(ctx, ev, now)
 	ev.Err = err
 	return ev, err
@@ -295,6 +332,10 @@ func (r *Reconciler) Request(ctx context.Context, namespace, name string) (Event
 func (r *Reconciler) requestPass(ctx context.Context, namespace, name string) (Event, error) {
 	now := r.clock.Now()
 	ev := Event{Time: now, Kind: KindRequest, Namespace: namespace, Name: name}
+	if !r.HasSynced() {
+		ev.Err = notSynced(ev)
+		return ev, ev.Err
+	}
 	ev, err := r.request(ctx, ev, now)
 	ev.Err = err
 	return ev, err

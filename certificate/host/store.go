@@ -167,6 +167,25 @@ type Authoritative interface {
 	Authoritative() bool
 }
 
+// Syncer is implemented by a Store whose reads may not yet show, when a
+// host starts, the writes made before it — by an earlier process of the
+// same host, say — because they come from a cache that fills from a
+// watch (a Kubernetes informer) or from a replica that lags. HasSynced
+// reports whether reads now show every write that returned before the
+// host started, as an informer's HasSynced does once its first list is
+// in. Until it does, a Reconciler decides nothing (its passes return
+// ErrNotSynced) and a Loop lists nothing: a decision on such a read
+// could ask again for what was issued already, or retry before its
+// backoff ends. A Syncer that is a Watcher reports the writes that show
+// meanwhile, so the Loop notices at once when it has synced; the Loop
+// also asks again every second.
+type Syncer interface {
+	HasSynced() bool
+}
+
+// ErrNotSynced is the error of a pass made before a Syncer store synced.
+var ErrNotSynced = errors.New("the store has not synced yet: its reads may not show writes made before the host started")
+
 func notFound(kind Kind, namespace, name string) error {
 	return fmt.Errorf("%s %s: %w", kind, key(namespace, name), ErrNotFound)
 }

@@ -409,7 +409,7 @@ func (s *shard) start() error {
 	if s.cfg.forgetless {
 		iss = forgetless{s.ca}
 	}
-	s.st.unwatch()
+	s.st.reopen()
 	var st host.Store = s.st
 	if s.cfg.claimAuthoritative {
 		st = authoritative{s.st}

@@ -101,6 +101,7 @@ type certState struct {
 	lastFailure  int64
 	retryAfter   int64
 	manualAt     int64
+	specAt       int64 // when a user last changed the names asked for
 	lastAttempt  int64
 	lastRequest  int64
 	// unreadySince is when the certificate last stopped being Ready (its
@@ -170,6 +171,7 @@ func (t *tracker) specChanged(name string, now time.Time) {
 	if st := t.state(name); st != nil {
 		t.unready(st, now.Unix())
 		st.needRevision = true
+		st.specAt = unix(now)
 	}
 }
 
@@ -231,13 +233,18 @@ func backoffDelay(n int32) time.Duration {
 
 // nextAllowed is when the schedule allows the next attempt: zero when no
 // failure is recorded, and the time of a manual renewal that came since
-// the last failure (which allows an attempt at once).
+// the last failure (which allows an attempt at once), or of a spec
+// change since (which does too).
 func (st *certState) nextAllowed() int64 {
 	switch {
 	case st.lastFailure == 0:
 		return 0
 	case st.manualAt > st.lastFailure:
 		return st.manualAt
+	case st.specAt > st.lastFailure:
+		// The failed request is not for the spec any more: the fix is
+		// not held back.
+		return st.specAt
 	}
 	next := st.lastFailure + int64(backoffDelay(max(st.failures, 1))/time.Second)
 	return max(next, st.retryAfter)

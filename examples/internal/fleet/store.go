@@ -67,6 +67,10 @@ type store struct {
 	// keyLists are the key lists of labels and annotations objects carry.
 	keyLists map[string]*keyList
 
+	// syncAt is when the writes made before the host last started all
+	// show.
+	syncAt time.Time
+
 	// staleReads counts the objects reads gave behind their latest write
 	// (or absent when created, or present when deleted).
 	staleReads int
@@ -106,6 +110,7 @@ func newStore(clk clock.PassiveClock) *store {
 var (
 	_ host.Store   = (*store)(nil)
 	_ host.Watcher = (*store)(nil)
+	_ host.Syncer  = (*store)(nil)
 )
 
 func (s *store) Certificates() host.Collection[*certificate.Certificate] {
@@ -127,11 +132,27 @@ func (s *store) Watch(f func(host.Change)) {
 	s.watchers = append(s.watchers, f)
 }
 
-// unwatch drops every watcher: the loop that watched is gone (a restart).
-func (s *store) unwatch() {
+// reopen is a new host process opening the store: the watchers of the
+// one before are gone, and its reads are synced (host.Syncer) once every
+// write made so far shows, as a new process's informers are once their
+// first list is in.
+func (s *store) reopen() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.watchers = nil
+	s.syncAt = time.Time{}
+	for _, t := range s.tables {
+		if n := len(t.pending); n > 0 && t.pending[n-1].visibleAt.After(s.syncAt) {
+			s.syncAt = t.pending[n-1].visibleAt
+		}
+	}
+}
+
+// HasSynced implements host.Syncer.
+func (s *store) HasSynced() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.clock.Now().Before(s.syncAt)
 }
 
 // object is a Certificate, Secret or CertificateRequest (host.Object,
