@@ -35,7 +35,10 @@ type Loop struct {
 	dropped    map[item]bool                  // requests deleted during this step
 	hold       item                           // not queued by follow: its pass failed
 	uids       map[item]string                // the certificate → its UID, as last seen
-	own        map[object]string
+	// own are, per object, the versions the loop's own writes made
+	// (deletedMark for a deletion), oldest first, whose watch events
+	// have not come: those events are not changes to follow.
+	own map[object][]string
 	started    bool
 	syncWait   bool // the first Step found the store not synced
 	nextResync time.Time
@@ -83,7 +86,7 @@ func New(cfg Config) (*Loop, error) {
 // Step (or Run) lists what the store holds and queues it.
 func NewLoop(r *Reconciler) *Loop {
 	l := &Loop{r: r, failures: map[item]int{}, owners: map[string]item{}, uids: map[item]string{}, refs: map[item]certificate.IssuerRef{}, dropped: map[item]bool{},
-		own: map[object]string{}, wake: make(chan struct{}, 1)}
+		own: map[object][]string{}, wake: make(chan struct{}, 1)}
 	r.holdOnConflict = true
 	st := r.cfg.Store
 	if ryw, ok := st.(*ReadYourWrites); ok {
@@ -310,11 +313,15 @@ func (l *Loop) follow(ctx context.Context, writes []Change, requestPass bool) {
 		if l.watching {
 			// Its watch event, when it comes, has been followed here.
 			o := object{ch.Kind, ch.Namespace, ch.Name}
+			rv := ch.Meta.ResourceVersion
 			if ch.Deleted {
-				l.own[o] = deletedMark
-			} else {
-				l.own[o] = ch.Meta.ResourceVersion
+				rv = deletedMark
 			}
+			vs := append(l.own[o], rv)
+			if len(vs) > maxOwn {
+				vs = vs[len(vs)-maxOwn:]
+			}
+			l.own[o] = vs
 		}
 		switch {
 		case ch.Kind == KindRequest && ch.Deleted:
@@ -331,6 +338,10 @@ func (l *Loop) follow(ctx context.Context, writes []Change, requestPass bool) {
 		}
 	}
 }
+
+// maxOwn bounds the versions kept per object in Loop.own: a store that
+// folds events drops some, and an event not recognised costs one pass.
+const maxOwn = 8
 
 // deletedMark in Loop.own: the loop deleted the object.
 const deletedMark = "\x00deleted"
@@ -356,10 +367,24 @@ func (l *Loop) takeIn(ctx context.Context) {
 // to, and what a deleted certificate owned.
 func (l *Loop) changed(ctx context.Context, ch Change) {
 	o := object{ch.Kind, ch.Namespace, ch.Name}
-	if rv, ok := l.own[o]; ok {
-		delete(l.own, o)
-		if ch.Deleted && rv == deletedMark || !ch.Deleted && rv == ch.Meta.ResourceVersion {
-			return // the watch showing the loop's own write, followed already
+	if vs, ok := l.own[o]; ok {
+		rv := ch.Meta.ResourceVersion
+		if ch.Deleted {
+			rv = deletedMark
+		}
+		if i := slices.Index(vs, rv); i >= 0 {
+			// The watch showing one of the loop's own writes, followed
+			// already; the events of those before it, folded, will not
+			// come.
+			if i == len(vs)-1 {
+				delete(l.own, o)
+			} else {
+				l.own[o] = vs[i+1:]
+			}
+			return
+		}
+		if ch.Deleted {
+			delete(l.own, o) // someone else's deletion: nothing of ours is to come
 		}
 	}
 	l.concerns(ctx, ch)
