@@ -28,17 +28,17 @@ type Loop struct {
 	resync   time.Duration
 
 	// Owned by the goroutine that drives the loop.
-	queue      schedule
-	failures   map[item]int
-	owners     map[string]item                // certificate UID → the certificate
-	refs       map[item]certificate.IssuerRef // requests seen → their issuers
-	dropped    map[item]bool                  // requests deleted during this step
-	hold       item                           // not queued by follow: its pass failed
-	uids       map[item]string                // the certificate → its UID, as last seen
+	queue    schedule
+	failures map[item]int
+	owners   map[string]item                // certificate UID → the certificate
+	refs     map[item]certificate.IssuerRef // requests seen → their issuers
+	dropped  map[item]bool                  // requests deleted during this step
+	hold     item                           // not queued by follow: its pass failed
+	uids     map[item]string                // the certificate → its UID, as last seen
 	// own are, per object, the versions the loop's own writes made
 	// (deletedMark for a deletion), oldest first, whose watch events
 	// have not come: those events are not changes to follow.
-	own map[object][]string
+	own        map[object][]string
 	started    bool
 	syncWait   bool // the first Step found the store not synced
 	nextResync time.Time
