@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto"
 	"crypto/x509"
+	"encoding/pem"
 	"sync"
 )
 
@@ -132,6 +133,22 @@ func (c *ParseCache) DecodePrivateKey(pemBytes []byte) (crypto.Signer, error) {
 	return k, err
 }
 
+// EncodePrivateKey is keys.EncodePrivateKey, and it keeps key as what
+// DecodePrivateKey makes of the PEM it returns: a key just generated is
+// not parsed again when it is read back.
+func (c *ParseCache) EncodePrivateKey(key crypto.Signer, enc Encoding) ([]byte, error) {
+	b, err := EncodePrivateKey(key, enc)
+	if err != nil || c == nil {
+		return b, err
+	}
+	block, _ := pem.Decode(b)
+	if block == nil {
+		return b, nil
+	}
+	c.put(kindPrivateKey, b, &cacheEntry{value: key, typ: block.Type})
+	return b, nil
+}
+
 func (c *ParseCache) decodePrivateKey(pemBytes []byte) (crypto.Signer, string, error) {
 	e := c.get(kindPrivateKey, pemBytes, func() *cacheEntry {
 		k, typ, err := decodePrivateKey(pemBytes)
@@ -231,14 +248,24 @@ func (c *ParseCache) get(kind cacheKind, b []byte, parse func() *cacheEntry) *ca
 	c.mu.Unlock()
 
 	e := parse()
-	e.kind, e.size = kind, charge(kind, len(b))
-	if e.size > limit {
+	if charge(kind, len(b)) > limit {
+		e.kind = kind
 		return e
 	}
-	e.key = string(b)
+	return c.put(kind, b, e)
+}
 
+// put adds e as the parse of (kind, b), unless there is one already,
+// and returns the entry kept.
+func (c *ParseCache) put(kind cacheKind, b []byte, e *cacheEntry) *cacheEntry {
+	e.kind, e.size = kind, charge(kind, len(b))
+	e.key = string(b)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.init()
+	if e.size > c.max {
+		return e
+	}
 	if old, ok := c.entries[kind][e.key]; ok {
 		// Another goroutine parsed the same bytes meanwhile.
 		return old

@@ -319,3 +319,31 @@ func TestParseCacheConcurrentUse(t *testing.T) {
 	assert.NotZero(t, st.Evictions, "the bound never applied: %+v", st)
 	assert.LessOrEqual(t, st.Bytes, 8*charge(kindCertificate, 1000), "%+v", st)
 }
+
+// A key encoded through the cache is what decoding its PEM gives, in
+// every encoding, and reading it back is a hit, not a parse.
+func TestParseCacheEncodePrivateKeyKeepsTheKey(t *testing.T) {
+	for _, spec := range []KeySpec{{Algorithm: AlgorithmRSA}, {Algorithm: AlgorithmECDSA}, {Algorithm: AlgorithmEd25519}} {
+		for _, enc := range []Encoding{EncodingPKCS1, EncodingPKCS8} {
+			key := mustKey(t, spec)
+			c := NewParseCache(0)
+			b, err := c.EncodePrivateKey(key, enc)
+			require.NoError(t, err)
+			plain, err := DecodePrivateKey(b)
+			require.NoError(t, err)
+			got, err := c.DecodePrivateKey(b)
+			require.NoError(t, err)
+			require.True(t, plain.(interface{ Equal(crypto.PrivateKey) bool }).Equal(got), "%s %s: the key kept is not the key the PEM holds", spec.Algorithm, enc)
+			_, typ, _ := decodePrivateKey(b)
+			_, ctyp, _ := c.decodePrivateKey(b)
+			require.Equal(t, typ, ctyp)
+			st := c.Stats()
+			require.Zero(t, st.Misses, "%s %s: reading the key back parsed it", spec.Algorithm, enc)
+			require.Equal(t, 1, st.Entries)
+		}
+	}
+	var nilCache *ParseCache
+	b, err := nilCache.EncodePrivateKey(mustKey(t, KeySpec{Algorithm: AlgorithmEd25519}), EncodingPKCS8)
+	require.NoError(t, err)
+	require.NotEmpty(t, b)
+}

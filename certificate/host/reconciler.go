@@ -638,7 +638,7 @@ func (p *pass) carryOut(ctx context.Context, a certificate.Action) error {
 			if err != nil {
 				return err
 			}
-			if pemKey, err = keys.EncodePrivateKey(key, keys.EncodingPKCS8); err != nil {
+			if pemKey, err = p.r.cfg.Certificate.ParseCache.EncodePrivateKey(key, keys.EncodingPKCS8); err != nil {
 				return err
 			}
 		}
