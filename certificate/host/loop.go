@@ -160,9 +160,11 @@ func (l *Loop) NextFor(kind Kind, namespace, name string) (t time.Time, ok bool)
 func (l *Loop) Answering() bool { return l.queue.requests > 0 }
 
 // Step looks at everything due at the clock's time — what deleted
-// certificates owned first, then certificates, then requests, each once,
+// certificates owned first, then requests, then certificates, each once,
 // in name order, then the issuers' sweep — and returns how many it looked
-// at. What they queue for now is left for the next Step. The first Step
+// at. Requests go before certificates so that a certificate whose request
+// was just made is looked at with the issuer's answer, not once before
+// it. What they queue for now is left for the next Step. The first Step
 // lists the store and queues every certificate and unanswered request.
 // An error is a failure to list the store (or ctx's end); a failed pass
 // is queued again and reported through Config.Observe.
@@ -184,7 +186,7 @@ func (l *Loop) Step(ctx context.Context) (int, error) {
 	}
 	l.takeIn(ctx)
 	due := l.queue.popDue(now)
-	rank := map[Kind]int{kindOwned: 0, kindForget: 0, KindCertificate: 1, KindRequest: 2, KindIssuer: 3}
+	rank := map[Kind]int{kindOwned: 0, kindForget: 0, KindRequest: 1, KindCertificate: 2, KindIssuer: 3}
 	slices.SortFunc(due, func(a, b item) int {
 		if a.kind != b.kind {
 			return rank[a.kind] - rank[b.kind]
