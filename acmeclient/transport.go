@@ -64,11 +64,22 @@ func (c Counts) String() string {
 // nonces of the responses to its own requests, so a nonce is never used
 // twice and no response is made up.
 //
+// It also holds the client's two edges, whoever sends the request
+// (x/crypto/acme or the client) and whatever HTTPClient carries it: a
+// request to a URL that is not https:// is refused before it is sent
+// (ErrInsecureURL) unless the Client was configured with
+// InsecureAllowHTTP, and an answer is read only up to its bound
+// (ResponseLimit): a success answer that runs past it fails the request,
+// an error answer is cut there.
+//
 // A Transport is safe for concurrent use. Hosts can export Counts as
 // metrics.
 type Transport struct {
 	// Base carries the requests; nil means http.DefaultTransport.
 	Base http.RoundTripper
+
+	// allowHTTP lets requests go to http:// URLs (Config.InsecureAllowHTTP).
+	allowHTTP bool
 
 	mu        sync.Mutex
 	counts    map[RequestKind]int
@@ -107,6 +118,8 @@ type call struct {
 	kind   RequestKind
 	status int
 	header http.Header
+	// cut is the bound an error answer ran past, cut there; 0 when whole.
+	cut int64
 }
 
 func withCall(ctx context.Context, kind RequestKind) (context.Context, *call) {
@@ -124,6 +137,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.counts[kind]++
 	t.mu.Unlock()
 
+	if !secureEnough(req.URL.String(), t.allowHTTP) {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, &insecureURLError{url: redactQuery(req.URL), kind: kind}
+	}
 	base := t.Base
 	if base == nil {
 		base = http.DefaultTransport
@@ -132,10 +151,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	limit := responseLimit(kind, res.StatusCode)
+	body, more, err := readBounded(res, limit)
+	if err != nil {
+		return nil, err
+	}
+	if more && res.StatusCode < 400 {
+		return nil, &tooLargeError{kind: kind, url: redactQuery(req.URL), limit: limit}
+	}
+	res.Body, res.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	if res.StatusCode == http.StatusBadRequest && isProblem(res.Header) {
-		body, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-		res.Body.Close()
-		res.Body = io.NopCloser(bytes.NewReader(body))
 		var p struct {
 			Type string `json:"type"`
 		}
@@ -146,15 +171,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	if kind == KindDirectory && res.StatusCode == http.StatusOK {
-		body, rerr := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-		res.Body.Close()
-		res.Body = io.NopCloser(bytes.NewReader(body))
-		if rerr == nil {
-			t.learnDirectory(body)
-		}
+		t.learnDirectory(body)
 	}
 	if c, ok := req.Context().Value(ctxKey{}).(*call); ok {
-		c.status, c.header = res.StatusCode, res.Header.Clone()
+		c.status, c.header, c.cut = res.StatusCode, res.Header.Clone(), 0
+		if more {
+			c.cut = limit
+		}
 	}
 	return res, nil
 }
