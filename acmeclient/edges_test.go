@@ -1,0 +1,288 @@
+package acmeclient_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/certlife/certlife/acmeclient"
+	"github.com/certlife/certlife/challenge"
+	"github.com/certlife/certlife/order"
+)
+
+// hostile is a small ACME server on loopback, written for these tests: it
+// answers one order for a.example, with one authorization and one HTTP-01
+// challenge, accepts every JWS without looking, and lets a test answer any
+// path its own way (on). Its directory and objects name URLs under base,
+// its own URL unless a test says otherwise.
+type hostile struct {
+	srv  *httptest.Server
+	stop chan struct{} // closed when the test ends: a held answer returns
+
+	mu   sync.Mutex
+	base string
+	on   map[string]http.HandlerFunc
+	hits map[string]int
+}
+
+func newHostile(t *testing.T, tls bool) *hostile {
+	h := &hostile{stop: make(chan struct{}), on: map[string]http.HandlerFunc{}, hits: map[string]int{}}
+	if tls {
+		h.srv = httptest.NewTLSServer(h)
+	} else {
+		h.srv = httptest.NewServer(h)
+	}
+	h.base = h.srv.URL
+	t.Cleanup(func() { close(h.stop); h.srv.Close() })
+	return h
+}
+
+// client is a new client of the server: its own HTTPClient (the test
+// server's, which trusts its certificate) when the server is TLS, nil and
+// InsecureAllowHTTP when it is not.
+func (h *hostile) client(t *testing.T, tune ...func(*acmeclient.Config)) *acmeclient.Client {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	cfg := acmeclient.Config{DirectoryURL: h.srv.URL + "/dir", Key: key}
+	if strings.HasPrefix(h.srv.URL, "https://") {
+		cfg.HTTPClient = h.srv.Client()
+	} else {
+		cfg.InsecureAllowHTTP = true
+	}
+	for _, f := range tune {
+		f(&cfg)
+	}
+	c, err := acmeclient.New(cfg)
+	require.NoError(t, err)
+	return c
+}
+
+func (h *hostile) handle(path string, f http.HandlerFunc) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.on[path] = f
+}
+
+func (h *hostile) setBase(base string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.base = base
+}
+
+func (h *hostile) hitsOf(path string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.hits[path]
+}
+
+func (h *hostile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	h.hits[r.URL.Path]++
+	f, base := h.on[r.URL.Path], h.base
+	h.mu.Unlock()
+	w.Header().Set("Replay-Nonce", fmt.Sprintf("nonce-%d", nonces.Add(1)))
+	if f != nil {
+		f(w, r)
+		return
+	}
+	send := func(status int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	switch r.URL.Path {
+	case "/dir":
+		send(http.StatusOK, hostileDirectory(base))
+	case "/nonce":
+		w.WriteHeader(http.StatusOK)
+	case "/account":
+		w.Header().Set("Location", base+"/acct/1")
+		send(http.StatusCreated, map[string]any{"status": "valid"})
+	case "/new-order":
+		w.Header().Set("Location", base+"/order/1")
+		send(http.StatusCreated, hostileOrder(base, "pending"))
+	case "/order/1":
+		send(http.StatusOK, hostileOrder(base, "pending"))
+	case "/authz/1":
+		send(http.StatusOK, map[string]any{"status": "pending", "identifier": map[string]string{"type": "dns", "value": "a.example"},
+			"challenges": []any{map[string]string{"type": "http-01", "url": base + "/chal/1", "token": "tok", "status": "pending"}}})
+	case "/chal/1":
+		send(http.StatusOK, map[string]string{"type": "http-01", "url": base + "/chal/1", "token": "tok", "status": "processing"})
+	case "/finalize/1":
+		send(http.StatusOK, hostileOrder(base, "valid"))
+	case "/cert/1":
+		w.Header().Set("Content-Type", "application/pem-certificate-chain")
+		w.Header().Add("Link", "<"+base+"/cert/1/alt>;rel=\"alternate\"")
+		_, _ = w.Write([]byte("-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n"))
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+var nonces atomic.Int64
+
+func hostileDirectory(base string) map[string]string {
+	return map[string]string{"newNonce": base + "/nonce", "newAccount": base + "/account", "newOrder": base + "/new-order",
+		"revokeCert": base + "/revoke", "keyChange": base + "/key-change", "renewalInfo": base + "/ari"}
+}
+
+func hostileOrder(base, status string) map[string]any {
+	o := map[string]any{"status": status, "identifiers": []any{map[string]string{"type": "dns", "value": "a.example"}},
+		"authorizations": []string{base + "/authz/1"}, "finalize": base + "/finalize/1"}
+	if status == "valid" {
+		o["certificate"] = base + "/cert/1"
+	}
+	return o
+}
+
+// hostileCall is one call of the public API through every action of an
+// issuance, each against the server's fixed URLs.
+type hostileCall func(ctx context.Context, c *acmeclient.Client, base string) error
+
+// callUpTo makes the calls of an issuance up to and with the one named:
+// "directory", "account", "newOrder", "order", "authorization",
+// "challenge" (read), "accept", "finalize", "certificate".
+func callUpTo(name string) hostileCall {
+	return func(ctx context.Context, c *acmeclient.Client, base string) error {
+		if _, err := c.Directory(ctx); err != nil || name == "directory" {
+			return err
+		}
+		if _, err := c.EnsureAccount(ctx, acmeclient.AccountOptions{}); err != nil || name == "account" {
+			return err
+		}
+		var err error
+		switch name {
+		case "newOrder":
+			_, err = c.CreateOrder(ctx, order.Status{}, order.CreateOrder{DNSNames: []string{"a.example"}})
+		case "order":
+			_, err = c.SyncOrder(ctx, order.Status{URL: base + "/order/1"}, order.Sync{URL: base + "/order/1"})
+		case "authorization":
+			st := order.Status{URL: base + "/order/1", Authorizations: []order.Authorization{{URL: base + "/authz/1"}}}
+			_, err = c.GetAuthorization(ctx, st, order.GetAuthorization{URL: base + "/authz/1"})
+		case "challenge":
+			_, err = c.SyncChallenge(ctx, challenge.Status{}, challenge.Sync{URL: base + "/chal/1", AuthorizationURL: base + "/authz/1"})
+		case "accept":
+			_, err = c.Accept(ctx, challenge.Status{}, challenge.Accept{URL: base + "/chal/1"})
+		case "finalize":
+			_, err = c.Finalize(ctx, order.Status{URL: base + "/order/1"}, order.Finalize{URL: base + "/finalize/1", CSR: []byte{0x30, 0}})
+		case "certificate":
+			_, err = c.FetchCertificate(ctx, order.Status{URL: base + "/order/1"}, order.FetchCertificate{URL: base + "/cert/1", PreferredChain: "Other Root"})
+		default:
+			panic("no call " + name)
+		}
+		return err
+	}
+}
+
+// huge answers status with a body of size bytes — a JSON string that never
+// ends — streamed, counting what the client took, and closes done when it
+// stops (the client hung up, or it sent everything).
+func huge(status int, size int64, written *atomic.Int64, done chan struct{}) http.HandlerFunc {
+	chunk := []byte(strings.Repeat("A", 32<<10))
+	return func(w http.ResponseWriter, _ *http.Request) {
+		defer close(done)
+		w.Header().Set("Content-Type", "application/json")
+		if status >= 400 {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.Header().Set("Retry-After", "120")
+		}
+		w.WriteHeader(status)
+		n, err := w.Write([]byte(`{"detail":"`))
+		written.Add(int64(n))
+		for written.Load() < size && err == nil {
+			n, err = w.Write(chunk)
+			written.Add(int64(n))
+		}
+	}
+}
+
+// An answer larger than its bound is not read whole: a success answer
+// fails the call with ErrServer, saying which answer and its bound; an
+// error answer is cut at 64 KiB and the call fails with its status, its
+// Retry-After, and the server's words cut to a readable length. The
+// heap does not grow with the answer (a 64 MiB answer was read whole,
+// and the heap grew by three times that), and the client reads no more
+// of the answer than its bound and what the sockets hold — whether the
+// HTTPClient is the user's or the client's own.
+func TestAnAnswerLargerThanItsBoundIsNotRead(t *testing.T) {
+	const size = 64 << 20
+	tests := []struct {
+		path   string // the request answered hugely
+		call   string
+		status int
+		bound  string // in the error, for a success answer
+	}{
+		{"/dir", "directory", http.StatusOK, "64 KiB"},
+		{"/account", "account", http.StatusCreated, "64 KiB"},
+		{"/new-order", "newOrder", http.StatusCreated, "1 MiB"},
+		{"/order/1", "order", http.StatusOK, "1 MiB"},
+		{"/authz/1", "authorization", http.StatusOK, "256 KiB"},
+		{"/authz/1", "challenge", http.StatusOK, "256 KiB"},
+		{"/chal/1", "accept", http.StatusOK, "256 KiB"},
+		{"/finalize/1", "finalize", http.StatusOK, "1 MiB"},
+		{"/cert/1", "certificate", http.StatusOK, "4 MiB"},
+		{"/dir", "directory", http.StatusInternalServerError, ""},
+		{"/new-order", "newOrder", http.StatusInternalServerError, ""},
+		{"/finalize/1", "finalize", http.StatusServiceUnavailable, ""},
+		{"/order/1", "order", http.StatusTooManyRequests, ""},
+	}
+	for _, tls := range []bool{true, false} {
+		for _, tc := range tests {
+			name := fmt.Sprintf("%s %d, HTTPClient the user's %v", tc.call, tc.status, tls)
+			t.Run(name, func(t *testing.T) {
+				h := newHostile(t, tls)
+				var written atomic.Int64
+				done := make(chan struct{})
+				h.handle(tc.path, huge(tc.status, size, &written, done))
+				c := h.client(t)
+
+				heap := heapGrowth(t, func() {
+					err := callUpTo(tc.call)(t.Context(), c, h.srv.URL)
+					require.Error(t, err)
+					var e *acmeclient.Error
+					require.ErrorAs(t, err, &e)
+					if tc.status < 400 {
+						require.ErrorIs(t, err, acmeclient.ErrServer)
+						require.Contains(t, err.Error(), "runs past "+tc.bound)
+						require.Contains(t, err.Error(), h.srv.URL+tc.path)
+						require.True(t, acmeclient.Retryable(err))
+						return
+					}
+					require.Equal(t, tc.status, e.Status)
+					require.Contains(t, e.Detail, "the answer ran past 64 KiB and was cut there")
+					require.Less(t, len(e.Detail), 2<<10, "the server's words are cut to a readable length")
+					require.Less(t, len(err.Error()), 2<<10)
+					_, ok := acmeclient.RetryAfter(err)
+					require.True(t, ok, "the Retry-After of the answer is kept")
+				})
+				<-done
+				t.Logf("read %d KiB, heap +%d KiB", written.Load()>>10, heap>>10)
+				require.Less(t, written.Load(), int64(size/4), "the client read on past the bound")
+				require.Less(t, heap, uint64(24<<20), "the heap grew with the answer")
+			})
+		}
+	}
+}
+
+// heapGrowth is what f allocated, in bytes, whoever in the process did.
+func heapGrowth(t *testing.T, f func()) uint64 {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
