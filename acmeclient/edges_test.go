@@ -286,3 +286,164 @@ func heapGrowth(t *testing.T, f func()) uint64 {
 	runtime.ReadMemStats(&after)
 	return after.TotalAlloc - before.TotalAlloc
 }
+
+func (h *hostile) total() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, v := range h.hits {
+		n += v
+	}
+	return n
+}
+
+// Every URL the client sends to must be https:// (RFC 8555 §6.1), not only
+// the directory's: an endpoint the directory lists, the Location of a new
+// order, an order's authorizations, finalize and certificate URLs, an
+// authorization's challenges, a certificate's alternates. One that is
+// http:// is refused before anything is sent to it — a JWS signed by the
+// account key never travels in the clear — with ErrInsecureURL, which no
+// retry gets past, naming the URL and where it came from; the order is
+// marked errored with those words. The http:// server here is a working
+// ACME server: a client that followed the URL would succeed.
+func TestURLsThatAreNotHTTPSAreRefused(t *testing.T) {
+	type setup func(h *hostile, plain string)
+	answer := func(path string, status int, v func(base string) any, hdr ...string) setup {
+		return func(h *hostile, plain string) {
+			h.handle(path, func(w http.ResponseWriter, _ *http.Request) {
+				for i := 0; i+1 < len(hdr); i += 2 {
+					w.Header().Set(hdr[i], strings.ReplaceAll(hdr[i+1], "PLAIN", plain))
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(status)
+				_ = json.NewEncoder(w).Encode(v(h.srv.URL))
+			})
+		}
+	}
+	directoryWith := func(endpoint string) setup {
+		return func(h *hostile, plain string) {
+			answer("/dir", http.StatusOK, func(base string) any {
+				d := hostileDirectory(base)
+				d[endpoint] = plain + strings.TrimPrefix(d[endpoint], base)
+				return d
+			})(h, plain)
+		}
+	}
+	orderWith := func(field, status string) func(base string) any {
+		return func(base string) any {
+			o := hostileOrder(base, status)
+			o[field] = "PLAIN"
+			return o
+		}
+	}
+	plainIn := func(f func(string) any) func(string) any { return f }
+	tests := map[string]struct {
+		setup setup
+		call  string
+		from  string // where the error says the URL came from
+	}{
+		"the directory's newNonce":    {directoryWith("newNonce"), "account", "the directory BASE/dir, as newNonce,"},
+		"the directory's newAccount":  {directoryWith("newAccount"), "account", "the directory BASE/dir, as newAccount,"},
+		"the directory's newOrder":    {directoryWith("newOrder"), "account", "the directory BASE/dir, as newOrder,"},
+		"the directory's revokeCert":  {directoryWith("revokeCert"), "directory", "the directory BASE/dir, as revokeCert,"},
+		"the directory's keyChange":   {directoryWith("keyChange"), "directory", "the directory BASE/dir, as keyChange,"},
+		"the directory's renewalInfo": {directoryWith("renewalInfo"), "directory", "the directory BASE/dir, as renewalInfo,"},
+		"the new order's Location": {answer("/new-order", http.StatusCreated, func(base string) any { return hostileOrder(base, "pending") }, "Location", "PLAIN/order/1"),
+			"newOrder", "the server's newOrder answer, as the order's Location,"},
+		"an authorization of the new order": {answer("/new-order", http.StatusCreated, plainIn(func(base string) any {
+			o := hostileOrder(base, "pending")
+			o["authorizations"] = []string{base + "/authz/1", "PLAIN/authz/1"}
+			return o
+		}), "Location", "BASE/order/1"), "newOrder", "the order BASE/order/1, as an authorization,"},
+		"the order's finalize URL":   {answer("/order/1", http.StatusOK, orderWith("finalize", "ready")), "order", "the order BASE/order/1, as its finalize URL,"},
+		"the order's certificate URL": {answer("/finalize/1", http.StatusOK, orderWith("certificate", "valid")), "finalize", "the order BASE/order/1, as its certificate URL,"},
+		"a challenge of an authorization": {answer("/authz/1", http.StatusOK, func(base string) any {
+			return map[string]any{"status": "pending", "identifier": map[string]string{"type": "dns", "value": "a.example"},
+				"challenges": []any{map[string]string{"type": "http-01", "url": "PLAIN/chal/1", "token": "tok", "status": "pending"}}}
+		}), "authorization", "the authorization BASE/authz/1, as its http-01 challenge,"},
+		"an alternate chain": {func(h *hostile, plain string) {
+			h.handle("/cert/1", func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "application/pem-certificate-chain")
+				w.Header().Add("Link", "<"+plain+"/cert/1>;rel=\"alternate\"")
+				_, _ = w.Write([]byte("-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n"))
+			})
+		}, "certificate", "the certificate BASE/cert/1, as an alternate chain (Link header),"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			h := newHostile(t, true)
+			plain := newHostile(t, false)
+			tc.setup(h, plain.srv.URL)
+			// Bodies name "PLAIN" where the plain server's URL goes.
+			h.mu.Lock()
+			for path, f := range h.on {
+				h.on[path] = rewrite(f, "PLAIN", plain.srv.URL, "BASE", h.srv.URL)
+			}
+			h.mu.Unlock()
+			c := h.client(t)
+			err := callUpTo(tc.call)(t.Context(), c, h.srv.URL)
+			require.ErrorIs(t, err, acmeclient.ErrInsecureURL)
+			require.False(t, acmeclient.Retryable(err))
+			require.Contains(t, err.Error(), strings.ReplaceAll(tc.from, "BASE", h.srv.URL)+" names "+plain.srv.URL)
+			require.Zero(t, plain.total(), "a request went to the http:// server")
+		})
+	}
+
+	t.Run("an order that names one is errored, with where it came from", func(t *testing.T) {
+		h := newHostile(t, true)
+		plain := newHostile(t, false)
+		answer("/order/1", http.StatusOK, orderWith("finalize", "ready"))(h, plain.srv.URL)
+		h.on["/order/1"] = rewrite(h.on["/order/1"], "PLAIN", plain.srv.URL)
+		c := h.client(t)
+		_, err := c.EnsureAccount(t.Context(), acmeclient.AccountOptions{})
+		require.NoError(t, err)
+		st, err := c.SyncOrder(t.Context(), order.Status{URL: h.srv.URL + "/order/1", State: order.StatePending}, order.Sync{URL: h.srv.URL + "/order/1"})
+		require.ErrorIs(t, err, acmeclient.ErrInsecureURL)
+		require.Equal(t, order.StateErrored, st.State)
+		require.Contains(t, st.Reason, "as its finalize URL, names "+plain.srv.URL)
+		require.Empty(t, st.FinalizeURL, "the URL is not kept")
+	})
+
+	t.Run("a URL kept from before is refused too, before it is sent", func(t *testing.T) {
+		h := newHostile(t, true)
+		plain := newHostile(t, false)
+		c := h.client(t)
+		_, err := c.EnsureAccount(t.Context(), acmeclient.AccountOptions{})
+		require.NoError(t, err)
+		u := plain.srv.URL + "/authz/1"
+		st := order.Status{URL: h.srv.URL + "/order/1", Authorizations: []order.Authorization{{URL: u}}}
+		_, err = c.GetAuthorization(t.Context(), st, order.GetAuthorization{URL: u})
+		require.ErrorIs(t, err, acmeclient.ErrInsecureURL)
+		require.Contains(t, err.Error(), "the authorization request was to go to "+u+", which is not an https:// URL")
+		_, err = c.Finalize(t.Context(), order.Status{URL: h.srv.URL + "/order/1"}, order.Finalize{URL: plain.srv.URL + "/finalize/1", CSR: []byte{0x30, 0}})
+		require.ErrorIs(t, err, acmeclient.ErrInsecureURL)
+		require.Zero(t, plain.total(), "a request went to the http:// server")
+	})
+
+	t.Run("InsecureAllowHTTP follows them", func(t *testing.T) {
+		h := newHostile(t, true)
+		plain := newHostile(t, false)
+		directoryWith("newOrder")(h, plain.srv.URL)
+		c := h.client(t, func(cfg *acmeclient.Config) { cfg.InsecureAllowHTTP = true })
+		require.NoError(t, callUpTo("newOrder")(t.Context(), c, h.srv.URL))
+		require.Equal(t, 1, plain.hitsOf("/new-order"))
+	})
+}
+
+// rewrite answers what f answers, each old string in its body and headers
+// replaced by its new one.
+func rewrite(f http.HandlerFunc, oldnew ...string) http.HandlerFunc {
+	r := strings.NewReplacer(oldnew...)
+	return func(w http.ResponseWriter, req *http.Request) {
+		rec := httptest.NewRecorder()
+		f(rec, req)
+		for k, vs := range rec.Header() {
+			for i, v := range vs {
+				vs[i] = r.Replace(v)
+			}
+			w.Header()[k] = vs
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write([]byte(r.Replace(rec.Body.String())))
+	}
+}
