@@ -52,11 +52,12 @@ type Config struct {
 	// its CheckRedirect, if any, is asked.
 	HTTPClient *http.Client
 	// RequestTimeout bounds each HTTP request, from sending it to the last
-	// byte of the answer (http.Client's Timeout), so that a server that
-	// accepts a request and never answers ends it in an error a retry
-	// follows (ErrNetwork). Zero means HTTPClient's Timeout when it has
-	// one, else DefaultRequestTimeout (30 s); negative means no bound but
-	// the context's.
+	// byte of the answer, so that a server that accepts a request and
+	// never answers ends it in an error a retry follows (ErrNetwork),
+	// which names the request. Zero means HTTPClient's Timeout when it has
+	// one (which then bounds each request in its place), else
+	// DefaultRequestTimeout (30 s); negative means no bound but the
+	// context's.
 	RequestTimeout time.Duration
 	// UserAgent is prepended to the User-Agent of every request.
 	UserAgent string
@@ -126,15 +127,19 @@ func New(cfg Config) (*Client, error) {
 			base = hc.Transport
 		}
 	}
+	// The Transport keeps the deadline of each request, so that the
+	// error can say which request and deadline it was.
+	timeout := cfg.RequestTimeout
 	switch {
-	case cfg.RequestTimeout > 0:
-		hc.Timeout = cfg.RequestTimeout
-	case cfg.RequestTimeout < 0:
-		hc.Timeout = 0
-	case hc.Timeout == 0:
-		hc.Timeout = DefaultRequestTimeout
+	case timeout < 0:
+		timeout = 0
+	case timeout == 0 && hc.Timeout > 0:
+		timeout = hc.Timeout
+	case timeout == 0:
+		timeout = DefaultRequestTimeout
 	}
-	tr := &Transport{Base: base, allowHTTP: cfg.InsecureAllowHTTP}
+	hc.Timeout = 0
+	tr := &Transport{Base: base, allowHTTP: cfg.InsecureAllowHTTP, timeout: timeout}
 	tr.setDirectoryURL(cfg.DirectoryURL)
 	hc.Transport = tr
 	hc.CheckRedirect = sameOriginRedirects(hc.CheckRedirect)

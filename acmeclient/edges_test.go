@@ -14,10 +14,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/certlife/certlife/acmeclient"
+	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/challenge"
 	"github.com/certlife/certlife/order"
 )
@@ -447,3 +449,72 @@ func rewrite(f http.HandlerFunc, oldnew ...string) http.HandlerFunc {
 		_, _ = w.Write([]byte(r.Replace(rec.Body.String())))
 	}
 }
+
+// stall holds a request until the test ends: with headersFirst it sends
+// the status and the start of a body first, then holds the rest.
+func stall(h *hostile, headersFirst bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		if headersFirst {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte(`{"status":`))
+			w.(http.Flusher).Flush()
+		}
+		<-h.stop
+	}
+}
+
+// A server that takes a request and never answers it — or answers its
+// status and never the rest — fails the call at the request's deadline
+// (Config.RequestTimeout) with ErrNetwork, which a retry follows, and the
+// request the issuer was answering says why.
+func TestAServerThatNeverAnswersFailsTheCallAtTheDeadline(t *testing.T) {
+	tests := []struct {
+		path, call   string
+		headersFirst bool
+	}{
+		{"/dir", "directory", false},
+		{"/dir", "directory", true},
+		{"/account", "account", false},
+		{"/new-order", "newOrder", true},
+		{"/authz/1", "authorization", false},
+		{"/finalize/1", "finalize", false},
+		{"/finalize/1", "finalize", true},
+		{"/cert/1", "certificate", true},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%s, headers first %v", tc.path, tc.headersFirst), func(t *testing.T) {
+			h := newHostile(t, true)
+			h.handle(tc.path, stall(h, tc.headersFirst))
+			c := h.client(t, func(cfg *acmeclient.Config) { cfg.RequestTimeout = 100 * time.Millisecond })
+			err := callUpTo(tc.call)(t.Context(), c, h.srv.URL)
+			require.ErrorIs(t, err, acmeclient.ErrNetwork)
+			require.True(t, acmeclient.Retryable(err))
+			require.Contains(t, err.Error(), "the server did not answer the "+kindOf[tc.call]+" request "+h.srv.URL+tc.path+" within 100ms (Config.RequestTimeout)")
+		})
+	}
+
+	t.Run("the request the issuer answers says why", func(t *testing.T) {
+		h := newHostile(t, true)
+		h.handle("/dir", stall(h, false))
+		c := h.client(t, func(cfg *acmeclient.Config) { cfg.RequestTimeout = 100 * time.Millisecond })
+		iss, err := acmeclient.NewIssuer(acmeclient.IssuerConfig{Client: c, Store: acmeclient.NewMemoryStore(),
+			Solvers: acmeclient.Solvers{HTTP01: &acmeclient.HTTP01Handler{}}})
+		require.NoError(t, err)
+		req := &certificate.CertificateRequest{ObjectMeta: certificate.ObjectMeta{Name: "web-1", Namespace: "default"},
+			Spec: certificate.RequestSpec{IssuerRef: certificate.IssuerRef{Name: "acme"}}}
+		now := time.Now()
+		next, err := iss.Answer(t.Context(), req, now)
+		require.NoError(t, err)
+		require.True(t, next.After(now), "the request is tried again")
+		ready := req.Condition(certificate.RequestConditionReady)
+		require.NotNil(t, ready)
+		require.Equal(t, certificate.RequestReasonPending, ready.Reason)
+		require.Contains(t, ready.Message, "registering the ACME account")
+		require.Contains(t, ready.Message, "did not answer the directory request "+h.srv.URL+"/dir within 100ms")
+	})
+}
+
+// kindOf is the request kind of each call's last request.
+var kindOf = map[string]string{"directory": "directory", "account": "account", "newOrder": "newOrder", "order": "order",
+	"authorization": "authorization", "challenge": "authorization", "accept": "challenge", "finalize": "finalize", "certificate": "certificate"}

@@ -197,6 +197,7 @@ func classify(op string, err error, rec *call, now time.Time) error {
 	var ae *acme.Error
 	var tooLarge *tooLargeError
 	var insecure *insecureURLError
+	var late *deadlineError
 	switch {
 	case errors.As(err, &ae):
 		e.Status, e.Type, e.Detail = ae.StatusCode, ae.ProblemType, clip(ae.Detail, maxDetailLen)
@@ -212,6 +213,8 @@ func classify(op string, err error, rec *call, now time.Time) error {
 		e.Kind, e.Detail = ErrServer, tooLarge.Error()
 	case errors.As(err, &insecure):
 		e.Kind, e.Detail = ErrInsecureURL, insecure.Error()
+	case errors.As(err, &late):
+		e.Kind, e.Detail = ErrNetwork, late.Error()
 	case errors.Is(err, ErrRedirect):
 		e.Kind = ErrRedirect
 		var re *redirectError

@@ -215,3 +215,21 @@ func withCut(detail string, rec *call) string {
 	}
 	return detail + " (" + note + ")"
 }
+
+// deadlineError is a request that reached its deadline
+// (Config.RequestTimeout) before the last byte of its answer; it is a
+// net.Error that timed out, errors.Is(err, context.DeadlineExceeded).
+type deadlineError struct {
+	kind    RequestKind
+	url     string
+	timeout time.Duration
+	err     error
+}
+
+func (e *deadlineError) Error() string {
+	return fmt.Sprintf("the server did not answer the %s request %s within %s (Config.RequestTimeout)", e.kind, urlFor(e.url), e.timeout)
+}
+
+func (e *deadlineError) Unwrap() error   { return e.err }
+func (e *deadlineError) Timeout() bool   { return true }
+func (e *deadlineError) Temporary() bool { return true }

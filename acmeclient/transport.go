@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // RequestKind is the kind of an ACME request, for accounting (Counts).
@@ -80,6 +82,9 @@ type Transport struct {
 
 	// allowHTTP lets requests go to http:// URLs (Config.InsecureAllowHTTP).
 	allowHTTP bool
+	// timeout bounds each request, to the last byte of its answer; 0:
+	// none (Config.RequestTimeout).
+	timeout time.Duration
 
 	mu        sync.Mutex
 	counts    map[RequestKind]int
@@ -147,14 +152,23 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
+	parent, ctx := req.Context(), req.Context()
+	if t.timeout > 0 {
+		// The deadline covers the answer to its last byte: it is read
+		// here, whole, before the request's context is let go.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.timeout)
+		defer cancel()
+		req = req.WithContext(ctx)
+	}
 	res, err := base.RoundTrip(req)
 	if err != nil {
-		return nil, err
+		return nil, t.timedOut(parent, req, kind, err)
 	}
 	limit := responseLimit(kind, res.StatusCode)
 	body, more, err := readBounded(res, limit)
 	if err != nil {
-		return nil, err
+		return nil, t.timedOut(parent, req, kind, err)
 	}
 	if more && res.StatusCode < 400 {
 		return nil, &tooLargeError{kind: kind, url: redactQuery(req.URL), limit: limit}
@@ -180,6 +194,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return res, nil
+}
+
+// timedOut is err, or the request's deadline when that is what ended it
+// (and not the caller's context, parent).
+func (t *Transport) timedOut(parent context.Context, req *http.Request, kind RequestKind, err error) error {
+	if t.timeout > 0 && parent.Err() == nil && errors.Is(req.Context().Err(), context.DeadlineExceeded) {
+		return &deadlineError{kind: kind, url: redactQuery(req.URL), timeout: t.timeout, err: err}
+	}
+	return err
 }
 
 func isProblem(h http.Header) bool {
