@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -357,7 +359,7 @@ func TestURLsThatAreNotHTTPSAreRefused(t *testing.T) {
 			o["authorizations"] = []string{base + "/authz/1", "PLAIN/authz/1"}
 			return o
 		}), "Location", "BASE/order/1"), "newOrder", "the order BASE/order/1, as an authorization,"},
-		"the order's finalize URL":   {answer("/order/1", http.StatusOK, orderWith("finalize", "ready")), "order", "the order BASE/order/1, as its finalize URL,"},
+		"the order's finalize URL":    {answer("/order/1", http.StatusOK, orderWith("finalize", "ready")), "order", "the order BASE/order/1, as its finalize URL,"},
 		"the order's certificate URL": {answer("/finalize/1", http.StatusOK, orderWith("certificate", "valid")), "finalize", "the order BASE/order/1, as its certificate URL,"},
 		"a challenge of an authorization": {answer("/authz/1", http.StatusOK, func(base string) any {
 			return map[string]any{"status": "pending", "identifier": map[string]string{"type": "dns", "value": "a.example"},
@@ -518,3 +520,104 @@ func TestAServerThatNeverAnswersFailsTheCallAtTheDeadline(t *testing.T) {
 // kindOf is the request kind of each call's last request.
 var kindOf = map[string]string{"directory": "directory", "account": "account", "newOrder": "newOrder", "order": "order",
 	"authorization": "authorization", "challenge": "authorization", "accept": "challenge", "finalize": "finalize", "certificate": "certificate"}
+
+// pipeListener is a net.Listener whose connections are in-memory pipes
+// (net.Pipe), dialed by DialContext: inside a synctest bubble, a request
+// that waits on one is durably blocked, and the bubble's clock moves on.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+func (l *pipeListener) DialContext(ctx context.Context, _, _ string) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }
+
+// Each request ends at its deadline, on the clock, and not a moment
+// later: with no deadline of the user's — no RequestTimeout, an
+// HTTPClient with no Timeout, as with a nil HTTPClient — at
+// DefaultRequestTimeout, 30 s; else at RequestTimeout, else at the
+// HTTPClient's Timeout; a negative RequestTimeout leaves only the
+// context's.
+func TestEachRequestEndsAtItsDeadline(t *testing.T) {
+	tests := map[string]struct {
+		requestTimeout, clientTimeout, ctxTimeout time.Duration
+		want                                      time.Duration
+		says                                      string
+	}{
+		"the default":                            {0, 0, 0, acmeclient.DefaultRequestTimeout, "within 30s (Config.RequestTimeout)"},
+		"the HTTPClient's Timeout":               {0, 10 * time.Second, 0, 10 * time.Second, "within 10s (Config.RequestTimeout)"},
+		"RequestTimeout before the HTTPClient's": {5 * time.Second, 10 * time.Second, 0, 5 * time.Second, "within 5s (Config.RequestTimeout)"},
+		"RequestTimeout longer than the default": {2 * time.Minute, 0, 0, 2 * time.Minute, "within 2m0s (Config.RequestTimeout)"},
+		"none but the context's":                 {-1, 10 * time.Second, time.Hour, time.Hour, "context deadline exceeded"},
+		"the context's, when it comes first":     {0, 0, time.Second, time.Second, "context deadline exceeded"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				stop := make(chan struct{})
+				l := newPipeListener()
+				srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					select {
+					case <-stop:
+					case <-r.Context().Done():
+					}
+				})}
+				go func() { _ = srv.Serve(l) }()
+				tr := &http.Transport{DialContext: l.DialContext}
+				defer func() {
+					close(stop)
+					_ = srv.Close()
+					tr.CloseIdleConnections()
+				}()
+				key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+				require.NoError(t, err)
+				c, err := acmeclient.New(acmeclient.Config{DirectoryURL: "http://acme.test/dir", InsecureAllowHTTP: true, Key: key,
+					HTTPClient: &http.Client{Transport: tr, Timeout: tc.clientTimeout}, RequestTimeout: tc.requestTimeout})
+				require.NoError(t, err)
+				ctx := t.Context()
+				if tc.ctxTimeout > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, tc.ctxTimeout)
+					defer cancel()
+				}
+
+				start := time.Now()
+				_, err = c.Directory(ctx)
+				require.ErrorIs(t, err, acmeclient.ErrNetwork)
+				require.Contains(t, err.Error(), tc.says)
+				require.Equal(t, tc.want, time.Since(start))
+			})
+		})
+	}
+}
