@@ -17,6 +17,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -620,4 +621,60 @@ func TestEachRequestEndsAtItsDeadline(t *testing.T) {
 			})
 		})
 	}
+}
+
+// The server's words are kept readable, however many it sends within the
+// bounds: a problem's detail is cut to 1 KiB, each subproblem's to 256
+// bytes, ten subproblems are listed and the others counted, and control
+// characters become spaces — in an error answer and in an order's error
+// alike.
+func TestTheServersWordsAreCutToAReadableLength(t *testing.T) {
+	sub := make([]any, 60)
+	for i := range sub {
+		sub[i] = map[string]any{"type": "urn:ietf:params:acme:error:rejectedIdentifier", "detail": strings.Repeat("no ", 100),
+			"identifier": map[string]string{"type": "dns", "value": fmt.Sprintf("n%d.example", i)}}
+	}
+	prob := map[string]any{"type": "urn:ietf:params:acme:error:rejectedIdentifier", "status": 400,
+		"detail": "line one\nline two\x1b[31m red " + strings.Repeat("é", 5000), "subproblems": sub}
+	check := func(t *testing.T, words string) {
+		t.Helper()
+		require.Less(t, len(words), 5<<10)
+		require.Contains(t, words, "line one line two [31m red éé")
+		require.Contains(t, words, "… (")
+		require.Contains(t, words, "n9.example: no no")
+		require.NotContains(t, words, "n10.example")
+		require.Contains(t, words, "and 50 more")
+		require.NotContains(t, words, "\n")
+		require.NotContains(t, words, "\x1b")
+		require.True(t, utf8.ValidString(words))
+	}
+
+	t.Run("an error answer", func(t *testing.T) {
+		h := newHostile(t, true)
+		h.handle("/new-order", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(prob)
+		})
+		c := h.client(t)
+		err := callUpTo("newOrder")(t.Context(), c, h.srv.URL)
+		require.ErrorIs(t, err, acmeclient.ErrRejectedIdentifier)
+		check(t, err.Error())
+	})
+	t.Run("an order's error", func(t *testing.T) {
+		h := newHostile(t, true)
+		h.handle("/order/1", func(w http.ResponseWriter, _ *http.Request) {
+			o := hostileOrder(h.srv.URL, "invalid")
+			o["error"] = prob
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(o)
+		})
+		c := h.client(t)
+		_, err := c.EnsureAccount(t.Context(), acmeclient.AccountOptions{})
+		require.NoError(t, err)
+		st, err := c.SyncOrder(t.Context(), order.Status{URL: h.srv.URL + "/order/1"}, order.Sync{URL: h.srv.URL + "/order/1"})
+		require.NoError(t, err)
+		require.Equal(t, order.StateInvalid, st.State)
+		check(t, st.Reason)
+	})
 }

@@ -258,7 +258,7 @@ func (c *Client) newOrderPlain(ctx context.Context, a order.CreateOrder) (*wireO
 	w := &wireOrder{URL: o.URI, Status: o.Status, Authorizations: o.AuthzURLs, Finalize: o.FinalizeURL, Certificate: o.CertURL,
 		Profile: string(o.Profile), Expires: o.Expires}
 	if o.Error != nil {
-		w.Error = &wireProblem{Type: o.Error.ProblemType, Detail: problemText(o.Error)}
+		w.Error = &wireProblem{Type: o.Error.ProblemType, Detail: o.Error.Detail, Subproblems: o.Error.Subproblems}
 	}
 	if t, ok := ParseRetryAfter(rec.header.Get("Retry-After"), c.now()); ok {
 		w.RetryAfter = t
@@ -457,7 +457,7 @@ func (c *Client) SyncOrder(ctx context.Context, st order.Status, a order.Sync) (
 	}
 	w := &wireOrder{Status: o.Status, Authorizations: o.AuthzURLs, Finalize: o.FinalizeURL, Certificate: o.CertURL, Expires: o.Expires}
 	if o.Error != nil {
-		w.Error = &wireProblem{Type: o.Error.ProblemType, Detail: problemText(o.Error)}
+		w.Error = &wireProblem{Type: o.Error.ProblemType, Detail: o.Error.Detail, Subproblems: o.Error.Subproblems}
 	}
 	if t, ok := ParseRetryAfter(rec.header.Get("Retry-After"), now); ok {
 		w.RetryAfter = t
