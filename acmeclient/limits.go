@@ -130,18 +130,34 @@ func byteSize(n int64) string {
 // more).
 func readBounded(res *http.Response, limit int64) (body []byte, more bool, err error) {
 	defer res.Body.Close()
-	size := 512
-	if res.ContentLength > 0 && res.ContentLength <= limit {
-		size = int(res.ContentLength) + 1
+	size := int64(512)
+	if res.ContentLength >= 0 && res.ContentLength <= limit {
+		size = res.ContentLength + 1 // room for the byte that says it ends
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, size))
-	_, err = buf.ReadFrom(io.LimitReader(res.Body, limit+1))
-	body = buf.Bytes()
-	if int64(len(body)) > limit {
-		return body[:limit], true, err
+	body = make([]byte, 0, size)
+	for int64(len(body)) <= limit {
+		if len(body) == cap(body) { // double, up to the bound and the byte past it
+			grown := make([]byte, len(body), min(2*int64(cap(body)), limit+1))
+			copy(grown, body)
+			body = grown
+		}
+		room := body[len(body):min(int64(cap(body)), limit+1)]
+		n, rerr := res.Body.Read(room)
+		body = body[:len(body)+n]
+		if rerr == io.EOF {
+			return body, false, nil
+		}
+		if rerr != nil {
+			return body, false, rerr
+		}
 	}
-	return body, false, err
+	return body[:limit], true, nil
 }
+
+// answerBody is a body read whole, closed as it is read.
+type answerBody struct{ bytes.Reader }
+
+func (*answerBody) Close() error { return nil }
 
 // clip makes a server's words readable: control characters become spaces,
 // and text past max bytes is cut at a character boundary, saying how much

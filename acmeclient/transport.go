@@ -1,12 +1,10 @@
 package acmeclient
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -173,7 +171,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if more && res.StatusCode < 400 {
 		return nil, &tooLargeError{kind: kind, url: redactQuery(req.URL), limit: limit}
 	}
-	res.Body, res.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	ab := &answerBody{}
+	ab.Reset(body)
+	res.Body, res.ContentLength = ab, int64(len(body))
 	if res.StatusCode == http.StatusBadRequest && isProblem(res.Header) {
 		var p struct {
 			Type string `json:"type"`
