@@ -102,8 +102,8 @@
 // binding, authorizations, challenges, orders, certificates, profiles),
 // with two requests it has no single-shot form or option for — finalize,
 // and newOrder with "replaces" — signed here with go-jose. All requests go
-// through one Transport, which counts them by kind and passes them on
-// unchanged. Each signer keeps the Replay-Nonce of the responses to its
+// through one Transport, which counts them by kind, holds the edges
+// below, and otherwise passes them on unchanged. Each signer keeps the Replay-Nonce of the responses to its
 // own requests for its next one (RFC 8555 §7.2), so a newNonce request is
 // made only when a signer has none: the first time each signs, and when
 // more requests run at once than it holds nonces.

@@ -64,13 +64,16 @@ func (c Counts) String() string {
 // nonces of the responses to its own requests, so a nonce is never used
 // twice and no response is made up.
 //
-// It also holds the client's two edges, whoever sends the request
+// It also holds the client's edges, whoever sends the request
 // (x/crypto/acme or the client) and whatever HTTPClient carries it: a
 // request to a URL that is not https:// is refused before it is sent
 // (ErrInsecureURL) unless the Client was configured with
 // InsecureAllowHTTP, and an answer is read only up to its bound
 // (ResponseLimit): a success answer that runs past it fails the request,
-// an error answer is cut there.
+// an error answer is cut there. Each request has the Client's deadline
+// (Config.RequestTimeout), to the last byte of its answer. A Transport
+// made by hand rather than by New refuses http:// too, and sets no
+// deadline.
 //
 // A Transport is safe for concurrent use. Hosts can export Counts as
 // metrics.
@@ -133,6 +136,12 @@ func withCall(ctx context.Context, kind RequestKind) (context.Context, *call) {
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	kind := t.kindOf(req)
+	if !secureEnough(req.URL.String(), t.allowHTTP) {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, &insecureURLError{url: redactQuery(req.URL), kind: kind}
+	}
 	t.mu.Lock()
 	if t.counts == nil {
 		t.counts = map[RequestKind]int{}
@@ -140,12 +149,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.counts[kind]++
 	t.mu.Unlock()
 
-	if !secureEnough(req.URL.String(), t.allowHTTP) {
-		if req.Body != nil {
-			req.Body.Close()
-		}
-		return nil, &insecureURLError{url: redactQuery(req.URL), kind: kind}
-	}
 	base := t.Base
 	if base == nil {
 		base = http.DefaultTransport
