@@ -50,17 +50,18 @@ func (c *Client) RenewalInfo(ctx context.Context, cert *x509.Certificate) (Renew
 	req.Header.Set("User-Agent", c.ua())
 	res, err := c.hc.Do(req)
 	if err != nil {
-		return RenewalInfo{}, classify(op, err, nil, now)
+		return RenewalInfo{}, classify(op, err, rec, now)
 	}
 	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	body, err := io.ReadAll(res.Body) // bounded by the Transport
 	if err != nil {
-		return RenewalInfo{}, classify(op, err, nil, now)
+		return RenewalInfo{}, classify(op, err, rec, now)
 	}
 	if res.StatusCode != http.StatusOK {
 		var p wireProblem
 		_ = json.Unmarshal(body, &p)
 		e := &Error{Op: op, Kind: kindOfProblem(res.StatusCode, p.Type), Status: res.StatusCode, Type: p.Type, Detail: p.text()}
+		e.Detail = withCut(e.Detail, rec)
 		if t, ok := ParseRetryAfter(res.Header.Get("Retry-After"), now); ok {
 			e.RetryAfter = t
 		}

@@ -44,7 +44,7 @@ func (c *Client) SyncChallenge(ctx context.Context, st challenge.Status, a chall
 		// does not list cannot be validated, and waiting will not change
 		// that.
 		err := errorf("sync challenge", ErrNotFound, "the challenge %s is not one its authorization %s lists (it lists: %s)",
-			a.URL, a.AuthorizationURL, strings.Join(listed, ", "))
+			urlFor(a.URL), urlFor(a.AuthorizationURL), clip(strings.Join(listed, ", "), maxDetailLen))
 		return failChallenge(ctx, st, err, now), err
 	}
 	before := st.State

@@ -30,22 +30,35 @@ type Config struct {
 	// https://acme-v02.api.letsencrypt.org/directory. It must be https://
 	// unless InsecureAllowHTTP is set.
 	DirectoryURL string
-	// InsecureAllowHTTP accepts an http:// DirectoryURL. Every request then
-	// travels in the clear, where anyone on the way can read it and answer
-	// in the server's place (a directory that points elsewhere, a
-	// certificate for another key, challenges that never pass): for a test
-	// server on loopback only. False, the zero value, refuses it;
+	// InsecureAllowHTTP accepts an http:// DirectoryURL, and http:// URLs
+	// from the server: its directory's endpoints, the Location of what it
+	// creates, the URLs in its orders, authorizations and Link headers.
+	// Every request then travels in the clear, where anyone on the way can
+	// read it and answer in the server's place (a directory that points
+	// elsewhere, a certificate for another key, challenges that never
+	// pass): for a test server on loopback only. False, the zero value,
+	// refuses each of them (ErrInsecureURL), so that no request, signed
+	// with the account key or not, is sent in the clear (RFC 8555 §6.1);
 	// acmetest's server is https and needs no such thing.
 	InsecureAllowHTTP bool
 	// Key is the account key: an ECDSA (P-256, P-384, P-521), RSA or
 	// Ed25519 private key. It is never printed.
 	Key crypto.Signer
 	// HTTPClient carries the requests; nil means http.DefaultClient's
-	// settings. Its Transport is wrapped by the Client's Transport. The
+	// settings. Its Transport is wrapped by the Client's Transport, which
+	// bounds every answer (ResponseLimit) and refuses http:// URLs. The
 	// Client follows a redirect only to the scheme, host and port the
 	// request was for, and refuses one elsewhere (ErrRedirect), before
 	// its CheckRedirect, if any, is asked.
 	HTTPClient *http.Client
+	// RequestTimeout bounds each HTTP request, from sending it to the last
+	// byte of the answer, so that a server that accepts a request and
+	// never answers ends it in an error a retry follows (ErrNetwork),
+	// which names the request. Zero means HTTPClient's Timeout when it has
+	// one (which then bounds each request in its place), else
+	// DefaultRequestTimeout (30 s); negative means no bound but the
+	// context's.
+	RequestTimeout time.Duration
 	// UserAgent is prepended to the User-Agent of every request.
 	UserAgent string
 	// Clock is the time of SyncedAt, Retry-After and the like; nil means
@@ -71,6 +84,7 @@ type Client struct {
 	clock      clock.PassiveClock
 	maxRetries int
 	userAgent  string
+	allowHTTP  bool
 
 	mu         sync.Mutex
 	accountURL string
@@ -113,7 +127,19 @@ func New(cfg Config) (*Client, error) {
 			base = hc.Transport
 		}
 	}
-	tr := &Transport{Base: base}
+	// The Transport keeps the deadline of each request, so that the
+	// error can say which request and deadline it was.
+	timeout := cfg.RequestTimeout
+	switch {
+	case timeout < 0:
+		timeout = 0
+	case timeout == 0 && hc.Timeout > 0:
+		timeout = hc.Timeout
+	case timeout == 0:
+		timeout = DefaultRequestTimeout
+	}
+	hc.Timeout = 0
+	tr := &Transport{Base: base, allowHTTP: cfg.InsecureAllowHTTP, timeout: timeout}
 	tr.setDirectoryURL(cfg.DirectoryURL)
 	hc.Transport = tr
 	hc.CheckRedirect = sameOriginRedirects(hc.CheckRedirect)
@@ -125,7 +151,7 @@ func New(cfg Config) (*Client, error) {
 	if retries == 0 {
 		retries = 20
 	}
-	c := &Client{transport: tr, hc: hc, key: cfg.Key, clock: clk, maxRetries: retries, userAgent: cfg.UserAgent}
+	c := &Client{transport: tr, hc: hc, key: cfg.Key, clock: clk, maxRetries: retries, userAgent: cfg.UserAgent, allowHTTP: cfg.InsecureAllowHTTP}
 	c.acme = &acme.Client{
 		Key: cfg.Key, HTTPClient: hc, DirectoryURL: cfg.DirectoryURL, UserAgent: cfg.UserAgent,
 		// Retry a bad nonce (HTTP 400 is the only 4xx x/crypto/acme
@@ -234,9 +260,9 @@ func (c *Client) Directory(ctx context.Context) (Directory, error) {
 		return d, nil
 	}
 	c.mu.Unlock()
-	ctx, _ = withCall(ctx, KindDirectory)
+	ctx, rec := withCall(ctx, KindDirectory)
 	if _, err := c.acme.Discover(ctx); err != nil {
-		return Directory{}, classify("directory", err, nil, c.now())
+		return Directory{}, classify("directory", err, rec, c.now())
 	}
 	var raw directoryJSON
 	if err := json.Unmarshal(c.transport.directoryBody(), &raw); err != nil {
@@ -245,6 +271,16 @@ func (c *Client) Directory(ctx context.Context) (Directory, error) {
 	d := Directory{NewNonce: raw.NewNonce, NewAccount: raw.NewAccount, NewOrder: raw.NewOrder, RevokeCert: raw.RevokeCert,
 		KeyChange: raw.KeyChange, RenewalInfo: raw.RenewalInfo, Profiles: raw.Meta.Profiles, Terms: raw.Meta.Terms,
 		ExternalAccountRequired: raw.Meta.EAB}
+	for _, ep := range []struct{ name, url string }{{"newNonce", d.NewNonce}, {"newAccount", d.NewAccount}, {"newOrder", d.NewOrder},
+		{"revokeCert", d.RevokeCert}, {"keyChange", d.KeyChange}, {"renewalInfo", d.RenewalInfo}} {
+		if ep.url == "" {
+			continue
+		}
+		from := "the directory " + c.acme.DirectoryURL + ", as " + ep.name + ","
+		if err := checkURL("directory", ep.url, from, c.allowHTTP); err != nil {
+			return Directory{}, err
+		}
+	}
 	c.mu.Lock()
 	c.dir = &d
 	c.mu.Unlock()
@@ -311,7 +347,7 @@ func (c *Client) EnsureAccount(ctx context.Context, opts AccountOptions) (Accoun
 		created, err = false, nil
 	}
 	if err != nil {
-		return Account{}, classify("account", err, call.header, c.now())
+		return Account{}, classify("account", err, call, c.now())
 	}
 	url := string(c.acme.KID)
 	if got != nil && got.URI != "" {
@@ -342,7 +378,7 @@ func oneRequest[T any](c *Client, ctx context.Context, op string, kind RequestKi
 	}
 	cctx, rec := withCall(ctx, kind)
 	if v, err = do(cctx); err != nil {
-		return v, rec, classify(op, err, header(rec), now)
+		return v, rec, classify(op, err, rec, now)
 	}
 	return v, rec, nil
 }
@@ -394,7 +430,7 @@ func (c *Client) signedPost(ctx context.Context, kind RequestKind, url string, p
 			return rec, nil, err
 		}
 		c.keepNonce(res.Header)
-		b, err := io.ReadAll(io.LimitReader(res.Body, 4<<20))
+		b, err := io.ReadAll(res.Body) // bounded by the Transport
 		res.Body.Close()
 		if err != nil {
 			return rec, nil, err
@@ -403,12 +439,9 @@ func (c *Client) signedPost(ctx context.Context, kind RequestKind, url string, p
 			return rec, b, nil
 		}
 		prob := &acme.Error{StatusCode: res.StatusCode, Header: res.Header}
-		var p struct {
-			Type   string `json:"type"`
-			Detail string `json:"detail"`
-		}
+		var p wireProblem
 		if json.Unmarshal(b, &p) == nil {
-			prob.ProblemType, prob.Detail = p.Type, p.Detail
+			prob.ProblemType, prob.Detail, prob.Subproblems = p.Type, p.Detail, p.Subproblems
 		}
 		if strings.HasSuffix(strings.ToLower(p.Type), ":badnonce") && attempt < c.maxRetries {
 			continue

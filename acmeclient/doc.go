@@ -85,7 +85,7 @@
 // back: what the server said and, when it said so, when to look again. An
 // error is returned too, as an *Error whose Kind is one of the sentinel
 // errors (ErrRateLimited, ErrUnauthorized, ErrRejectedIdentifier,
-// ErrMalformed, ErrServer, ErrNetwork, …); Retryable answers whether a
+// ErrMalformed, ErrServer, ErrNetwork, ErrInsecureURL, …); Retryable answers whether a
 // later attempt can succeed. A failed call is written into the status with
 // NoteFailure — the error, its time, the attempt count, the server's
 // Retry-After — from which the machines derive the next attempt; it never
@@ -102,16 +102,35 @@
 // binding, authorizations, challenges, orders, certificates, profiles),
 // with two requests it has no single-shot form or option for — finalize,
 // and newOrder with "replaces" — signed here with go-jose. All requests go
-// through one Transport, which counts them by kind and passes them on
-// unchanged. Each signer keeps the Replay-Nonce of the responses to its
+// through one Transport, which counts them by kind, holds the edges
+// below, and otherwise passes them on unchanged. Each signer keeps the Replay-Nonce of the responses to its
 // own requests for its next one (RFC 8555 §7.2), so a newNonce request is
 // made only when a signer has none: the first time each signs, and when
 // more requests run at once than it holds nonces.
 //
-// It talks to the server it was given and no other: the directory must be
-// https:// (Config.InsecureAllowHTTP accepts http:// for a test server on
-// loopback), and a redirect to another scheme, host or port is refused
-// with ErrRedirect, which no retry gets past, rather than followed.
+// It talks to the server it was given, and to the URLs that server hands
+// out, over https only. RFC 8555 lets a CA keep its resources on other
+// hosts than its directory's, so the URLs in the directory, the Location
+// of what it creates, its orders, authorizations and Link headers are
+// followed wherever they point — but one that is not https:// is refused
+// with ErrInsecureURL, naming the URL and where it came from, before
+// anything is sent to it (Config.InsecureAllowHTTP accepts http:// for a
+// test server on loopback). A redirect to another scheme, host or port is
+// refused with ErrRedirect rather than followed: a resource moves by the
+// server naming it, not by a redirect. No retry gets past either.
+//
+// Nothing the server sends can hold the client or its host without end.
+// Each request has a deadline, from sending it to the last byte of the
+// answer: Config.RequestTimeout, 30 s by default (DefaultRequestTimeout),
+// so that a server that accepts a request and never answers fails the
+// call with ErrNetwork, which the machines retry and a request being
+// answered shows. Each answer is read up to a bound by its kind
+// (ResponseLimit: 64 KiB for a directory or an account, 1 MiB for an
+// order, 4 MiB for a certificate chain …): a larger one fails the call
+// with ErrServer, saying so, and is not read further; an error answer is
+// cut at 64 KiB, and the server's words an error or a status keeps are
+// cut to a readable length. Both hold whether HTTPClient is the user's
+// or not.
 //
 // ARI (RFC 9773): RenewalInfo fetches a certificate's suggested renewal
 // window, to pass to the renewal package; CreateOrder sends replaces when

@@ -48,6 +48,15 @@ var (
 	// whoever answers there is not the server the client was configured
 	// for. A retry meets the same redirect: not retryable.
 	ErrRedirect = errors.New("acmeclient: redirect to another server refused")
+	// ErrInsecureURL: the server named a URL for the client to send to
+	// that is not https:// — in its directory, the Location of what it
+	// created, an order, an authorization or a Link header — and the
+	// client was not configured with InsecureAllowHTTP. Whatever went
+	// there would travel in the clear, signed with the account key (RFC
+	// 8555 §6.1 requires https). The error names the URL and where it
+	// came from; nothing is sent to it, and a retry meets it again: not
+	// retryable.
+	ErrInsecureURL = errors.New("acmeclient: URL that is not https:// refused")
 )
 
 // Error is a failed ACME call: what was attempted, what the server said,
@@ -62,7 +71,10 @@ type Error struct {
 	// Type is the ACME problem type (RFC 8555 §6.7), e.g.
 	// "urn:ietf:params:acme:error:rateLimited".
 	Type string
-	// Detail is the server's explanation, meant for people.
+	// Detail is the server's explanation, meant for people: a problem
+	// document's detail and subproblems, cut to a readable length
+	// (ResponseLimit says how), or what the client found wrong with the
+	// answer.
 	Detail string
 	// RetryAfter is when the server allows another attempt (Retry-After,
 	// seconds or an HTTP date); zero when it said nothing.
@@ -169,7 +181,10 @@ const maxRetryAfter = 10 * 365 * 24 * time.Hour
 
 // classify turns an error from x/crypto/acme, our own requests or the
 // network into an *Error.
-func classify(op string, err error, header http.Header, now time.Time) error {
+//
+// rec is the call's record, nil when there is none: its headers (the
+// Retry-After), and whether the answer was cut at its bound.
+func classify(op string, err error, rec *call, now time.Time) error {
 	if err == nil {
 		return nil
 	}
@@ -178,21 +193,28 @@ func classify(op string, err error, header http.Header, now time.Time) error {
 		return err
 	}
 	e := &Error{Op: op, Err: err}
+	header := header(rec)
 	var ae *acme.Error
+	var tooLarge *tooLargeError
+	var insecure *insecureURLError
+	var late *deadlineError
 	switch {
 	case errors.As(err, &ae):
-		e.Status, e.Type, e.Detail = ae.StatusCode, ae.ProblemType, ae.Detail
+		e.Status, e.Type, e.Detail = ae.StatusCode, ae.ProblemType, clip(ae.Detail, maxDetailLen)
 		if ae.Header != nil {
 			header = ae.Header
 		}
 		e.Kind = kindOfProblem(ae.StatusCode, ae.ProblemType)
 		if len(ae.Subproblems) > 0 {
-			var parts []string
-			for _, sp := range ae.Subproblems {
-				parts = append(parts, subproblem(sp))
-			}
-			e.Detail += " [" + strings.Join(parts, "; ") + "]"
+			e.Detail += " [" + subproblems(ae.Subproblems) + "]"
 		}
+		e.Detail = withCut(e.Detail, rec)
+	case errors.As(err, &tooLarge):
+		e.Kind, e.Detail = ErrServer, tooLarge.Error()
+	case errors.As(err, &insecure):
+		e.Kind, e.Detail = ErrInsecureURL, insecure.Error()
+	case errors.As(err, &late):
+		e.Kind, e.Detail = ErrNetwork, late.Error()
 	case errors.Is(err, ErrRedirect):
 		e.Kind = ErrRedirect
 		var re *redirectError

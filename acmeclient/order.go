@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -51,6 +52,9 @@ func (c *Client) CreateOrder(ctx context.Context, st order.Status, a order.Creat
 	if refused != "" {
 		st.ReplacesRefused = refused
 	}
+	if err == nil {
+		err = c.checkOrder("create order", o, o.URL)
+	}
 	if err != nil {
 		return failOrder(ctx, st, err, now), err
 	}
@@ -63,6 +67,34 @@ func (c *Client) CreateOrder(ctx context.Context, st order.Status, a order.Creat
 	st = applyOrder(st, o, now)
 	st.FailedAttempts = 0 // created: the order moved on
 	return st, nil
+}
+
+// checkOrder refuses an order that names a URL the client may not send
+// to (ErrInsecureURL): its own (the Location of newOrder's answer), its
+// authorizations', its finalize and its certificate URL.
+func (c *Client) checkOrder(op string, o *wireOrder, orderURL string) error {
+	if o.URL != "" {
+		if err := checkURL(op, o.URL, "the server's newOrder answer, as the order's Location,", c.allowHTTP); err != nil {
+			return err
+		}
+	}
+	from := "the order " + urlFor(orderURL) + ", as "
+	for _, u := range o.Authorizations {
+		if err := checkURL(op, u, from+"an authorization,", c.allowHTTP); err != nil {
+			return err
+		}
+	}
+	if o.Finalize != "" {
+		if err := checkURL(op, o.Finalize, from+"its finalize URL,", c.allowHTTP); err != nil {
+			return err
+		}
+	}
+	if o.Certificate != "" {
+		if err := checkURL(op, o.Certificate, from+"its certificate URL,", c.allowHTTP); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // wireOrder is an order object as the server sends it (RFC 8555 §7.1.3).
@@ -114,17 +146,32 @@ func subproblem(sp acme.Subproblem) string {
 	return sp.Identifier.Value + ": " + sp.Detail
 }
 
-// problemWords joins a problem's detail and subproblems; the type stands
-// in when there are no words.
-func problemWords(typ, detail string, subproblems []acme.Subproblem) string {
-	s := detail
-	for _, sp := range subproblems {
-		s += "; " + subproblem(sp)
+// problemWords joins a problem's detail and subproblems, each cut to a
+// readable length, at most maxSubproblems of them; the type stands in when
+// there are no words.
+func problemWords(typ, detail string, sps []acme.Subproblem) string {
+	s := clip(detail, maxDetailLen)
+	if len(sps) > 0 {
+		s += "; " + subproblems(sps)
 	}
 	if s == "" {
-		s = shortType(typ)
+		s = clip(shortType(typ), maxSubproblemLen)
 	}
 	return s
+}
+
+// subproblems lists subproblems' words, each cut to a readable length, at
+// most maxSubproblems of them and the number of the others.
+func subproblems(sps []acme.Subproblem) string {
+	var parts []string
+	for i, sp := range sps {
+		if i == maxSubproblems {
+			parts = append(parts, fmt.Sprintf("and %d more", len(sps)-i))
+			break
+		}
+		parts = append(parts, clip(subproblem(sp), maxSubproblemLen))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // newOrder creates the order; refused is the server's words when it
@@ -206,12 +253,12 @@ func (c *Client) newOrderPlain(ctx context.Context, a order.CreateOrder) (*wireO
 	cctx, rec := withCall(ctx, KindNewOrder)
 	o, err := c.acme.AuthorizeOrder(cctx, ids, opts...)
 	if err != nil {
-		return nil, classify("create order", err, header(rec), c.now())
+		return nil, classify("create order", err, rec, c.now())
 	}
 	w := &wireOrder{URL: o.URI, Status: o.Status, Authorizations: o.AuthzURLs, Finalize: o.FinalizeURL, Certificate: o.CertURL,
 		Profile: string(o.Profile), Expires: o.Expires}
 	if o.Error != nil {
-		w.Error = &wireProblem{Type: o.Error.ProblemType, Detail: problemText(o.Error)}
+		w.Error = &wireProblem{Type: o.Error.ProblemType, Detail: o.Error.Detail, Subproblems: o.Error.Subproblems}
 	}
 	if t, ok := ParseRetryAfter(rec.header.Get("Retry-After"), c.now()); ok {
 		w.RetryAfter = t
@@ -246,7 +293,7 @@ func (c *Client) newOrderSigned(ctx context.Context, url string, a order.CreateO
 	}
 	rec, body, err := c.signedPost(ctx, KindNewOrder, url, req)
 	if err != nil {
-		return nil, classify("create order", err, header(rec), c.now())
+		return nil, classify("create order", err, rec, c.now())
 	}
 	o, err := c.decodeOrder(body, rec)
 	if err != nil {
@@ -370,6 +417,10 @@ func (c *Client) GetAuthorization(ctx context.Context, st order.Status, a order.
 		entry := order.Authorization{URL: a.URL, Identifier: z.Identifier.Value, Wildcard: z.Wildcard,
 			InitialState: order.State(z.Status), FetchedAt: &now}
 		for _, ch := range z.Challenges {
+			from := "the authorization " + urlFor(a.URL) + ", as its " + clip(ch.Type, maxURLLen) + " challenge,"
+			if err := checkURL("get authorization", ch.URI, from, c.allowHTTP); err != nil {
+				return failOrder(ctx, st, err, now), err
+			}
 			entry.Challenges = append(entry.Challenges, order.OfferedChallenge{Type: challenge.Type(ch.Type), URL: ch.URI, Token: ch.Token})
 			if ch.Token != "" {
 				ka, err := c.KeyAuthorization(ch.Token)
@@ -406,10 +457,13 @@ func (c *Client) SyncOrder(ctx context.Context, st order.Status, a order.Sync) (
 	}
 	w := &wireOrder{Status: o.Status, Authorizations: o.AuthzURLs, Finalize: o.FinalizeURL, Certificate: o.CertURL, Expires: o.Expires}
 	if o.Error != nil {
-		w.Error = &wireProblem{Type: o.Error.ProblemType, Detail: problemText(o.Error)}
+		w.Error = &wireProblem{Type: o.Error.ProblemType, Detail: o.Error.Detail, Subproblems: o.Error.Subproblems}
 	}
 	if t, ok := ParseRetryAfter(rec.header.Get("Retry-After"), now); ok {
 		w.RetryAfter = t
+	}
+	if err := c.checkOrder("get order", w, a.URL); err != nil {
+		return failOrder(ctx, st, err, now), err
 	}
 	return applyOrder(st, w, now), nil
 }
@@ -432,7 +486,7 @@ func (c *Client) Finalize(ctx context.Context, st order.Status, a order.Finalize
 	}{base64.RawURLEncoding.EncodeToString(a.CSR)}
 	rec, body, err := c.signedPost(ctx, KindFinalize, a.URL, req)
 	if err != nil {
-		err = classify("finalize", err, header(rec), now)
+		err = classify("finalize", err, rec, now)
 		if ctx.Err() != nil {
 			return st, err
 		}
@@ -447,6 +501,9 @@ func (c *Client) Finalize(ctx context.Context, st order.Status, a order.Finalize
 	o, err := c.decodeOrder(body, rec)
 	if err != nil {
 		err = &Error{Op: "finalize", Kind: ErrServer, Err: err}
+		return failOrder(ctx, st, err, now), err
+	}
+	if err := c.checkOrder("finalize", o, st.URL); err != nil {
 		return failOrder(ctx, st, err, now), err
 	}
 	return applyOrder(st, o, now), nil
@@ -486,6 +543,10 @@ func (c *Client) FetchCertificate(ctx context.Context, st order.Status, a order.
 	}
 	if a.PreferredChain != "" && topIssuer(chain) != a.PreferredChain {
 		for _, u := range alternates {
+			from := "the certificate " + urlFor(a.URL) + ", as an alternate chain (Link header),"
+			if err := checkURL("fetch certificate", u, from, c.allowHTTP); err != nil {
+				return failOrder(ctx, st, err, now), err
+			}
 			alt, _, err := c.fetchChain(ctx, u)
 			if err != nil {
 				return failOrder(ctx, st, err, now), err
@@ -510,7 +571,7 @@ func (c *Client) fetchChain(ctx context.Context, url string) ([][]byte, []string
 	cctx, rec := withCall(ctx, KindCertificate)
 	chain, err := c.acme.FetchCert(cctx, url, true)
 	if err != nil {
-		return nil, nil, classify("fetch certificate", err, header(rec), c.now())
+		return nil, nil, classify("fetch certificate", err, rec, c.now())
 	}
 	if len(chain) == 0 {
 		return nil, nil, errorf("fetch certificate", ErrServer, "the server sent an empty chain")
@@ -560,7 +621,7 @@ func (c *Client) RevokeCertificate(ctx context.Context, der []byte, reason int) 
 	}
 	cctx, rec := withCall(ctx, KindRevoke)
 	if err := c.acme.RevokeCert(cctx, nil, der, acme.CRLReasonCode(reason)); err != nil {
-		return classify("revoke", err, header(rec), c.now())
+		return classify("revoke", err, rec, c.now())
 	}
 	return nil
 }

@@ -1,17 +1,17 @@
 package acmeclient
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // RequestKind is the kind of an ACME request, for accounting (Counts).
@@ -64,11 +64,28 @@ func (c Counts) String() string {
 // nonces of the responses to its own requests, so a nonce is never used
 // twice and no response is made up.
 //
+// It also holds the client's edges, whoever sends the request
+// (x/crypto/acme or the client) and whatever HTTPClient carries it: a
+// request to a URL that is not https:// is refused before it is sent
+// (ErrInsecureURL) unless the Client was configured with
+// InsecureAllowHTTP, and an answer is read only up to its bound
+// (ResponseLimit): a success answer that runs past it fails the request,
+// an error answer is cut there. Each request has the Client's deadline
+// (Config.RequestTimeout), to the last byte of its answer. A Transport
+// made by hand rather than by New refuses http:// too, and sets no
+// deadline.
+//
 // A Transport is safe for concurrent use. Hosts can export Counts as
 // metrics.
 type Transport struct {
 	// Base carries the requests; nil means http.DefaultTransport.
 	Base http.RoundTripper
+
+	// allowHTTP lets requests go to http:// URLs (Config.InsecureAllowHTTP).
+	allowHTTP bool
+	// timeout bounds each request, to the last byte of its answer; 0:
+	// none (Config.RequestTimeout).
+	timeout time.Duration
 
 	mu        sync.Mutex
 	counts    map[RequestKind]int
@@ -107,6 +124,8 @@ type call struct {
 	kind   RequestKind
 	status int
 	header http.Header
+	// cut is the bound an error answer ran past, cut there; 0 when whole.
+	cut int64
 }
 
 func withCall(ctx context.Context, kind RequestKind) (context.Context, *call) {
@@ -117,6 +136,12 @@ func withCall(ctx context.Context, kind RequestKind) (context.Context, *call) {
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	kind := t.kindOf(req)
+	if !secureEnough(req.URL.String(), t.allowHTTP) {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, &insecureURLError{url: redactQuery(req.URL), kind: kind}
+	}
 	t.mu.Lock()
 	if t.counts == nil {
 		t.counts = map[RequestKind]int{}
@@ -128,14 +153,31 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
+	parent, ctx := req.Context(), req.Context()
+	if t.timeout > 0 {
+		// The deadline covers the answer to its last byte: it is read
+		// here, whole, before the request's context is let go.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.timeout)
+		defer cancel()
+		req = req.WithContext(ctx)
+	}
 	res, err := base.RoundTrip(req)
 	if err != nil {
-		return nil, err
+		return nil, t.timedOut(parent, req, kind, err)
 	}
+	limit := responseLimit(kind, res.StatusCode)
+	body, more, err := readBounded(res, limit)
+	if err != nil {
+		return nil, t.timedOut(parent, req, kind, err)
+	}
+	if more && res.StatusCode < 400 {
+		return nil, &tooLargeError{kind: kind, url: redactQuery(req.URL), limit: limit}
+	}
+	ab := &answerBody{}
+	ab.Reset(body)
+	res.Body, res.ContentLength = ab, int64(len(body))
 	if res.StatusCode == http.StatusBadRequest && isProblem(res.Header) {
-		body, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-		res.Body.Close()
-		res.Body = io.NopCloser(bytes.NewReader(body))
 		var p struct {
 			Type string `json:"type"`
 		}
@@ -146,17 +188,24 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	if kind == KindDirectory && res.StatusCode == http.StatusOK {
-		body, rerr := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-		res.Body.Close()
-		res.Body = io.NopCloser(bytes.NewReader(body))
-		if rerr == nil {
-			t.learnDirectory(body)
-		}
+		t.learnDirectory(body)
 	}
 	if c, ok := req.Context().Value(ctxKey{}).(*call); ok {
-		c.status, c.header = res.StatusCode, res.Header.Clone()
+		c.status, c.header, c.cut = res.StatusCode, res.Header.Clone(), 0
+		if more {
+			c.cut = limit
+		}
 	}
 	return res, nil
+}
+
+// timedOut is err, or the request's deadline when that is what ended it
+// (and not the caller's context, parent).
+func (t *Transport) timedOut(parent context.Context, req *http.Request, kind RequestKind, err error) error {
+	if t.timeout > 0 && parent.Err() == nil && errors.Is(req.Context().Err(), context.DeadlineExceeded) {
+		return &deadlineError{kind: kind, url: redactQuery(req.URL), timeout: t.timeout, err: err}
+	}
+	return err
 }
 
 func isProblem(h http.Header) bool {
