@@ -70,9 +70,14 @@ var (
 	oidBasicConstraints = asn1.ObjectIdentifier{2, 5, 29, 19}
 )
 
-// DefaultUsages returns the usages of a template that names none: digital
-// signature and key encipherment. Each call returns a new slice, so a caller
-// may change it without changing the defaults.
+// DefaultUsages returns the usages a request lists when its template names
+// none: digital signature and key encipherment (and cert sign for a CA),
+// what BuildCSR encodes in the request and what the reference operator
+// (cert-manager) expects a CSR to carry when its request lists no usages.
+// An issuer does not grant them as they are: it gives the certificate
+// DefaultUsagesFor its key, so that an ECDSA or Ed25519 certificate never
+// carries key encipherment and a CA carries CRL sign. Each call returns a
+// new slice, so a caller may change it without changing the defaults.
 func DefaultUsages() []Usage {
 	return []Usage{UsageDigitalSignature, UsageKeyEncipherment}
 }
@@ -116,7 +121,9 @@ type RequestTemplate struct {
 	// OtherNames are subject alternative names of the otherName form
 	// with UTF8String values.
 	OtherNames []OtherName `json:"otherNames,omitempty"`
-	// Usages; empty means DefaultUsages().
+	// Usages; empty means DefaultUsages() in the request, and
+	// DefaultUsagesFor the key in a certificate an issuer of this package
+	// makes (TemporaryCertificate, certificate/localca).
 	Usages []Usage `json:"usages,omitempty"`
 	// EncodeUsagesInRequest says whether the key usage and extended key
 	// usage extensions go into the request; nil means true. Set it to
@@ -474,14 +481,21 @@ func CompareCSR(csr *x509.CertificateRequest, tmpl RequestTemplate) []Difference
 // Other names are not compared: issuers may leave them out. It is the fallback when no request exists: a name may
 // move between the common name and the DNS names (issuers copy the common
 // name into the DNS names, or drop it), so the common name and DNS names are
-// compared as one set.
+// compared as one set. A common name the template does not ask that is
+// one of the certificate's own IP addresses is not counted as a DNS name:
+// issuers name a subject by its IP address when it has no DNS name
+// (certificate/localca does for a self-signed certificate).
 func CompareCertificateNames(cert *x509.Certificate, tmpl RequestTemplate) []Difference {
 	if cert == nil {
 		return []Difference{{Field: "certificate", Want: "a certificate", Have: "none"}}
 	}
 	var diffs []Difference
 	wantNames := withCN(tmpl.DNSNames, tmpl.commonName())
-	haveNames := withCN(cert.DNSNames, cert.Subject.CommonName)
+	haveCN := cert.Subject.CommonName
+	if haveCN != tmpl.commonName() && slices.Contains(ipStrings(cert.IPAddresses), haveCN) {
+		haveCN = "" // an issuer named the subject by one of its IP addresses
+	}
+	haveNames := withCN(cert.DNSNames, haveCN)
 	diffs = cmpSet(diffs, "commonName+dnsNames", wantNames, haveNames)
 	diffs = cmpSet(diffs, "ipAddresses", normIPs(tmpl.IPAddresses), ipStrings(cert.IPAddresses))
 	diffs = cmpSet(diffs, "uris", tmpl.URIs, uriStrings(cert.URIs))
