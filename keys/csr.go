@@ -165,7 +165,57 @@ func (t RequestTemplate) rawSubject() ([]byte, error) {
 		}
 		return der, nil
 	}
+	if err := t.Subject.Validate(); err != nil {
+		var te *TemplateError
+		errors.As(err, &te)
+		return nil, &TemplateError{Field: "subject." + te.Field, Message: te.Message}
+	}
 	return asn1.Marshal(t.subject().ToRDNSequence())
+}
+
+// ValidateSubject names each subject attribute of the template that RFC
+// 5280 forbids, as *TemplateError values whose Field is a path such as
+// "subject.organizations[0]" or "literalSubject", joined; nil when there
+// is none: the values Subject.Validate refuses, and the same in a literal
+// subject, whose DC (and emailAddress) values must also be ASCII, being
+// IA5Strings. The common name is not checked here. A literal subject that
+// does not parse is ParseLiteralSubject's to report, not this method's.
+// BuildCSR refuses what it names.
+func (t RequestTemplate) ValidateSubject() error {
+	if t.LiteralSubject != "" {
+		rdns, err := ParseLiteralSubject(t.LiteralSubject)
+		if err != nil {
+			return nil
+		}
+		if why := rdnsProblem(rdns); why != "" {
+			return errors.Join(&TemplateError{Field: "literalSubject", Message: why})
+		}
+		return nil
+	}
+	var errs []error
+	for _, e := range templateErrorsIn(t.Subject.Validate()) {
+		errs = append(errs, &TemplateError{Field: "subject." + e.Field, Message: e.Message})
+	}
+	return errors.Join(errs...)
+}
+
+// templateErrorsIn lists the *TemplateError values err joins.
+func templateErrorsIn(err error) []*TemplateError {
+	if err == nil {
+		return nil
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	var out []*TemplateError
+	for _, e := range errs {
+		var te *TemplateError
+		if errors.As(e, &te) {
+			out = append(out, te)
+		}
+	}
+	return out
 }
 
 // ErrTemplate is wrapped by every error about a malformed template.
@@ -433,7 +483,10 @@ func CompareCSR(csr *x509.CertificateRequest, tmpl RequestTemplate) []Difference
 	}
 	var diffs []Difference
 	if tmpl.LiteralSubject != "" {
-		if want, err := tmpl.rawSubject(); err != nil || !bytes.Equal(want, csr.RawSubject) {
+		// A request made before DC and emailAddress were IA5Strings still
+		// matches: its subject is the literal subject as encoded then.
+		legacy, _, _ := literalSubjectEncoding(tmpl.LiteralSubject, true)
+		if want, err := tmpl.rawSubject(); err != nil || !bytes.Equal(want, csr.RawSubject) && !bytes.Equal(legacy, csr.RawSubject) {
 			diffs = append(diffs, Difference{Field: "literalSubject", Want: fmt.Sprintf("%q", tmpl.LiteralSubject), Have: fmt.Sprintf("%q", subjectString(csr))})
 		}
 	} else {
