@@ -263,3 +263,110 @@ func subjectString(t *testing.T, c *x509.Certificate) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// A local CA signs no name outside its own name constraints (RFC 5280
+// §4.2.1.10): crypto/x509 would refuse every such certificate, so the
+// request is answered invalid, naming the name and the constraint —
+// permitted and excluded, for DNS names, IP addresses, URIs and email
+// addresses — while the names within them are signed and verify.
+func TestACASignsNoNameItsNameConstraintsForbid(t *testing.T) {
+	root, err := localca.NewRoot(rand.Reader, "root", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, now.Add(-time.Hour), 365*24*time.Hour)
+	require.NoError(t, err)
+	nc := &keys.NameConstraints{Critical: true,
+		Permitted: &keys.NameConstraintItem{DNSDomains: []string{"corp.example"}, IPRanges: []string{"10.0.0.0/8", "2001:db8::/32"},
+			EmailAddresses: []string{"corp.example"}, URIDomains: []string{".corp.example"}},
+		Excluded: &keys.NameConstraintItem{DNSDomains: []string{"secret.corp.example"}, IPRanges: []string{"10.9.0.0/16"},
+			EmailAddresses: []string{"ceo@corp.example"}, URIDomains: []string{"hidden.corp.example"}}}
+	ca, caCert := constrainedCA(t, root, nc)
+	tests := map[string]struct {
+		tmpl keys.RequestTemplate
+		// invalid is what the refusal must say ("" when it is signed).
+		invalid []string
+	}{
+		"names within every constraint are signed": {tmpl: keys.RequestTemplate{DNSNames: []string{"app.corp.example", "corp.example"},
+			IPAddresses: []string{"10.1.2.3", "2001:db8::5"}, EmailAddresses: []string{"ops@corp.example"}, URIs: []string{"spiffe://id.corp.example/app"}}},
+		"a DNS name outside the permitted domains": {tmpl: keys.RequestTemplate{DNSNames: []string{"app.corp.example", "app.other.example"}},
+			invalid: []string{`DNS name "app.other.example" is not permitted by any constraint`, "permitted DNS domains corp.example"}},
+		"a DNS name in an excluded domain": {tmpl: keys.RequestTemplate{DNSNames: []string{"db.secret.corp.example"}},
+			invalid: []string{`DNS name "db.secret.corp.example" is excluded by constraint "secret.corp.example"`}},
+		"a wildcard over an excluded domain": {tmpl: keys.RequestTemplate{DNSNames: []string{"*.secret.corp.example"}},
+			invalid: []string{`DNS name "*.secret.corp.example" is excluded`}},
+		"an IP address outside the permitted ranges": {tmpl: keys.RequestTemplate{DNSNames: []string{"app.corp.example"}, IPAddresses: []string{"192.168.1.1"}},
+			invalid: []string{`IP address "192.168.1.1" is not permitted by any constraint`, "permitted IP ranges 10.0.0.0/8, 2001:db8::/32"}},
+		"an IP address in an excluded range": {tmpl: keys.RequestTemplate{IPAddresses: []string{"10.9.1.1"}},
+			invalid: []string{`IP address "10.9.1.1" is excluded by constraint "10.9.0.0/16"`}},
+		"an email address outside the permitted hosts": {tmpl: keys.RequestTemplate{EmailAddresses: []string{"ops@other.example"}},
+			invalid: []string{`email address "ops@other.example" is not permitted by any constraint`, "permitted email addresses corp.example"}},
+		"an excluded email address": {tmpl: keys.RequestTemplate{EmailAddresses: []string{"ceo@corp.example"}},
+			invalid: []string{`email address "ceo@corp.example" is excluded by constraint "ceo@corp.example"`}},
+		"a URI outside the permitted domains": {tmpl: keys.RequestTemplate{URIs: []string{"spiffe://other.example/app"}},
+			invalid: []string{`URI "spiffe://other.example/app" is not permitted by any constraint`, "permitted URI domains .corp.example"}},
+		"a URI in an excluded domain": {tmpl: keys.RequestTemplate{URIs: []string{"https://hidden.corp.example/x"}},
+			invalid: []string{`URI "https://hidden.corp.example/x" is excluded by constraint "hidden.corp.example"`}},
+		"a sub-CA for a name outside them": {tmpl: keys.RequestTemplate{DNSNames: []string{"ca.other.example"}, IsCA: true},
+			invalid: []string{`DNS name "ca.other.example" is not permitted`}},
+	}
+	roots, inters := x509.NewCertPool(), x509.NewCertPool()
+	roots.AddCert(root.Certificate())
+	inters.AddCert(caCert)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r, _ := request(t, tc.tmpl, nil)
+			require.NoError(t, ca.Issue(rand.Reader, r, now.Add(time.Minute)))
+			if tc.invalid == nil {
+				require.Equal(t, certificate.StatusTrue, readyOf(r).Status, readyOf(r).Message)
+				_, err := leafOf(t, r).Verify(x509.VerifyOptions{Roots: roots, Intermediates: inters, CurrentTime: now.Add(2 * time.Minute),
+					KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+				assert.NoError(t, err)
+				return
+			}
+			c := r.Condition(certificate.RequestConditionInvalidRequest)
+			require.NotNil(t, c, "signed a certificate crypto/x509 refuses: %+v", readyOf(r))
+			assert.Contains(t, c.Message, "the CA CN=corp CA may not certify a name the request asks")
+			assert.Contains(t, c.Message, "RFC 5280 §4.2.1.10")
+			for _, want := range tc.invalid {
+				assert.Contains(t, c.Message, want)
+			}
+			assert.Empty(t, r.Status.Certificate)
+		})
+	}
+}
+
+// RFC 5280 §4.2.1.3: a key that signs certificates belongs to a CA. A
+// request for "cert sign" that is not for a CA is answered invalid, as
+// certificate.Validate refuses the spec.
+func TestACASignsNoCertSignForALeaf(t *testing.T) {
+	root, err := localca.NewRoot(rand.Reader, "root", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, now.Add(-time.Hour), 365*24*time.Hour)
+	require.NoError(t, err)
+	r, key := request(t, keys.RequestTemplate{DNSNames: []string{"web.example"}, Usages: []keys.Usage{keys.UsageDigitalSignature, keys.UsageCertSign}}, nil)
+	require.NoError(t, root.Issue(rand.Reader, r, now))
+	c := r.Condition(certificate.RequestConditionInvalidRequest)
+	require.NotNil(t, c, "signed: %+v", readyOf(r))
+	assert.Contains(t, c.Message, `the usage "cert sign" and is not for a CA`)
+	assert.Empty(t, r.Status.Certificate)
+
+	r, _ = request(t, keys.RequestTemplate{DNSNames: []string{"web.example"}, Usages: []keys.Usage{keys.UsageCertSign}}, nil)
+	require.NoError(t, localca.SelfSign(rand.Reader, r, key, now))
+	require.NotNil(t, r.Condition(certificate.RequestConditionInvalidRequest), "self-signed: %+v", readyOf(r))
+}
+
+// Name constraints that are not critical, as a request may ask, are kept
+// as asked; the issued request's Ready message says RFC 5280 requires
+// them critical (§4.2.1.10), and critical ones say nothing.
+func TestNonCriticalNameConstraintsAreKeptWithANote(t *testing.T) {
+	root, err := localca.NewRoot(rand.Reader, "root", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, now.Add(-time.Hour), 365*24*time.Hour)
+	require.NoError(t, err)
+	for _, critical := range []bool{false, true} {
+		nc := &keys.NameConstraints{Critical: critical, Permitted: &keys.NameConstraintItem{DNSDomains: []string{"corp.example"}}}
+		r, _ := request(t, keys.RequestTemplate{CommonName: "corp CA", IsCA: true, NameConstraints: nc}, nil)
+		require.NoError(t, root.Issue(rand.Reader, r, now))
+		require.Equal(t, certificate.StatusTrue, readyOf(r).Status, readyOf(r).Message)
+		assert.Equal(t, critical, leafOf(t, r).PermittedDNSDomainsCritical)
+		if critical {
+			assert.Equal(t, "certificate issued", readyOf(r).Message)
+		} else {
+			assert.Contains(t, readyOf(r).Message, "certificate issued; note: its name constraints are not critical, as the request asks")
+			assert.Contains(t, readyOf(r).Message, "RFC 5280 §4.2.1.10 requires them critical")
+		}
+	}
+}
