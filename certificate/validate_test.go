@@ -125,7 +125,7 @@ func TestValidateRefusesBadInput(t *testing.T) {
 		// RFC 5280 §4.2.1.3, §4.2.1.9: only a CA's key signs certificates.
 		"cert sign without isCA": {func(s *Spec) { s.Usages = []keys.Usage{keys.UsageDigitalSignature, keys.UsageCertSign} },
 			`spec.usages[1]: "cert sign" is only for a CA certificate (RFC 5280 §4.2.1.3`},
-		"cert sign on a CA": {func(s *Spec) { s.IsCA, s.Usages = true, []keys.Usage{keys.UsageCertSign, keys.UsageCRLSign} }, ""},
+		"cert sign on a CA":                            {func(s *Spec) { s.IsCA, s.Usages = true, []keys.Usage{keys.UsageCertSign, keys.UsageCRLSign} }, ""},
 		"CRL sign without isCA, which RFC 5280 allows": {func(s *Spec) { s.Usages = []keys.Usage{keys.UsageCRLSign} }, ""},
 
 		// RFC 5280 appendix A: the upper bounds of every subject attribute.
@@ -161,7 +161,7 @@ func TestValidateRefusesBadInput(t *testing.T) {
 		"a literal subject with a DC that is not ASCII": {func(s *Spec) { s.CommonName, s.LiteralSubject = "", "CN=web,DC=bøk,DC=example" },
 			`spec.literalSubject: its DC attribute "bøk" has the non-ASCII character 'ø', which an IA5String cannot hold`},
 		"a literal subject with domain components": {func(s *Spec) { s.CommonName, s.LiteralSubject = "", "CN=web,DC=corp_1,DC=example" }, ""},
-		"a temporary certificate":        {func(s *Spec) { s.IssueTemporaryCertificate = true }, ""},
+		"a temporary certificate":                  {func(s *Spec) { s.IssueTemporaryCertificate = true }, ""},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
