@@ -7,6 +7,15 @@
 // CA's name constraints; options add CRL distribution points, OCSP
 // servers and issuing certificate URLs to every certificate.
 //
+// What it issues meets the RFC profile the linters CAs run check (RFC
+// 5280, RFC 3279, RFC 5480, RFC 8813): usages that fit the key when the
+// request lists none (keys.DefaultUsagesFor), a subject key identifier on
+// every certificate and an authority key identifier on every one a CA
+// signs or that is self-signed, a subject derived from the names where a
+// self-signed certificate or a CA would have none, and no name outside
+// the signing CA's name constraints. What only the request can get wrong
+// it answers invalid, naming why.
+//
 // Signing needs randomness (serial numbers, ECDSA signatures), so it is
 // an effect a host carries out, beside the decisions: for each request
 // whose issuerRef names this CA and that is not Answered, call Issue (or
