@@ -485,8 +485,7 @@ func CompareCSR(csr *x509.CertificateRequest, tmpl RequestTemplate) []Difference
 	if tmpl.LiteralSubject != "" {
 		// A request made before DC and emailAddress were IA5Strings still
 		// matches: its subject is the literal subject as encoded then.
-		legacy, _, _ := literalSubjectEncoding(tmpl.LiteralSubject, true)
-		if want, err := tmpl.rawSubject(); err != nil || !bytes.Equal(want, csr.RawSubject) && !bytes.Equal(legacy, csr.RawSubject) {
+		if want, err := tmpl.rawSubject(); err != nil || !bytes.Equal(want, csr.RawSubject) && !matchesLegacySubject(tmpl.LiteralSubject, csr.RawSubject) {
 			diffs = append(diffs, Difference{Field: "literalSubject", Want: fmt.Sprintf("%q", tmpl.LiteralSubject), Have: fmt.Sprintf("%q", subjectString(csr))})
 		}
 	} else {
@@ -580,6 +579,14 @@ func subjectString(csr *x509.CertificateRequest) string {
 		return csr.Subject.String()
 	}
 	return seq.String()
+}
+
+// matchesLegacySubject reports a request subject that is the literal
+// subject as certlife encoded it before DC and emailAddress were
+// IA5Strings.
+func matchesLegacySubject(literal string, raw []byte) bool {
+	legacy, _, err := literalSubjectEncoding(literal, true)
+	return err == nil && bytes.Equal(legacy, raw)
 }
 
 // emptySubject is the DER of a subject with no attribute.

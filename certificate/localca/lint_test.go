@@ -216,7 +216,7 @@ var fullSubject = &keys.Subject{Organizations: []string{"Example AS"}, Organizat
 
 // constrainedCA is a CA the root signs with name constraints nc, and its
 // certificate.
-func constrainedCA(t *testing.T, root *localca.CA, nc *keys.NameConstraints) (*localca.CA, *x509.Certificate) {
+func constrainedCA(t testing.TB, root *localca.CA, nc *keys.NameConstraints) (*localca.CA, *x509.Certificate) {
 	t.Helper()
 	r, key := request(t, keys.RequestTemplate{CommonName: "corp CA", IsCA: true, NameConstraints: nc}, nil)
 	require.NoError(t, root.Issue(rand.Reader, r, now))

@@ -17,7 +17,7 @@ import (
 
 var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func request(t *testing.T, tmpl keys.RequestTemplate, mutate func(*certificate.CertificateRequest)) (*certificate.CertificateRequest, crypto.Signer) {
+func request(t testing.TB, tmpl keys.RequestTemplate, mutate func(*certificate.CertificateRequest)) (*certificate.CertificateRequest, crypto.Signer) {
 	t.Helper()
 	key, err := keys.Generate(rand.Reader, keys.KeySpec{Algorithm: keys.AlgorithmECDSA})
 	require.NoError(t, err)
