@@ -404,6 +404,14 @@ func issue(rnd io.Reader, r *certificate.CertificateRequest, now time.Time, pare
 		tmpl.MaxPathLenZero = tmpl.MaxPathLen == 0
 	}
 	self := parent == nil
+	if !self && len(parent.SubjectKeyId) == 0 {
+		// A CA certificate without a subject key identifier: crypto/x509
+		// writes the template's authority key identifier, which names the
+		// CA's key as its own would (RFC 5280 §4.2.1.1 MUST).
+		if akid, err := subjectKeyID(parent.RawSubjectPublicKeyInfo); err == nil {
+			tmpl.AuthorityKeyId = akid
+		}
+	}
 	if self {
 		// RFC 5280 §4.2.1.1: the authority key identifier is a MUST but
 		// for a self-signed CA; it is the certificate's own key.

@@ -370,3 +370,32 @@ func TestNonCriticalNameConstraintsAreKeptWithANote(t *testing.T) {
 		}
 	}
 }
+
+// RFC 5280 §4.2.1.1: every certificate a CA signs names the CA's key in an
+// authority key identifier, even under a CA certificate that carries no
+// subject key identifier of its own (made by other tools); and every
+// certificate carries its own subject key identifier (§4.2.1.2).
+func TestKeyIdentifiersUnderACAWithoutOne(t *testing.T) {
+	root, err := localca.NewRoot(rand.Reader, "root", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, now.Add(-time.Hour), 365*24*time.Hour)
+	require.NoError(t, err)
+	keyPEM, err := root.KeyPEM()
+	require.NoError(t, err)
+	key, err := keys.DecodePrivateKey(keyPEM)
+	require.NoError(t, err)
+	withID := root.Certificate().SubjectKeyId
+	require.NotEmpty(t, withID)
+	bare := *root.Certificate()
+	bare.SubjectKeyId = nil
+	ca, err := localca.New(&bare, key)
+	require.NoError(t, err)
+	for name, ca := range map[string]*localca.CA{"a CA with a subject key identifier": root, "a CA without one": ca} {
+		t.Run(name, func(t *testing.T) {
+			r, _ := request(t, keys.RequestTemplate{DNSNames: []string{"web.example"}}, nil)
+			require.NoError(t, ca.Issue(rand.Reader, r, now))
+			leaf := leafOf(t, r)
+			assert.Equal(t, withID, leaf.AuthorityKeyId, "the CA's key, as crypto/x509 identifies it")
+			assert.NotEmpty(t, leaf.SubjectKeyId)
+			assert.NotEqual(t, leaf.AuthorityKeyId, leaf.SubjectKeyId)
+		})
+	}
+}
