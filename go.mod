@@ -6,9 +6,17 @@ require (
 	github.com/google/go-cmp v0.7.0
 	github.com/miekg/dns v1.1.62
 	github.com/pavlo-v-chernykh/keystore-go/v4 v4.5.0
+	github.com/zmap/zcrypto v0.0.0-20260906180147-3ed30b1e9340
+	github.com/zmap/zlint/v3 v3.7.3
 	golang.org/x/crypto v0.58.0
 	k8s.io/utils v0.0.0-20261023123148-ca04ba58ecab
 	software.sslmate.com/src/go-pkcs12 v0.7.4
+)
+
+require (
+	github.com/pelletier/go-toml v1.9.5 // indirect
+	github.com/weppos/publicsuffix-go v0.50.4-0.20260821095816-b0fdb5c2d345 // indirect
+	golang.org/x/text v0.43.0 // indirect
 )
 
 require (
@@ -20,9 +28,9 @@ require (
 	github.com/go-jose/go-jose/v4 v4.1.4
 	github.com/letsencrypt/challtestsrv v1.4.2 // indirect
 	github.com/letsencrypt/pebble/v2 v2.10.1
-	golang.org/x/mod v0.24.0 // indirect
+	golang.org/x/mod v0.41.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
-	golang.org/x/sync v0.14.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/tools v0.33.0 // indirect
+	golang.org/x/tools v0.51.0 // indirect
 )

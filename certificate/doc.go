@@ -39,7 +39,9 @@
 //     names, the subject or literal subject, usages and whether they are
 //     encoded in the CSR, isCA, name constraints, issuer, duration, key
 //     spec; with no request, the issued certificate's names vs the spec, a
-//     name may move between the common name and the DNS names)
+//     name may move between the common name and the DNS names, and a
+//     common name that repeats one of the certificate's IP addresses is
+//     the issuer's naming of the subject)
 //
 // then asks package renewal whether renewal is due (renewal time, ARI,
 // Disabled / Scheduled windows, fail-safe). Every check is safe on missing

@@ -183,9 +183,17 @@ type Spec struct {
 	// lifetime remains. Exclusive with RenewBefore.
 	RenewBeforePercentage *int32 `json:"renewBeforePercentage,omitempty"`
 
-	IssuerRef IssuerRef    `json:"issuerRef"`
-	IsCA      bool         `json:"isCA,omitempty"`
-	Usages    []keys.Usage `json:"usages,omitempty"`
+	IssuerRef IssuerRef `json:"issuerRef"`
+	// IsCA asks for a CA certificate.
+	IsCA bool `json:"isCA,omitempty"`
+	// Usages are the key usages and extended key usages asked. Empty
+	// means the defaults: the request lists keys.DefaultUsages (digital
+	// signature and key encipherment, and cert sign for a CA), as the
+	// reference operator's requests do, and the issuer chooses what fits
+	// the key — certificate/localca grants keys.DefaultUsagesFor it:
+	// digital signature, plus key encipherment for an RSA leaf only, and
+	// cert sign and CRL sign for a CA. "cert sign" requires IsCA.
+	Usages []keys.Usage `json:"usages,omitempty"`
 	// EncodeUsagesInRequest says whether the usages are encoded in the
 	// request's CSR as well as listed in its spec; nil means true. Set it
 	// to false for an issuer that refuses CSRs carrying them.

@@ -94,6 +94,13 @@ func dnsNameProblem(name string) string {
 
 // Validate returns every problem of the spec, each a *FieldError with its
 // path, joined; nil when the spec is valid. It never panics.
+//
+// Among others, it refuses what RFC 5280 forbids a certificate to carry:
+// subject attributes over their upper bounds or in a string type they
+// cannot have (keys.RequestTemplate.ValidateSubject: organizations and
+// organizational units over 64 characters, a country that is not two
+// characters, a serial number that is not a PrintableString, ...), and the
+// usage "cert sign" without isCA.
 func Validate(s *Spec) error {
 	if s == nil {
 		return &FieldError{Path: "spec", Message: "is missing"}
@@ -129,6 +136,9 @@ func Validate(s *Spec) error {
 	}
 	if len(s.CommonName) > 64 {
 		add("spec.commonName", "%q is longer than 64 bytes (X.509 ub-common-name)", s.CommonName)
+	}
+	for _, e := range templateErrors(s.Template().ValidateSubject()) {
+		add("spec."+e.Field, "%s", e.Message)
 	}
 	for i, o := range s.OtherNames {
 		for _, e := range templateErrors(o.Validate()) {
@@ -211,8 +221,11 @@ func Validate(s *Spec) error {
 		add("spec.issuerRef.name", "is required")
 	}
 	for i, u := range s.Usages {
-		if !keys.KnownUsage(u) {
+		switch {
+		case !keys.KnownUsage(u):
 			add(fmt.Sprintf("spec.usages[%d]", i), "%q is not a known usage", u)
+		case u == keys.UsageCertSign && !s.IsCA:
+			add(fmt.Sprintf("spec.usages[%d]", i), "%q is only for a CA certificate (RFC 5280 §4.2.1.3: a certificate whose key signs certificates must be a CA, §4.2.1.9): set spec.isCA, or drop the usage", u)
 		}
 	}
 	if s.PrivateKey != nil {

@@ -121,7 +121,47 @@ func TestValidateRefusesBadInput(t *testing.T) {
 			s.IsCA, s.NameConstraints = true, &keys.NameConstraints{Excluded: &keys.NameConstraintItem{IPRanges: []string{"10.0.0.0"}}}
 		}, `spec.nameConstraints.excluded.ipRanges[0]: "10.0.0.0" is not an IP range in CIDR notation`},
 		"usages kept out of the request": {func(s *Spec) { s.EncodeUsagesInRequest = ptr(false) }, ""},
-		"a temporary certificate":        {func(s *Spec) { s.IssueTemporaryCertificate = true }, ""},
+
+		// RFC 5280 §4.2.1.3, §4.2.1.9: only a CA's key signs certificates.
+		"cert sign without isCA": {func(s *Spec) { s.Usages = []keys.Usage{keys.UsageDigitalSignature, keys.UsageCertSign} },
+			`spec.usages[1]: "cert sign" is only for a CA certificate (RFC 5280 §4.2.1.3`},
+		"cert sign on a CA":                            {func(s *Spec) { s.IsCA, s.Usages = true, []keys.Usage{keys.UsageCertSign, keys.UsageCRLSign} }, ""},
+		"CRL sign without isCA, which RFC 5280 allows": {func(s *Spec) { s.Usages = []keys.Usage{keys.UsageCRLSign} }, ""},
+
+		// RFC 5280 appendix A: the upper bounds of every subject attribute.
+		"an organization of 64 characters": {func(s *Spec) { s.Subject = &keys.Subject{Organizations: []string{strings.Repeat("ø", 64)}} }, ""},
+		"an organization over 64 characters": {func(s *Spec) { s.Subject = &keys.Subject{Organizations: []string{"Acme", strings.Repeat("o", 65)}} },
+			`spec.subject.organizations[1]: "` + strings.Repeat("o", 65) + `" is 65 characters long, over the upper bound of 64 (RFC 5280 appendix A, ub-organization-name)`},
+		"an organizational unit over 64 characters": {func(s *Spec) { s.Subject = &keys.Subject{OrganizationalUnits: []string{strings.Repeat("u", 65)}} },
+			"spec.subject.organizationalUnits[0]: "},
+		"a locality over 128 characters": {func(s *Spec) { s.Subject = &keys.Subject{Localities: []string{strings.Repeat("l", 129)}} },
+			"over the upper bound of 128 (RFC 5280 appendix A, ub-locality-name)"},
+		"a locality of 128 characters": {func(s *Spec) { s.Subject = &keys.Subject{Localities: []string{strings.Repeat("l", 128)}} }, ""},
+		"a province over 128 characters": {func(s *Spec) { s.Subject = &keys.Subject{Provinces: []string{strings.Repeat("p", 129)}} },
+			"spec.subject.provinces[0]: "},
+		"a street address over 128 characters": {func(s *Spec) { s.Subject = &keys.Subject{StreetAddresses: []string{strings.Repeat("s", 129)}} },
+			"spec.subject.streetAddresses[0]: "},
+		"a postal code over 16 characters": {func(s *Spec) { s.Subject = &keys.Subject{PostalCodes: []string{strings.Repeat("1", 17)}} },
+			"spec.subject.postalCodes[0]: "},
+		"a country of three letters": {func(s *Spec) { s.Subject = &keys.Subject{Countries: []string{"NOR"}} },
+			`spec.subject.countries[0]: "NOR" is 3 characters long, not 2`},
+		"a country that is no PrintableString": {func(s *Spec) { s.Subject = &keys.Subject{Countries: []string{"N*"}} },
+			`spec.subject.countries[0]: "N*" has the character '*', which a PrintableString cannot hold`},
+		"a serial number over 64 characters": {func(s *Spec) { s.Subject = &keys.Subject{SerialNumber: strings.Repeat("1", 65)} },
+			"spec.subject.serialNumber: "},
+		"a serial number that is no PrintableString": {func(s *Spec) { s.Subject = &keys.Subject{SerialNumber: "ID_42"} },
+			`spec.subject.serialNumber: "ID_42" has the character '_', which a PrintableString cannot hold`},
+		"a serial number of PrintableString characters": {func(s *Spec) { s.Subject = &keys.Subject{SerialNumber: "NO 123-456/7 (a)"} }, ""},
+		"a control character in an organization": {func(s *Spec) { s.Subject = &keys.Subject{Organizations: []string{"Acme\nInc"}} },
+			`spec.subject.organizations[0]: "Acme\nInc" has the control character U+000A`},
+		"a literal subject with an organization over 64": {func(s *Spec) { s.CommonName, s.LiteralSubject = "", "CN=web,O="+strings.Repeat("o", 65) },
+			"spec.literalSubject: its O attribute \"" + strings.Repeat("o", 65) + "\" is 65 characters long"},
+		"a literal subject with a serial number that is no PrintableString": {func(s *Spec) { s.CommonName, s.LiteralSubject = "", "CN=web,SERIALNUMBER=a@b" },
+			`spec.literalSubject: its SERIALNUMBER attribute "a@b" has the character '@'`},
+		"a literal subject with a DC that is not ASCII": {func(s *Spec) { s.CommonName, s.LiteralSubject = "", "CN=web,DC=bøk,DC=example" },
+			`spec.literalSubject: its DC attribute "bøk" has the non-ASCII character 'ø', which an IA5String cannot hold`},
+		"a literal subject with domain components": {func(s *Spec) { s.CommonName, s.LiteralSubject = "", "CN=web,DC=corp_1,DC=example" }, ""},
+		"a temporary certificate":                  {func(s *Spec) { s.IssueTemporaryCertificate = true }, ""},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -70,9 +70,14 @@ var (
 	oidBasicConstraints = asn1.ObjectIdentifier{2, 5, 29, 19}
 )
 
-// DefaultUsages returns the usages of a template that names none: digital
-// signature and key encipherment. Each call returns a new slice, so a caller
-// may change it without changing the defaults.
+// DefaultUsages returns the usages a request lists when its template names
+// none: digital signature and key encipherment (and cert sign for a CA),
+// what BuildCSR encodes in the request and what the reference operator
+// (cert-manager) expects a CSR to carry when its request lists no usages.
+// An issuer does not grant them as they are: it gives the certificate
+// DefaultUsagesFor its key, so that an ECDSA or Ed25519 certificate never
+// carries key encipherment and a CA carries CRL sign. Each call returns a
+// new slice, so a caller may change it without changing the defaults.
 func DefaultUsages() []Usage {
 	return []Usage{UsageDigitalSignature, UsageKeyEncipherment}
 }
@@ -116,7 +121,9 @@ type RequestTemplate struct {
 	// OtherNames are subject alternative names of the otherName form
 	// with UTF8String values.
 	OtherNames []OtherName `json:"otherNames,omitempty"`
-	// Usages; empty means DefaultUsages().
+	// Usages; empty means DefaultUsages() in the request, and
+	// DefaultUsagesFor the key in a certificate an issuer of this package
+	// makes (TemporaryCertificate, certificate/localca).
 	Usages []Usage `json:"usages,omitempty"`
 	// EncodeUsagesInRequest says whether the key usage and extended key
 	// usage extensions go into the request; nil means true. Set it to
@@ -158,7 +165,57 @@ func (t RequestTemplate) rawSubject() ([]byte, error) {
 		}
 		return der, nil
 	}
+	if err := t.Subject.Validate(); err != nil {
+		var te *TemplateError
+		errors.As(err, &te)
+		return nil, &TemplateError{Field: "subject." + te.Field, Message: te.Message}
+	}
 	return asn1.Marshal(t.subject().ToRDNSequence())
+}
+
+// ValidateSubject names each subject attribute of the template that RFC
+// 5280 forbids, as *TemplateError values whose Field is a path such as
+// "subject.organizations[0]" or "literalSubject", joined; nil when there
+// is none: the values Subject.Validate refuses, and the same in a literal
+// subject, whose DC (and emailAddress) values must also be ASCII, being
+// IA5Strings. The common name is not checked here. A literal subject that
+// does not parse is ParseLiteralSubject's to report, not this method's.
+// BuildCSR refuses what it names.
+func (t RequestTemplate) ValidateSubject() error {
+	if t.LiteralSubject != "" {
+		rdns, err := ParseLiteralSubject(t.LiteralSubject)
+		if err != nil {
+			return nil
+		}
+		if why := rdnsProblem(rdns); why != "" {
+			return errors.Join(&TemplateError{Field: "literalSubject", Message: why})
+		}
+		return nil
+	}
+	var errs []error
+	for _, e := range templateErrorsIn(t.Subject.Validate()) {
+		errs = append(errs, &TemplateError{Field: "subject." + e.Field, Message: e.Message})
+	}
+	return errors.Join(errs...)
+}
+
+// templateErrorsIn lists the *TemplateError values err joins.
+func templateErrorsIn(err error) []*TemplateError {
+	if err == nil {
+		return nil
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	var out []*TemplateError
+	for _, e := range errs {
+		var te *TemplateError
+		if errors.As(e, &te) {
+			out = append(out, te)
+		}
+	}
+	return out
 }
 
 // ErrTemplate is wrapped by every error about a malformed template.
@@ -426,7 +483,9 @@ func CompareCSR(csr *x509.CertificateRequest, tmpl RequestTemplate) []Difference
 	}
 	var diffs []Difference
 	if tmpl.LiteralSubject != "" {
-		if want, err := tmpl.rawSubject(); err != nil || !bytes.Equal(want, csr.RawSubject) {
+		// A request made before DC and emailAddress were IA5Strings still
+		// matches: its subject is the literal subject as encoded then.
+		if want, err := tmpl.rawSubject(); err != nil || !bytes.Equal(want, csr.RawSubject) && !matchesLegacySubject(tmpl.LiteralSubject, csr.RawSubject) {
 			diffs = append(diffs, Difference{Field: "literalSubject", Want: fmt.Sprintf("%q", tmpl.LiteralSubject), Have: fmt.Sprintf("%q", subjectString(csr))})
 		}
 	} else {
@@ -474,14 +533,21 @@ func CompareCSR(csr *x509.CertificateRequest, tmpl RequestTemplate) []Difference
 // Other names are not compared: issuers may leave them out. It is the fallback when no request exists: a name may
 // move between the common name and the DNS names (issuers copy the common
 // name into the DNS names, or drop it), so the common name and DNS names are
-// compared as one set.
+// compared as one set. A common name the template does not ask that is
+// one of the certificate's own IP addresses is not counted as a DNS name:
+// issuers name a subject by its IP address when it has no DNS name
+// (certificate/localca does for a self-signed certificate).
 func CompareCertificateNames(cert *x509.Certificate, tmpl RequestTemplate) []Difference {
 	if cert == nil {
 		return []Difference{{Field: "certificate", Want: "a certificate", Have: "none"}}
 	}
 	var diffs []Difference
 	wantNames := withCN(tmpl.DNSNames, tmpl.commonName())
-	haveNames := withCN(cert.DNSNames, cert.Subject.CommonName)
+	haveCN := cert.Subject.CommonName
+	if haveCN != tmpl.commonName() && slices.Contains(ipStrings(cert.IPAddresses), haveCN) {
+		haveCN = "" // an issuer named the subject by one of its IP addresses
+	}
+	haveNames := withCN(cert.DNSNames, haveCN)
 	diffs = cmpSet(diffs, "commonName+dnsNames", wantNames, haveNames)
 	diffs = cmpSet(diffs, "ipAddresses", normIPs(tmpl.IPAddresses), ipStrings(cert.IPAddresses))
 	diffs = cmpSet(diffs, "uris", tmpl.URIs, uriStrings(cert.URIs))
@@ -513,6 +579,14 @@ func subjectString(csr *x509.CertificateRequest) string {
 		return csr.Subject.String()
 	}
 	return seq.String()
+}
+
+// matchesLegacySubject reports a request subject that is the literal
+// subject as certlife encoded it before DC and emailAddress were
+// IA5Strings.
+func matchesLegacySubject(literal string, raw []byte) bool {
+	legacy, _, err := literalSubjectEncoding(literal, true)
+	return err == nil && bytes.Equal(legacy, raw)
 }
 
 // emptySubject is the DER of a subject with no attribute.

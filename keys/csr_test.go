@@ -153,9 +153,9 @@ func TestDefaultUsagesIsACopy(t *testing.T) {
 	d := DefaultUsages()
 	d[0] = UsageCertSign
 	require.Equal(t, []Usage{UsageDigitalSignature, UsageKeyEncipherment}, DefaultUsages())
-	ku, _, err := X509Usages(nil, false)
-	require.NoError(t, err)
-	require.Equal(t, x509.KeyUsageDigitalSignature|x509.KeyUsageKeyEncipherment, ku, "no usages means the defaults")
+	f := DefaultUsagesFor(mustKey(t, KeySpec{Algorithm: AlgorithmECDSA}).Public(), true)
+	f[0] = UsageKeyEncipherment
+	require.Equal(t, []Usage{UsageDigitalSignature, UsageCertSign, UsageCRLSign}, DefaultUsagesFor(nil, true))
 }
 
 // FuzzParseCSR: whatever the bytes, ParseCSR does not panic; a request it

@@ -37,8 +37,14 @@ var literalSubjectTypes = map[string]asn1.ObjectIdentifier{
 // as RFC 2253 readers accept) separates RDNs; spaces around types and
 // values are dropped. A value is a string, with "\" escaping a special
 // character or giving a byte as two hex digits (RFC 4514 §2.4), and must
-// be UTF-8; it is encoded as a PrintableString when it can be and as a
-// UTF8String otherwise, as crypto/x509/pkix encodes names. A value written
+// be UTF-8; a request or certificate encodes it as a PrintableString when
+// it can be and as a UTF8String otherwise, as crypto/x509/pkix encodes
+// names, but for DC and the PKCS #9 emailAddress (1.2.840.113549.1.9.1),
+// whose syntax is an IA5String and which are encoded as one. The values
+// RFC 5280 forbids (over their type's upper bound, a country that is not
+// two characters, a serial number that is no PrintableString, a DC that is
+// not ASCII, a control character) parse, and are refused where the
+// subject is encoded (BuildCSR) and validated (certificate.Validate). A value written
 // "#" and hex digits is the DER encoding of a primitive value, whose
 // contents are taken as the string, as the reference operator
 // (cert-manager) reads it. Errors say what is wrong and where.
@@ -211,15 +217,25 @@ func parseOID(s string) (asn1.ObjectIdentifier, error) {
 	return oid, nil
 }
 
-// literalSubjectDER is the DER subject of a literal subject, and its
-// common name ("" for none): the last CN attribute with a string value, as
-// crypto/x509/pkix reads it.
+// literalSubjectDER is the DER subject of a literal subject (encodeRDNs),
+// and its common name ("" for none): the last CN attribute with a string
+// value, as crypto/x509/pkix reads it. An attribute RFC 5280 forbids
+// (rdnsProblem) is an error.
 func literalSubjectDER(s string) (der []byte, commonName string, err error) {
+	return literalSubjectEncoding(s, false)
+}
+
+// literalSubjectEncoding is literalSubjectDER, legacy choosing the
+// encoding of encodeRDNs.
+func literalSubjectEncoding(s string, legacy bool) (der []byte, commonName string, err error) {
 	rdns, err := ParseLiteralSubject(s)
 	if err != nil {
 		return nil, "", err
 	}
-	der, err = asn1.Marshal(rdns)
+	if why := rdnsProblem(rdns); why != "" {
+		return nil, "", errors.New(why)
+	}
+	der, err = encodeRDNs(rdns, legacy)
 	if err != nil {
 		return nil, "", fmt.Errorf("it cannot be encoded: %w", err)
 	}

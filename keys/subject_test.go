@@ -144,5 +144,26 @@ func FuzzParseLiteralSubject(f *testing.F) {
 		parsed, err := x509.ParseCertificateRequest(csr)
 		require.NoError(t, err)
 		require.Equal(t, der, parsed.RawSubject)
+
+		// Validation and CSR building agree: BuildCSR refuses exactly what
+		// ValidateSubject names, and what it builds holds only what RFC
+		// 5280 allows, IA5Strings where the type asks one.
+		tmpl := RequestTemplate{LiteralSubject: s, DNSNames: []string{"a.example"}}
+		built, buildErr := BuildCSR(rand.Reader, tmpl, key)
+		if tmpl.ValidateSubject() != nil {
+			require.Error(t, buildErr, "BuildCSR builds a subject validation refuses")
+			return
+		}
+		require.NoError(t, buildErr, "BuildCSR refuses a subject validation accepts")
+		req, err := ParseCSR(built)
+		require.NoError(t, err)
+		for _, a := range rawAttributes(t, req.RawSubject) {
+			if attributeRules[a.Type.String()].ia5 {
+				require.Equal(t, asn1.TagIA5String, a.Value.Tag, "%s is an IA5String", typeName(a.Type))
+			}
+			if !a.Type.Equal(oidCommonName) {
+				require.Empty(t, attributeProblem(a.Type, string(a.Value.Bytes)))
+			}
+		}
 	})
 }

@@ -49,7 +49,7 @@ func TemporaryCertificate(rand io.Reader, key crypto.Signer, tmpl RequestTemplat
 	if err != nil {
 		return nil, err
 	}
-	ku, eku, err := X509Usages(tmpl.Usages, tmpl.IsCA)
+	ku, eku, err := X509Usages(tmpl.Usages, tmpl.IsCA, key.Public())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrTemplate, err)
 	}

@@ -1,6 +1,7 @@
 package keys
 
 import (
+	"crypto"
 	"crypto/rand"
 	"crypto/x509"
 	"math/big"
@@ -12,14 +13,29 @@ import (
 )
 
 func TestX509Usages(t *testing.T) {
+	rsaKey := mustKey(t, KeySpec{Algorithm: AlgorithmRSA, Size: 2048}).Public()
+	ecKey := mustKey(t, KeySpec{Algorithm: AlgorithmECDSA}).Public()
+	edKey := mustKey(t, KeySpec{Algorithm: AlgorithmEd25519}).Public()
 	tests := map[string]struct {
 		usages []Usage
 		isCA   bool
+		key    crypto.PublicKey
 		ku     x509.KeyUsage
 		eku    []x509.ExtKeyUsage
 		err    string
 	}{
-		"none means the defaults": {ku: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment},
+		// RFC 3279 §2.3.1: key encipherment for RSA key transport.
+		"none, an RSA leaf: digital signature and key encipherment": {key: rsaKey, ku: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment},
+		// RFC 8813 §3: no key encipherment for an ECDSA key.
+		"none, an ECDSA leaf: digital signature only":   {key: ecKey, ku: x509.KeyUsageDigitalSignature},
+		"none, an Ed25519 leaf: digital signature only": {key: edKey, ku: x509.KeyUsageDigitalSignature},
+		"none, no key known: digital signature only":    {ku: x509.KeyUsageDigitalSignature},
+		// RFC 5280 §4.2.1.3, RFC 3279 §2.3.1: a CA signs certificates and CRLs.
+		"none, an RSA CA: cert sign, CRL sign, digital signature, never key encipherment": {key: rsaKey, isCA: true,
+			ku: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign | x509.KeyUsageCRLSign},
+		"none, an ECDSA CA: the same": {key: ecKey, isCA: true, ku: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign | x509.KeyUsageCRLSign},
+		"listed usages are kept as they are, whatever the key": {key: ecKey, usages: []Usage{UsageDigitalSignature, UsageKeyEncipherment},
+			ku: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment},
 		"server and client auth": {usages: []Usage{UsageDigitalSignature, UsageServerAuth, UsageClientAuth},
 			ku: x509.KeyUsageDigitalSignature, eku: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}},
 		"signing is digital signature, and repeats are dropped": {usages: []Usage{UsageSigning, UsageDigitalSignature, UsageCodeSigning, UsageCodeSigning},
@@ -29,7 +45,7 @@ func TestX509Usages(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			ku, eku, err := X509Usages(tc.usages, tc.isCA)
+			ku, eku, err := X509Usages(tc.usages, tc.isCA, tc.key)
 			if tc.err != "" {
 				require.EqualError(t, err, tc.err)
 				return
@@ -61,7 +77,7 @@ func TestX509UsagesAgreeWithRequests(t *testing.T) {
 			require.NoError(t, err)
 			csr, err := ParseCSR(csrPEM)
 			require.NoError(t, err)
-			ku, eku, err := X509Usages(tmpl.Usages, isCA)
+			ku, eku, err := X509Usages(tmpl.Usages, isCA, key.Public())
 			require.NoError(t, err)
 			// What the CSR asks and what the issuer grants compare equal.
 			wantKU, wantEKU, _ := requestUsages(csr)

@@ -619,29 +619,51 @@ func TestLoopNeverWritesASecretItDidNotSee(t *testing.T) {
 	assert.Equal(t, certificate.ReasonSecretNotOwned, r.Reason, r.Message)
 }
 
-// A self-signed certificate asked for by DNS names alone gets a subject,
-// its first DNS name (RFC 5280 §4.1.2.4: its issuer, which is its
-// subject, must not be empty), and still matches what it asks: Ready
-// once, and no issuance again.
+// A self-signed certificate asked for by names alone gets a subject
+// derived from them (RFC 5280 §4.1.2.4: its issuer, which is its subject,
+// must not be empty) — its first DNS name that fits a common name, else
+// its first IP address as the common name, else its first email address
+// as emailAddress, else its long DNS name or URI as UID — and still
+// matches what it asks: Ready once, and no issuance again.
 func TestLoopSelfSignsACertificateWithoutACommonName(t *testing.T) {
-	ctx := context.Background()
-	var store *host.MemoryStore
-	f := newFixture(t, func(clk *testingclock.FakeClock) host.Store {
-		store = host.NewMemoryStore(clk)
-		return store
-	}, nil)
-	f.iss.inner = localca.SelfSigned(store.Secrets().Get, nil)
-	f.create(t, newCert("default", "web", "web-tls"))
-	require.NoError(t, hosttest.Advance(ctx, f.loop, f.clk, t0.Add(time.Hour), hosttest.AdvanceOptions{}))
-	got := f.cert(t, "web")
-	require.True(t, ready(got), "%+v", got.Status.Conditions)
-	assert.Equal(t, 1, revision(got), "issued again: the certificate does not match what it asks")
-	sec, err := store.Secrets().Get(ctx, "default", "web-tls")
-	require.NoError(t, err)
-	p, err := keys.ParseSecretData(sec.Data)
-	require.NoError(t, err)
-	assert.Equal(t, "CN=web.example", p.Leaf.Subject.String())
-	assert.Equal(t, p.Leaf.RawSubject, p.Leaf.RawIssuer)
+	long := strings.Repeat("a", 61) + ".example" // 69 characters
+	tests := map[string]struct {
+		names   func(*certificate.Spec)
+		subject string
+	}{
+		"DNS names":                 {names: func(s *certificate.Spec) {}, subject: "CN=web.example"},
+		"an IP address only":        {names: func(s *certificate.Spec) { s.DNSNames, s.IPAddresses = nil, []string{"10.0.0.7"} }, subject: "CN=10.0.0.7"},
+		"an email address only":     {names: func(s *certificate.Spec) { s.DNSNames, s.EmailAddresses = nil, []string{"ops@web.example"} }, subject: "1.2.840.113549.1.9.1=#0c0f6f7073407765622e6578616d706c65"},
+		"a URI only":                {names: func(s *certificate.Spec) { s.DNSNames, s.URIs = nil, []string{"spiffe://cluster.local/web"} }, subject: "0.9.2342.19200300.100.1.1=#131a7370696666653a2f2f636c75737465722e6c6f63616c2f776562"},
+		"a long DNS name only":      {names: func(s *certificate.Spec) { s.DNSNames = []string{long} }, subject: "0.9.2342.19200300.100.1.1=#1345" + fmt.Sprintf("%x", long)},
+		"a long DNS name and an IP": {names: func(s *certificate.Spec) { s.DNSNames, s.IPAddresses = []string{long}, []string{"2001:db8::7"} }, subject: "CN=2001:db8::7"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			var store *host.MemoryStore
+			f := newFixture(t, func(clk *testingclock.FakeClock) host.Store {
+				store = host.NewMemoryStore(clk)
+				return store
+			}, nil)
+			f.iss.inner = localca.SelfSigned(store.Secrets().Get, nil)
+			c := newCert("default", "web", "web-tls")
+			tc.names(&c.Spec)
+			require.NoError(t, certificate.Validate(&c.Spec))
+			f.create(t, c)
+			require.NoError(t, hosttest.Advance(ctx, f.loop, f.clk, t0.Add(time.Hour), hosttest.AdvanceOptions{}))
+			got := f.cert(t, "web")
+			require.True(t, ready(got), "%+v", got.Status.Conditions)
+			assert.Equal(t, 1, revision(got), "issued again: the certificate does not match what it asks")
+			sec, err := store.Secrets().Get(ctx, "default", "web-tls")
+			require.NoError(t, err)
+			p, err := keys.ParseSecretData(sec.Data)
+			require.NoError(t, err)
+			assert.Equal(t, tc.subject, p.Leaf.Subject.String())
+			assert.Equal(t, p.Leaf.RawSubject, p.Leaf.RawIssuer)
+			assert.NotEqual(t, []byte{0x30, 0}, p.Leaf.RawIssuer, "an empty issuer")
+		})
+	}
 }
 
 // twoAnswers leaves a request pending and asks to be called again at

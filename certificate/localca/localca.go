@@ -7,6 +7,15 @@
 // CA's name constraints; options add CRL distribution points, OCSP
 // servers and issuing certificate URLs to every certificate.
 //
+// What it issues meets the RFC profile the linters CAs run check (RFC
+// 5280, RFC 3279, RFC 5480, RFC 8813): usages that fit the key when the
+// request lists none (keys.DefaultUsagesFor), a subject key identifier on
+// every certificate and an authority key identifier on every one a CA
+// signs or that is self-signed, a subject derived from the names where a
+// self-signed certificate or a CA would have none, and no name outside
+// the signing CA's name constraints. What only the request can get wrong
+// it answers invalid, naming why.
+//
 // Signing needs randomness (serial numbers, ECDSA signatures), so it is
 // an effect a host carries out, beside the decisions: for each request
 // whose issuerRef names this CA and that is not Answered, call Issue (or
@@ -17,6 +26,7 @@ import (
 	"bytes"
 	"crypto"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
@@ -25,7 +35,9 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"net"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/certlife/certlife/certificate"
@@ -208,24 +220,35 @@ func (ca *CA) KeyPEM() ([]byte, error) { return keys.EncodePrivateKey(ca.key, ke
 // CSR's subject (as encoded), subject alternative names (the CSR's
 // extension as it is, other names included) and key, valid from now for
 // r's duration (certificate.DefaultDuration when unset) but never past the
-// CA's own expiry, with r's usages and isCA, and, for a CA, the name
-// constraints its CSR asks (RFC 5280 §4.2.1.10). What the CA's options ask
-// (CRL distribution points, OCSP servers, issuing certificate URLs) goes
-// into every certificate. The chain is the leaf, followed by the CA
-// certificate when the CA is not a root; ca.crt is the CA certificate.
+// CA's own expiry, with r's usages (keys.DefaultUsagesFor the CSR's key
+// when r lists none) and isCA, and, for a CA, the name constraints its
+// CSR asks (RFC 5280 §4.2.1.10). Every certificate carries a subject key
+// identifier (RFC 5280 §4.2.1.2) and an authority key identifier, the
+// CA's (§4.2.1.1). What the CA's options ask (CRL distribution points,
+// OCSP servers, issuing certificate URLs) goes into every certificate.
+// The chain is the leaf, followed by the CA certificate when the CA is not
+// a root; ca.crt is the CA certificate.
 //
-// A request that cannot be signed as asked is answered invalid: among
-// others, name constraints in the CSR of a request that is not for a CA,
-// or that cannot be read, and an isCA request under a CA whose path length
-// constraint is 0 (RFC 5280 §4.2.1.9: it may sign no further CA). A CA
-// signed under a CA whose constraint is n > 0 gets n−1, so that it refuses
-// in its turn what a validator would. A CA that has expired answers
-// failed. Issue does nothing to a request already answered, and returns an
-// error only when signing itself fails (rnd).
+// A request that cannot be signed as asked is answered invalid, naming
+// what forbids it: among others, a name outside the CA's own name
+// constraints (permitted and excluded DNS domains, IP ranges, email
+// addresses and URI domains, as crypto/x509 checks them: a client would
+// refuse the certificate), the usage "cert sign" in a request that is not
+// for a CA (RFC 5280 §4.2.1.3), name constraints in the CSR of a request
+// that is not for a CA, or that cannot be read, and an isCA request under
+// a CA whose path length constraint is 0 (RFC 5280 §4.2.1.9: it may sign
+// no further CA). A CA signed under a CA whose constraint is n > 0 gets
+// n−1, so that it refuses in its turn what a validator would. A CA that
+// has expired answers failed. Issue does nothing to a request already
+// answered, and returns an error only when signing itself fails (rnd).
+//
+// Name constraints that are not critical, as a request may ask
+// (keys.NameConstraints.Critical false), are kept as asked; the issued
+// request's Ready message says that RFC 5280 requires them critical.
 //
 // A certificate never has an empty subject where RFC 5280 requires one
 // (§4.1.2.6): a CA certificate's subject must name it, so an isCA request
-// with an empty subject gets one from its first DNS name (see SelfSign);
+// with an empty subject gets one derived from its names (see SelfSign);
 // a leaf may have an empty subject beside its names, whose extension is
 // then critical; a request with neither a subject nor a name is invalid.
 func (ca *CA) Issue(rnd io.Reader, r *certificate.CertificateRequest, now time.Time) error {
@@ -241,13 +264,24 @@ func (ca *CA) Issue(rnd io.Reader, r *certificate.CertificateRequest, now time.T
 // are an error wrapping ErrInvalidOption, and r is left as it was.
 //
 // Its issuer is its subject, and an issuer must not be empty (RFC 5280
-// §4.1.2.4): a request with an empty subject gets the common name of its
-// first DNS name of at most 64 characters (the upper bound of a common
-// name), which the certificate stages count among its DNS names, so the
-// certificate still matches what was asked. A request with no such name
-// — only IP addresses, URIs or email addresses, which would read as a
-// DNS name in a common name — is answered invalid, asking for a
-// spec.commonName or spec.subject.
+// §4.1.2.4): a request with an empty subject gets one derived from its
+// first name that fits, in this order:
+//
+//  1. the first DNS name of at most 64 characters (the upper bound of a
+//     common name), as the common name;
+//  2. else the first IP address, in its textual form, as the common name;
+//  3. else the first email address, as the emailAddress attribute (an
+//     IA5String of at most 255 characters, RFC 5280 §4.1.2.6);
+//  4. else the first DNS name (longer than 64 characters), else the first
+//     URI, as the UID attribute (RFC 4519 §2.39).
+//
+// A common name so derived is one of the certificate's own DNS names or
+// IP addresses, which the certificate stages and the reference operator's
+// conformance suite accept as such, so the certificate still matches what
+// was asked. A request with only other names is answered invalid, asking
+// for a spec.commonName or spec.subject. A self-signed certificate carries
+// an authority key identifier, its own subject key identifier (RFC 5280
+// §4.2.1.1).
 func SelfSign(rnd io.Reader, r *certificate.CertificateRequest, key crypto.Signer, now time.Time, opts ...Option) error {
 	if certificate.Answered(r) {
 		return nil
@@ -284,9 +318,13 @@ func issue(rnd io.Reader, r *certificate.CertificateRequest, now time.Time, pare
 		certificate.SetInvalid(r, "the CSR cannot be used: "+err.Error(), now)
 		return nil
 	}
-	ku, eku, err := keys.X509Usages(r.Spec.Usages, r.Spec.IsCA)
+	ku, eku, err := keys.X509Usages(r.Spec.Usages, r.Spec.IsCA, csr.PublicKey)
 	if err != nil {
 		certificate.SetInvalid(r, err.Error(), now)
+		return nil
+	}
+	if ku&x509.KeyUsageCertSign != 0 && !r.Spec.IsCA {
+		certificate.SetInvalid(r, "the request asks for the usage \"cert sign\" and is not for a CA: only a CA certificate may sign certificates (RFC 5280 §4.2.1.3, §4.2.1.9); set isCA, or drop the usage", now)
 		return nil
 	}
 	if parent == nil && !keys.PublicKeysEqual(csr.PublicKey, key.Public()) {
@@ -321,7 +359,13 @@ func issue(rnd io.Reader, r *certificate.CertificateRequest, now time.Time, pare
 	if err != nil {
 		return err
 	}
+	skid, err := subjectKeyID(csr.RawSubjectPublicKeyInfo)
+	if err != nil {
+		certificate.SetInvalid(r, "the CSR's public key cannot be read: "+err.Error(), now)
+		return nil
+	}
 	tmpl := &x509.Certificate{
+		SubjectKeyId: skid,
 		SerialNumber: serial,
 		RawSubject:   csr.RawSubject, Subject: csr.Subject,
 		DNSNames: csr.DNSNames, IPAddresses: csr.IPAddresses, EmailAddresses: csr.EmailAddresses, URIs: csr.URIs,
@@ -330,6 +374,7 @@ func issue(rnd io.Reader, r *certificate.CertificateRequest, now time.Time, pare
 		BasicConstraintsValid: true, IsCA: r.Spec.IsCA,
 		CRLDistributionPoints: o.crlDistributionPoints, OCSPServer: o.ocspServers, IssuingCertificateURL: o.issuingCertificateURLs,
 	}
+	nonCriticalNC := false
 	for _, ext := range csr.Extensions {
 		switch {
 		case ext.Id.Equal(oidSubjectAltName):
@@ -347,6 +392,8 @@ func issue(rnd io.Reader, r *certificate.CertificateRequest, now time.Time, pare
 				certificate.SetInvalid(r, "the CSR's name constraints cannot be used: "+err.Error(), now)
 				return nil
 			}
+			nonCriticalNC = !ext.Critical && len(tmpl.PermittedDNSDomains)+len(tmpl.ExcludedDNSDomains)+len(tmpl.PermittedIPRanges)+len(tmpl.ExcludedIPRanges)+
+				len(tmpl.PermittedEmailAddresses)+len(tmpl.ExcludedEmailAddresses)+len(tmpl.PermittedURIDomains)+len(tmpl.ExcludedURIDomains) > 0
 		}
 	}
 	if subject != nil {
@@ -357,18 +404,41 @@ func issue(rnd io.Reader, r *certificate.CertificateRequest, now time.Time, pare
 		tmpl.MaxPathLenZero = tmpl.MaxPathLen == 0
 	}
 	self := parent == nil
+	if !self && len(parent.SubjectKeyId) == 0 {
+		// A CA certificate without a subject key identifier: crypto/x509
+		// writes the template's authority key identifier, which names the
+		// CA's key as its own would (RFC 5280 §4.2.1.1 MUST).
+		if akid, err := subjectKeyID(parent.RawSubjectPublicKeyInfo); err == nil {
+			tmpl.AuthorityKeyId = akid
+		}
+	}
 	if self {
+		// RFC 5280 §4.2.1.1: the authority key identifier is a MUST but
+		// for a self-signed CA; it is the certificate's own key.
+		tmpl.AuthorityKeyId = skid
 		parent = tmpl
 	}
 	der, err := x509.CreateCertificate(rnd, tmpl, parent, csr.PublicKey, key)
 	if err != nil {
 		return fmt.Errorf("localca: signing request %s: %w", r.Name, err)
 	}
+	if !self {
+		if problem := outsideNameConstraints(der, parent, now); problem != "" {
+			certificate.SetInvalid(r, problem, now)
+			return nil
+		}
+	}
 	leaf := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	if self {
 		caPEM = leaf
 	}
 	certificate.SetIssued(r, append(leaf, chainSuffix...), bytes.Clone(caPEM), now)
+	if nonCriticalNC {
+		if c := r.Condition(certificate.RequestConditionReady); c != nil {
+			c.Message += "; note: its name constraints are not critical, as the request asks (nameConstraints.critical is false): " +
+				"RFC 5280 §4.2.1.10 requires them critical, and a client that does not understand them accepts this CA for any name"
+		}
+	}
 	return nil
 }
 
@@ -387,9 +457,20 @@ func pathLenExhausted(ca *x509.Certificate) bool {
 	return ca.MaxPathLenZero || (ca.MaxPathLen == 0 && len(ca.Raw) > 0)
 }
 
-// maxCommonName is the upper bound of a common name (RFC 5280 appendix A,
-// ub-common-name).
-const maxCommonName = 64
+// Upper bounds of RFC 5280 Appendix A: ub-common-name and
+// ub-emailaddress-length.
+const (
+	maxCommonName   = 64
+	maxEmailAddress = 255
+)
+
+var (
+	// oidEmailAddress is the PKCS #9 emailAddress attribute (RFC 5280
+	// §4.1.2.6), an IA5String.
+	oidEmailAddress = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 9, 1}
+	// oidUID is the userid attribute (RFC 4519 §2.39), a DirectoryString.
+	oidUID = asn1.ObjectIdentifier{0, 9, 2342, 19200300, 100, 1, 1}
+)
 
 // subjectOf is the subject to give a certificate for csr in place of the
 // CSR's own, or nil to keep it; problem says why the request cannot be
@@ -397,7 +478,19 @@ const maxCommonName = 64
 // names something (the names' extension is then critical, RFC 5280
 // §4.1.2.6; crypto/x509 marks it so). A self-signed certificate, whose
 // issuer is its subject (§4.1.2.4), and a CA certificate (§4.1.2.6) need
-// one: the common name of the first DNS name that fits one.
+// one, derived from the first of its names that fits, in this order:
+//
+//  1. the first DNS name of at most 64 characters, as the common name;
+//  2. else the first IP address, as the common name (its textual form);
+//  3. else the first email address (ASCII, at most 255 characters), as
+//     the emailAddress attribute;
+//  4. else the first DNS name (longer than 64 characters), else the first
+//     URI, as the UID attribute.
+//
+// A common name is always one of the certificate's own DNS names or IP
+// addresses, so the certificate still matches what was asked; the other
+// attributes name nothing a client matches. Other names alone give no
+// subject: crypto/x509 does not read them.
 func subjectOf(csr *x509.CertificateRequest, selfSigned, isCA bool) (subject *pkix.Name, problem string) {
 	if len(csr.Subject.Names) > 0 {
 		return nil, ""
@@ -419,11 +512,43 @@ func subjectOf(csr *x509.CertificateRequest, selfSigned, isCA bool) (subject *pk
 			return &pkix.Name{CommonName: n}, ""
 		}
 	}
+	if len(csr.IPAddresses) > 0 {
+		return &pkix.Name{CommonName: csr.IPAddresses[0].String()}, ""
+	}
+	for _, e := range csr.EmailAddresses {
+		if e != "" && len(e) <= maxEmailAddress && isASCII(e) {
+			return &pkix.Name{ExtraNames: []pkix.AttributeTypeAndValue{{Type: oidEmailAddress,
+				Value: asn1.RawValue{Tag: asn1.TagIA5String, Bytes: []byte(e)}}}}, ""
+		}
+	}
+	uid := ""
+	for _, n := range csr.DNSNames {
+		if uid == "" {
+			uid = n
+		}
+	}
+	for _, u := range csr.URIs {
+		if uid == "" {
+			uid = u.String()
+		}
+	}
+	if uid != "" {
+		return &pkix.Name{ExtraNames: []pkix.AttributeTypeAndValue{{Type: oidUID, Value: uid}}}, ""
+	}
 	what := "a CA certificate must name its subject (RFC 5280 §4.1.2.6)"
 	if selfSigned {
 		what = "a self-signed certificate's issuer is its subject, which must not be empty (RFC 5280 §4.1.2.4)"
 	}
-	return nil, "the request has an empty subject and no DNS name of at most 64 characters to give it one: " + what + "; set spec.commonName or spec.subject"
+	return nil, "the request has an empty subject and no DNS name, IP address, email address or URI to derive one from: " + what + "; set spec.commonName or spec.subject"
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // describeName is a distinguished name for messages.
@@ -446,4 +571,77 @@ func serialNumber(rnd io.Reader) (*big.Int, error) {
 		n.SetInt64(1)
 	}
 	return n, nil
+}
+
+// subjectKeyID is the subject key identifier of a public key (RFC 5280
+// §4.2.1.2), as crypto/x509 makes a CA's: the leftmost 160 bits of the
+// SHA-256 hash of the subjectPublicKey bits (RFC 7093 §2, method 1).
+func subjectKeyID(spki []byte) ([]byte, error) {
+	var info struct {
+		Algorithm pkix.AlgorithmIdentifier
+		PublicKey asn1.BitString
+	}
+	if rest, err := asn1.Unmarshal(spki, &info); err != nil || len(rest) > 0 {
+		return nil, errors.New("its subject public key info is not one DER structure")
+	}
+	h := sha256.Sum256(info.PublicKey.Bytes)
+	return h[:20], nil
+}
+
+// outsideNameConstraints says why ca may not sign the certificate der
+// under its name constraints (RFC 5280 §4.2.1.10), naming the name and the
+// constraint, or "" when it may: what crypto/x509 checks when it verifies
+// the certificate against ca.
+func outsideNameConstraints(der []byte, ca *x509.Certificate, now time.Time) string {
+	if !hasNameConstraints(ca) {
+		return ""
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return "" // what crypto/x509 cannot read is not a name it refuses
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca)
+	at := now
+	if ca.NotBefore.After(at) {
+		at = ca.NotBefore
+	}
+	_, err = cert.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: at, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+	var invalid x509.CertificateInvalidError
+	if !errors.As(err, &invalid) || invalid.Reason != x509.CANotAuthorizedForThisName {
+		return ""
+	}
+	return fmt.Sprintf("the CA %s may not certify a name the request asks: %s (its name constraints, RFC 5280 §4.2.1.10: %s); "+
+		"ask only for names within them, or have the certificate signed by a CA that may certify the name", describeName(ca.Subject), invalid.Detail, describeNameConstraints(ca))
+}
+
+func hasNameConstraints(c *x509.Certificate) bool {
+	return len(c.PermittedDNSDomains)+len(c.ExcludedDNSDomains)+len(c.PermittedIPRanges)+len(c.ExcludedIPRanges)+
+		len(c.PermittedEmailAddresses)+len(c.ExcludedEmailAddresses)+len(c.PermittedURIDomains)+len(c.ExcludedURIDomains) > 0
+}
+
+// describeNameConstraints lists a CA's name constraints for messages.
+func describeNameConstraints(c *x509.Certificate) string {
+	var parts []string
+	add := func(what string, values []string) {
+		if len(values) > 0 {
+			parts = append(parts, what+" "+strings.Join(values, ", "))
+		}
+	}
+	ipRanges := func(nets []*net.IPNet) []string {
+		var out []string
+		for _, n := range nets {
+			out = append(out, n.String())
+		}
+		return out
+	}
+	add("permitted DNS domains", c.PermittedDNSDomains)
+	add("excluded DNS domains", c.ExcludedDNSDomains)
+	add("permitted IP ranges", ipRanges(c.PermittedIPRanges))
+	add("excluded IP ranges", ipRanges(c.ExcludedIPRanges))
+	add("permitted email addresses", c.PermittedEmailAddresses)
+	add("excluded email addresses", c.ExcludedEmailAddresses)
+	add("permitted URI domains", c.PermittedURIDomains)
+	add("excluded URI domains", c.ExcludedURIDomains)
+	return strings.Join(parts, "; ")
 }

@@ -17,7 +17,7 @@ import (
 
 var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func request(t *testing.T, tmpl keys.RequestTemplate, mutate func(*certificate.CertificateRequest)) (*certificate.CertificateRequest, crypto.Signer) {
+func request(t testing.TB, tmpl keys.RequestTemplate, mutate func(*certificate.CertificateRequest)) (*certificate.CertificateRequest, crypto.Signer) {
 	t.Helper()
 	key, err := keys.Generate(rand.Reader, keys.KeySpec{Algorithm: keys.AlgorithmECDSA})
 	require.NoError(t, err)
@@ -56,15 +56,16 @@ func TestIssueHonoursTheRequest(t *testing.T) {
 		eku      []x509.ExtKeyUsage
 		isCA     bool
 	}{
+		// The request's key is ECDSA: no key encipherment (RFC 8813 §3).
 		"the default duration and usages": {tmpl: web, notAfter: now.Add(certificate.DefaultDuration),
-			ku: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment},
+			ku: x509.KeyUsageDigitalSignature},
 		"a duration of two days": {tmpl: web, mutate: func(r *certificate.CertificateRequest) {
 			r.Spec.Duration = &certificate.Duration{Duration: 48 * time.Hour}
 		},
-			notAfter: now.Add(48 * time.Hour), ku: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment},
+			notAfter: now.Add(48 * time.Hour), ku: x509.KeyUsageDigitalSignature},
 		"a duration past the CA's expiry is cut to it": {tmpl: web, mutate: func(r *certificate.CertificateRequest) {
 			r.Spec.Duration = &certificate.Duration{Duration: 3 * 365 * 24 * time.Hour}
-		}, notAfter: root.Certificate().NotAfter, ku: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment},
+		}, notAfter: root.Certificate().NotAfter, ku: x509.KeyUsageDigitalSignature},
 		"server and client auth": {tmpl: keys.RequestTemplate{DNSNames: []string{"mtls.example"}, Usages: []keys.Usage{keys.UsageDigitalSignature, keys.UsageServerAuth, keys.UsageClientAuth}},
 			notAfter: now.Add(certificate.DefaultDuration), ku: x509.KeyUsageDigitalSignature, eku: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}},
 		"an intermediate CA": {tmpl: keys.RequestTemplate{CommonName: "intermediate", IsCA: true, Usages: []keys.Usage{keys.UsageCertSign, keys.UsageCRLSign}},
