@@ -587,8 +587,15 @@ func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate) (s 
 	return s, ariErr, nil
 }
 
+// leafOf is the first certificate of the secret's tls.crt, nil when there
+// is none or when tls.crt is beyond the bounds a decision reads
+// (keys.MaxSecretValueBytes): the decision then re-issues.
 func leafOf(pc *keys.ParseCache, s *certificate.Secret) *x509.Certificate {
-	b, _ := pem.Decode(s.Data[keys.SecretCertificate])
+	crt := s.Data[keys.SecretCertificate]
+	if len(crt) > keys.MaxSecretValueBytes {
+		return nil
+	}
+	b, _ := pem.Decode(crt)
 	if b == nil || b.Type != "CERTIFICATE" {
 		return nil
 	}
