@@ -94,6 +94,8 @@ func dnsNameProblem(name string) string {
 
 // Validate returns every problem of the spec, each a *FieldError with its
 // path, joined; nil when the spec is valid. It never panics.
+// spec.secretName must be a valid object name (ValidateObjectName): it
+// names a secret in the certificate's own namespace, and no other.
 func Validate(s *Spec) error {
 	if s == nil {
 		return &FieldError{Path: "spec", Message: "is missing"}
@@ -104,6 +106,8 @@ func Validate(s *Spec) error {
 	}
 	if s.SecretName == "" {
 		add("spec.secretName", "is required")
+	} else if e := objectNameError(s.SecretName); e != nil {
+		add("spec.secretName", "%s", e.detail())
 	}
 	commonName := s.CommonName
 	if s.LiteralSubject != "" {
