@@ -22,7 +22,10 @@ import (
 // database would, so nothing is shared between what it returns and what
 // it holds; it indexes objects by owner and certificates by secret name,
 // reports every write to its watchers, and its reads always show every
-// write (Authoritative). Safe for concurrent use.
+// write (Authoritative). It keys objects by namespace and name apart, and
+// refuses a namespace or name no object can have (certificate.
+// ValidateNamespace, certificate.ValidateObjectName) with an error
+// wrapping certificate.ErrInvalidName. Safe for concurrent use.
 type MemoryStore struct {
 	mu       sync.Mutex
 	clock    clock.PassiveClock
