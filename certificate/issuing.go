@@ -371,29 +371,10 @@ func checkIssued(pc *keys.ParseCache, req *CertificateRequest, k *nextKey, keyNa
 }
 
 // parseChain parses every CERTIFICATE block of a PEM bundle, through pc
-// (nil: parsing each).
+// (nil: parsing each), within keys.MaxSecretValueBytes and
+// keys.MaxCertificates.
 func parseChain(pc *keys.ParseCache, pemBytes []byte) ([]*x509.Certificate, error) {
-	var out []*x509.Certificate
-	rest := pemBytes
-	for i := 0; ; i++ {
-		block, r := pem.Decode(rest)
-		if block == nil {
-			break
-		}
-		rest = r
-		if block.Type != "CERTIFICATE" {
-			return nil, fmt.Errorf("PEM block %d is %q, not CERTIFICATE", i, block.Type)
-		}
-		c, err := pc.ParseCertificate(block.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("certificate %d: %w", i, err)
-		}
-		out = append(out, c)
-	}
-	if len(out) == 0 && len(bytes.TrimSpace(pemBytes)) > 0 {
-		return nil, errors.New("no PEM block found")
-	}
-	return out, nil
+	return pc.ParseCertificates(pemBytes)
 }
 
 // firstCertificate parses the first block of a PEM bundle, which must be
@@ -482,12 +463,9 @@ func repairSecret(p *pass, now time.Time, cfg Config) (Result, bool) {
 	}
 	// Rewriting needs the whole chain and the CA to decode, as they will
 	// for keys.SecretData; a secret whose tls.crt or ca.crt holds garbage
-	// beside a good leaf is left as it is, and readiness keeps saying it
-	// drifted.
-	if _, err := parseChain(p.cfg.ParseCache, p.secret.Data[keys.SecretCertificate]); err != nil {
-		return Result{}, false
-	}
-	if _, err := parseChain(p.cfg.ParseCache, p.secret.Data[keys.SecretCA]); err != nil {
+	// beside a good leaf, or more than keys' bounds, is left as it is, and
+	// readiness keeps saying it drifted, and why it is not rewritten.
+	if cannotRewrite(p) != nil {
 		return Result{}, false
 	}
 	c := p.cert
@@ -499,6 +477,18 @@ func repairSecret(p *pass, now time.Time, cfg Config) (Result, bool) {
 	}
 	return Result{Stage: StageIssuing, Actions: []Action{write}, Reason: ReasonSecretRepair,
 		Message: "secret " + p.secret.Name + " drifted: " + strings.Join(p.drift, "; ") + "; rewriting it from the key and certificate it holds"}, true
+}
+
+// cannotRewrite says why the secret cannot be rewritten from what it
+// holds: its whole tls.crt or its ca.crt does not decode, or is beyond
+// keys.MaxSecretValueBytes or keys.MaxCertificates; nil when it can.
+func cannotRewrite(p *pass) error {
+	for _, k := range []string{keys.SecretCertificate, keys.SecretCA} {
+		if _, err := parseChain(p.cfg.ParseCache, p.secret.Data[k]); err != nil {
+			return &keys.FieldError{Field: k, Err: err}
+		}
+	}
+	return nil
 }
 
 func recordFailure(p *pass, req *CertificateRequest, reason, msg string, at, now time.Time) Result {

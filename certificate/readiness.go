@@ -93,6 +93,9 @@ func readiness(p *pass, now time.Time, cfg Config) Result {
 			reason, message = ReasonExpired, "the certificate expired at "+stamp(na)
 		case reason == "" && len(p.drift) > 0:
 			reason, message = ReasonSecretDrifted, "secret "+p.secret.Name+" drifted: "+strings.Join(p.drift, "; ")
+			if err := cannotRewrite(p); err != nil {
+				message += "; it is not rewritten from what it holds: " + err.Error()
+			}
 		}
 		if now.Before(na) {
 			res.RequeueAt = na

@@ -22,7 +22,10 @@ import (
 // given, or takes the parse from Config.ParseCache.
 type Snapshot struct {
 	// Certificate is the resource being reconciled. It must have a name
-	// and a UID (every object a decision creates is owned by it).
+	// and a UID (every object a decision creates is owned by it), and its
+	// name and namespace must be valid (ValidateObjectName,
+	// ValidateNamespace): the objects a decision creates are named after
+	// it, in its namespace.
 	Certificate *Certificate
 	// Secret is spec.secretName; nil when it does not exist.
 	Secret *Secret
@@ -73,6 +76,10 @@ func checkInput(s *Snapshot, now time.Time, stage Stage) (Result, bool) {
 		reason, err = ReasonNoCertificate, &InputError{Path: "certificate", Message: "the snapshot holds no certificate"}
 	case s.Certificate.Name == "":
 		err = &InputError{Path: "certificate.metadata.name", Message: "is empty: requests and keys are named after it"}
+	case objectNameError(s.Certificate.Name) != nil:
+		err = &InputError{Path: "certificate.metadata.name", Message: objectNameError(s.Certificate.Name).detail()}
+	case namespaceError(s.Certificate.Namespace) != nil:
+		err = &InputError{Path: "certificate.metadata.namespace", Message: namespaceError(s.Certificate.Namespace).detail()}
 	case s.Certificate.UID == "":
 		err = &InputError{Path: "certificate.metadata.uid", Message: "is empty: everything a decision creates is owned by it"}
 	case now.IsZero():

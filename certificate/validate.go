@@ -100,7 +100,9 @@ func dnsNameProblem(name string) string {
 // cannot have (keys.RequestTemplate.ValidateSubject: organizations and
 // organizational units over 64 characters, a country that is not two
 // characters, a serial number that is not a PrintableString, ...), and the
-// usage "cert sign" without isCA.
+// usage "cert sign" without isCA. spec.secretName must be a valid object
+// name (ValidateObjectName): it names a secret in the certificate's own
+// namespace, and no other.
 func Validate(s *Spec) error {
 	if s == nil {
 		return &FieldError{Path: "spec", Message: "is missing"}
@@ -111,6 +113,8 @@ func Validate(s *Spec) error {
 	}
 	if s.SecretName == "" {
 		add("spec.secretName", "is required")
+	} else if e := objectNameError(s.SecretName); e != nil {
+		add("spec.secretName", "%s", e.detail())
 	}
 	commonName := s.CommonName
 	if s.LiteralSubject != "" {

@@ -31,6 +31,13 @@ func TestValidateRefusesBadInput(t *testing.T) {
 		"renewBefore of five minutes":        {func(s *Spec) { s.RenewBefore = &Duration{5 * time.Minute} }, ""},
 		"a SPIFFE URI":                       {func(s *Spec) { s.URIs = []string{"spiffe://cluster.local/ns/web/sa/app"} }, ""},
 
+		"a secretName with dots and dashes": {func(s *Spec) { s.SecretName = "web.example-tls" }, ""},
+		"a secretName that reaches into another namespace": {func(s *Spec) { s.SecretName = "team-b/db-tls" },
+			`spec.secretName: "team-b/db-tls" is not a valid object name: it has the character '/' (an object name is a lower-case RFC 1123 subdomain`},
+		"a secretName in upper case": {func(s *Spec) { s.SecretName = "Web-TLS" },
+			`spec.secretName: "Web-TLS" is not a valid object name: it has the upper-case letter 'W'`},
+		"a secretName over 253 characters": {func(s *Spec) { s.SecretName = strings.Repeat("a", 254) },
+			`is not a valid object name: it is 254 characters long, over 253`},
 		"an email address with a display name": {func(s *Spec) { s.EmailAddresses = []string{"Ops <ops@example.com>"} },
 			`spec.emailAddresses[0]: "Ops <ops@example.com>" is not an email address`},
 		"an email address without a domain": {func(s *Spec) { s.EmailAddresses = []string{"ops"} },
@@ -225,6 +232,16 @@ func TestBadInputGetsAnErrorAndNoActions(t *testing.T) {
 			s.Certificate.Name = ""
 			return s
 		}, t0, "certificate.metadata.name"},
+		"a certificate whose name holds a '/'": {func() *Snapshot {
+			s, _ := f.healthy(t0)
+			s.Certificate.Name = "team-b/web"
+			return s
+		}, t0, "certificate.metadata.name"},
+		"a certificate whose namespace is not a DNS label": {func() *Snapshot {
+			s, _ := f.healthy(t0)
+			s.Certificate.Namespace = "Default"
+			return s
+		}, t0, "certificate.metadata.namespace"},
 		"a zero now": {func() *Snapshot { s, _ := f.healthy(t0); return s }, time.Time{}, "now"},
 	}
 	for name, tc := range tests {

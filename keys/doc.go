@@ -28,7 +28,10 @@
 //     request or an issued certificate and what the certificate asks.
 //   - [ParseSecretData]: a secret's tls.crt and tls.key parsed once, with a
 //     per-field error, the chain parsed only when asked. The result is
-//     immutable, so hosts may cache it by resource version.
+//     immutable, so hosts may cache it by resource version. Data beyond
+//     [MaxSecretValueBytes], [MaxCertificates] or [MaxPrivateKeyBytes] is
+//     not parsed ([ErrTooLarge]): whoever can write a secret cannot make
+//     a decision on it slow.
 //   - [ParseCache]: what [DecodePrivateKey], [ParseSecretData],
 //     [DecodeCertificateRequest] and x509.ParseCertificate make of some
 //     bytes, kept by content within a bound, so that a host deciding on the

@@ -32,7 +32,10 @@ import (
 // written with a huge count cannot stall the check. JKS has no work factor,
 // but a JKS file whose declared lengths or counts overrun its bytes is stale
 // and is not opened either: the JKS reader would allocate what it declares,
-// and a 40-byte file can ask for 160 GB.
+// and a 40-byte file can ask for 160 GB. A keystore beyond
+// MaxSecretValueBytes is stale and is not opened, and a tls.crt or ca.crt
+// beyond MaxSecretValueBytes or MaxCertificates is not read (see
+// ParseSecretData).
 //
 // ca.crt is not judged: only the issuer knows what it should be. The check
 // is pure: it reads only its arguments and never includes key material or
@@ -132,10 +135,12 @@ func pkcs12Mismatches(data map[string][]byte, p *ParsedSecret, chain, cas []*x50
 		profile = PKCS12Modern
 	}
 	ks := data[SecretPKCS12]
-	ksInfo := inspectPKCS12(ks)
+	ksInfo := inspectPKCS12(boundedKeystore(ks))
 	switch {
 	case len(ks) == 0:
 		m = append(m, SecretPKCS12+" is missing")
+	case len(ks) > MaxSecretValueBytes:
+		m = append(m, tooLargeKeystore(SecretPKCS12, len(ks)))
 	case ksInfo.profile != profile:
 		m = append(m, fmt.Sprintf("%s is not in the %s profile", SecretPKCS12, profile))
 	case ksInfo.iterations > MaxKeystoreIterations:
@@ -150,7 +155,7 @@ func pkcs12Mismatches(data map[string][]byte, p *ParsedSecret, chain, cas []*x50
 		}
 	}
 	ts := data[SecretPKCS12Trust]
-	tsInfo := inspectPKCS12(ts)
+	tsInfo := inspectPKCS12(boundedKeystore(ts))
 	switch {
 	case len(cas) == 0:
 		if len(ts) > 0 {
@@ -158,6 +163,8 @@ func pkcs12Mismatches(data map[string][]byte, p *ParsedSecret, chain, cas []*x50
 		}
 	case len(ts) == 0:
 		m = append(m, SecretPKCS12Trust+" is missing")
+	case len(ts) > MaxSecretValueBytes:
+		m = append(m, tooLargeKeystore(SecretPKCS12Trust, len(ts)))
 	case tsInfo.profile != profile:
 		m = append(m, fmt.Sprintf("%s is not in the %s profile", SecretPKCS12Trust, profile))
 	case tsInfo.iterations > MaxKeystoreIterations:
@@ -172,6 +179,21 @@ func pkcs12Mismatches(data map[string][]byte, p *ParsedSecret, chain, cas []*x50
 		}
 	}
 	return m
+}
+
+// boundedKeystore is b, or nil when b is beyond MaxSecretValueBytes: a
+// keystore that large is stale and is not read.
+func boundedKeystore(b []byte) []byte {
+	if len(b) > MaxSecretValueBytes {
+		return nil
+	}
+	return b
+}
+
+// tooLargeKeystore says a keystore is beyond MaxSecretValueBytes, so it
+// was not opened.
+func tooLargeKeystore(k string, n int) string {
+	return fmt.Sprintf("%s is %d bytes, over the limit of %d; it was not opened", k, n, MaxSecretValueBytes)
 }
 
 // tooManyIterations says a keystore asks for more key derivation than
@@ -189,6 +211,8 @@ func jksMismatches(data map[string][]byte, p *ParsedSecret, chain, cas []*x509.C
 	pw := []byte(spec.Password)
 	if ks := data[SecretJKS]; len(ks) == 0 {
 		m = append(m, SecretJKS+" is missing")
+	} else if len(ks) > MaxSecretValueBytes {
+		m = append(m, tooLargeKeystore(SecretJKS, len(ks)))
 	} else {
 		store := keystore.New()
 		var entry keystore.PrivateKeyEntry
@@ -216,6 +240,8 @@ func jksMismatches(data map[string][]byte, p *ParsedSecret, chain, cas []*x509.C
 		}
 	case len(ts) == 0:
 		m = append(m, SecretJKSTrust+" is missing")
+	case len(ts) > MaxSecretValueBytes:
+		m = append(m, tooLargeKeystore(SecretJKSTrust, len(ts)))
 	default:
 		store := keystore.New()
 		if !jksBounded(ts) || store.Load(bytes.NewReader(ts), pw) != nil {

@@ -124,7 +124,8 @@ func marshalPrivateKey(key crypto.Signer, enc Encoding) (der []byte, pemType str
 // DecodePrivateKey reads the first PEM block of pemBytes as a PKCS#1
 // ("RSA PRIVATE KEY"), SEC1 ("EC PRIVATE KEY") or PKCS#8 ("PRIVATE KEY")
 // private key with crypto/x509's parsers. Errors wrap ErrDecode and never
-// quote the input.
+// quote the input; input beyond MaxPrivateKeyBytes is not read, and its
+// error wraps ErrTooLarge too.
 func DecodePrivateKey(pemBytes []byte) (crypto.Signer, error) {
 	key, _, err := decodePrivateKey(pemBytes)
 	return key, err
@@ -133,6 +134,9 @@ func DecodePrivateKey(pemBytes []byte) (crypto.Signer, error) {
 // decodePrivateKey is DecodePrivateKey that also returns the key's PEM
 // block type.
 func decodePrivateKey(pemBytes []byte) (crypto.Signer, string, error) {
+	if err := checkKey(pemBytes); err != nil {
+		return nil, "", fmt.Errorf("%w: %w", ErrDecode, err)
+	}
 	block, _ := pem.Decode(pemBytes)
 	if block == nil {
 		return nil, "", fmt.Errorf("%w: no PEM block found", ErrDecode)

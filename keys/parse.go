@@ -62,6 +62,8 @@ type ParsedSecret struct {
 }
 
 // ParseSecretData parses tls.crt (its first certificate only) and tls.key.
+// A tls.crt beyond MaxSecretValueBytes or MaxCertificates, or a tls.key
+// beyond MaxPrivateKeyBytes, is not parsed: its error wraps ErrTooLarge.
 // The result is never nil: a caller tells "missing" from "undecodable" from
 // "key does not match" by CertErr, KeyErr and KeyMatches. The returned
 // error joins CertErr and KeyErr (nil when both parsed; a mismatch is not an
@@ -76,6 +78,8 @@ func parseSecretData(data map[string][]byte, leafOf func([]byte) (*x509.Certific
 	p := &ParsedSecret{caPEM: data[SecretCA]}
 	if crt := data[SecretCertificate]; len(crt) == 0 {
 		p.CertErr = &FieldError{Field: SecretCertificate, Err: ErrMissing}
+	} else if err := checkBundle(crt); err != nil {
+		p.CertErr = &FieldError{Field: SecretCertificate, Err: err}
 	} else if leaf, restAt, err := leafOf(crt); err != nil {
 		p.CertErr = &FieldError{Field: SecretCertificate, Err: err}
 	} else {
@@ -83,6 +87,8 @@ func parseSecretData(data map[string][]byte, leafOf func([]byte) (*x509.Certific
 	}
 	if k := data[SecretPrivateKey]; len(k) == 0 {
 		p.KeyErr = &FieldError{Field: SecretPrivateKey, Err: ErrMissing}
+	} else if err := checkKey(k); err != nil {
+		p.KeyErr = &FieldError{Field: SecretPrivateKey, Err: fmt.Errorf("%w: %w", ErrDecode, err)}
 	} else if key, typ, err := keyOf(k); err != nil {
 		p.KeyErr = &FieldError{Field: SecretPrivateKey, Err: err}
 	} else {
@@ -112,7 +118,8 @@ func parseLeaf(crt []byte) (leaf *x509.Certificate, restAt int, err error) {
 }
 
 // Chain returns the whole chain of tls.crt, leaf first, parsing the
-// certificates after the leaf on the first call.
+// certificates after the leaf on the first call. A tls.crt beyond the
+// bounds never has a Leaf, so Chain parses at most MaxCertificates.
 func (p *ParsedSecret) Chain() ([]*x509.Certificate, error) {
 	if p == nil || p.Leaf == nil {
 		return nil, &FieldError{Field: SecretCertificate, Err: ErrMissing}
@@ -128,7 +135,9 @@ func (p *ParsedSecret) Chain() ([]*x509.Certificate, error) {
 	return p.chain, p.chainErr
 }
 
-// CA parses ca.crt; an absent ca.crt gives nil and no error.
+// CA parses ca.crt; an absent ca.crt gives nil and no error, one beyond
+// MaxSecretValueBytes or MaxCertificates an error wrapping ErrTooLarge,
+// without parsing it.
 func (p *ParsedSecret) CA() ([]*x509.Certificate, error) {
 	if p == nil {
 		return nil, nil

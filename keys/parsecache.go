@@ -150,6 +150,9 @@ func (c *ParseCache) EncodePrivateKey(key crypto.Signer, enc Encoding) ([]byte, 
 }
 
 func (c *ParseCache) decodePrivateKey(pemBytes []byte) (crypto.Signer, string, error) {
+	if len(pemBytes) > MaxPrivateKeyBytes {
+		return decodePrivateKey(pemBytes) // refused unread, and not kept
+	}
 	e := c.get(kindPrivateKey, pemBytes, func() *cacheEntry {
 		k, typ, err := decodePrivateKey(pemBytes)
 		return &cacheEntry{value: k, typ: typ, err: err}
@@ -191,6 +194,16 @@ func (c *ParseCache) ParseCertificate(der []byte) (*x509.Certificate, error) {
 	})
 	cert, _ := e.value.(*x509.Certificate)
 	return cert, e.err
+}
+
+// ParseCertificates parses every block of a PEM certificate bundle, such
+// as tls.crt or ca.crt, each certificate through the cache (nil: parsing
+// each). Every block must be a CERTIFICATE; a bundle with text but no
+// block is an error, an empty one none. A bundle beyond
+// MaxSecretValueBytes or MaxCertificates is not parsed: its error wraps
+// ErrTooLarge.
+func (c *ParseCache) ParseCertificates(pemBytes []byte) ([]*x509.Certificate, error) {
+	return parseBundle(pemBytes, c.ParseCertificate)
 }
 
 // DecodeCertificateRequest is keys.DecodeCertificateRequest, cached: a

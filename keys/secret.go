@@ -117,7 +117,9 @@ func (o OutputSpec) Validate() error {
 // SecretData builds a secret's data from a private key, the certificate
 // chain (PEM, leaf first) and the CA (PEM, may be empty), as out asks.
 // rand supplies keystore salts; it is only read when a keystore is asked
-// for. Errors name the input at fault and never include key material.
+// for. Errors name the input at fault and never include key material. A
+// chain or CA beyond MaxSecretValueBytes or MaxCertificates is an error
+// wrapping ErrTooLarge: the secret could not be read back.
 func SecretData(rand io.Reader, key crypto.Signer, chainPEM, caPEM []byte, out OutputSpec) (map[string][]byte, error) {
 	if err := out.Validate(); err != nil {
 		return nil, err
@@ -254,8 +256,17 @@ func jksStores(rand io.Reader, key crypto.Signer, chain, cas []*x509.Certificate
 	return buf.Bytes(), tbuf.Bytes(), nil
 }
 
-// parseCertificates parses every CERTIFICATE block of a PEM bundle.
+// parseCertificates parses every CERTIFICATE block of a PEM bundle, within
+// MaxSecretValueBytes and MaxCertificates.
 func parseCertificates(pemBytes []byte) ([]*x509.Certificate, error) {
+	return parseBundle(pemBytes, x509.ParseCertificate)
+}
+
+// parseBundle is parseCertificates with each block's DER parsed by parse.
+func parseBundle(pemBytes []byte, parse func([]byte) (*x509.Certificate, error)) ([]*x509.Certificate, error) {
+	if err := checkBundle(pemBytes); err != nil {
+		return nil, err
+	}
 	var out []*x509.Certificate
 	rest := pemBytes
 	for i := 0; ; i++ {
@@ -267,7 +278,7 @@ func parseCertificates(pemBytes []byte) ([]*x509.Certificate, error) {
 		if block.Type != "CERTIFICATE" {
 			return nil, fmt.Errorf("PEM block %d has type %q, not CERTIFICATE", i, block.Type)
 		}
-		c, err := x509.ParseCertificate(block.Bytes)
+		c, err := parse(block.Bytes)
 		if err != nil {
 			return nil, fmt.Errorf("certificate %d: %w", i, err)
 		}

@@ -60,7 +60,10 @@ var kindDirs = map[Kind]string{
 // OpenFileStore opens the store in dir, making it when it does not
 // exist, and reads what it holds. Creation timestamps come from clk (nil
 // means the real clock). A file that cannot be decoded is an error that
-// names it: nothing is dropped silently.
+// names it: nothing is dropped silently; so is a file that holds an
+// object whose name or namespace is not valid (certificate.
+// ValidateObjectName, certificate.ValidateNamespace), or another object
+// than its name says.
 func OpenFileStore(dir string, clk clock.PassiveClock) (*FileStore, error) {
 	if err := durable.MkdirOwnerOnly(dir); err != nil {
 		return nil, fmt.Errorf("host: making the store directory: %w", err)
@@ -92,10 +95,18 @@ func OpenFileStore(dir string, clk clock.PassiveClock) (*FileStore, error) {
 			return nil, err
 		}
 		t := mem.tables[kind]
-		for k, b := range files {
+		for f, b := range files {
+			path := filepath.Join(dir, sub, fileName(f))
 			e, err := loadEntry(kind, b)
 			if err != nil {
-				return nil, fmt.Errorf("host: %s: %w", filepath.Join(dir, sub, fileName(k)), err)
+				return nil, fmt.Errorf("host: %s: %w", path, err)
+			}
+			k := objKey{e.meta.Namespace, e.meta.Name}
+			if err := checkNames(kind, k.namespace, k.name); err != nil {
+				return nil, fmt.Errorf("%w (in %s: rename the object or remove the file)", err, path)
+			}
+			if k.String() != f {
+				return nil, fmt.Errorf("host: %s holds %s %s, whose file is %s", path, kind, k, fileName(k.String()))
 			}
 			t.put(k, e)
 		}
@@ -158,16 +169,19 @@ type disk struct {
 }
 
 // fileName is an object's file name: its namespace/name escaped, so any
-// name is one file in one directory.
+// name is one file in one directory. As a valid namespace and name hold
+// no '/' (certificate.ValidateNamespace, certificate.ValidateObjectName),
+// and the store holds only objects whose names are valid, no two objects
+// share a file.
 func fileName(k string) string { return durable.FileName(k) }
 
 // write replaces the file of key k in the directory of kind atomically.
-func (d *disk) write(kind Kind, k string, data []byte) error {
-	return d.writeFile(kindDirs[kind], fileName(k), data)
+func (d *disk) write(kind Kind, k objKey, data []byte) error {
+	return d.writeFile(kindDirs[kind], fileName(k.String()), data)
 }
 
-func (d *disk) remove(kind Kind, k string) error {
-	if err := durable.RemoveFile(filepath.Join(d.dir, kindDirs[kind]), fileName(k)); err != nil {
+func (d *disk) remove(kind Kind, k objKey) error {
+	if err := durable.RemoveFile(filepath.Join(d.dir, kindDirs[kind]), fileName(k.String())); err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
 	return nil

@@ -2,12 +2,14 @@ package host
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"k8s.io/utils/clock"
@@ -20,7 +22,10 @@ import (
 // database would, so nothing is shared between what it returns and what
 // it holds; it indexes objects by owner and certificates by secret name,
 // reports every write to its watchers, and its reads always show every
-// write (Authoritative). Safe for concurrent use.
+// write (Authoritative). It keys objects by namespace and name apart, and
+// refuses a namespace or name no object can have (certificate.
+// ValidateNamespace, certificate.ValidateObjectName) with an error
+// wrapping certificate.ErrInvalidName. Safe for concurrent use.
 type MemoryStore struct {
 	mu       sync.Mutex
 	clock    clock.PassiveClock
@@ -77,9 +82,19 @@ func (s *MemoryStore) Authoritative() bool { return true }
 
 // table is the objects of one kind, encoded, with their indexes.
 type table struct {
-	objs     map[string]stored
-	byOwner  map[string]map[string]bool // owner UID → keys
-	bySecret map[string]map[string]bool // namespace/secret name → certificate keys
+	objs     map[objKey]stored
+	byOwner  map[string]map[objKey]bool // owner UID → keys
+	bySecret map[objKey]map[objKey]bool // namespace and secret name → certificate keys
+}
+
+// objKey is an object's namespace and name, kept apart: no name can
+// stand for another namespace's object.
+type objKey struct{ namespace, name string }
+
+func (k objKey) String() string { return key(k.namespace, k.name) }
+
+func compareKeys(a, b objKey) int {
+	return cmp.Or(strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name))
 }
 
 type stored struct {
@@ -92,46 +107,44 @@ type stored struct {
 func newTables() map[Kind]*table {
 	t := map[Kind]*table{}
 	for _, k := range []Kind{KindCertificate, KindSecret, KindRequest} {
-		t[k] = &table{objs: map[string]stored{}, byOwner: map[string]map[string]bool{}, bySecret: map[string]map[string]bool{}}
+		t[k] = &table{objs: map[objKey]stored{}, byOwner: map[string]map[objKey]bool{}, bySecret: map[objKey]map[objKey]bool{}}
 	}
 	return t
 }
 
-func (t *table) put(k string, e stored) {
+func (t *table) put(k objKey, e stored) {
 	t.remove(k)
 	t.objs[k] = e
-	addIndex(t.byOwner, e.meta.OwnerUID, k)
+	if e.meta.OwnerUID != "" {
+		addIndex(t.byOwner, e.meta.OwnerUID, k)
+	}
 	if e.secretName != "" {
-		addIndex(t.bySecret, key(e.meta.Namespace, e.secretName), k)
+		addIndex(t.bySecret, objKey{e.meta.Namespace, e.secretName}, k)
 	}
 }
 
-func (t *table) remove(k string) {
+func (t *table) remove(k objKey) {
 	old, ok := t.objs[k]
 	if !ok {
 		return
 	}
 	delete(t.objs, k)
-	dropIndex(t.byOwner, old.meta.OwnerUID, k)
+	if old.meta.OwnerUID != "" {
+		dropIndex(t.byOwner, old.meta.OwnerUID, k)
+	}
 	if old.secretName != "" {
-		dropIndex(t.bySecret, key(old.meta.Namespace, old.secretName), k)
+		dropIndex(t.bySecret, objKey{old.meta.Namespace, old.secretName}, k)
 	}
 }
 
-func addIndex(ix map[string]map[string]bool, v, k string) {
-	if v == "" {
-		return
-	}
+func addIndex[V comparable](ix map[V]map[objKey]bool, v V, k objKey) {
 	if ix[v] == nil {
-		ix[v] = map[string]bool{}
+		ix[v] = map[objKey]bool{}
 	}
 	ix[v][k] = true
 }
 
-func dropIndex(ix map[string]map[string]bool, v, k string) {
-	if v == "" {
-		return
-	}
+func dropIndex[V comparable](ix map[V]map[objKey]bool, v V, k objKey) {
 	delete(ix[v], k)
 	if len(ix[v]) == 0 {
 		delete(ix, v)
@@ -139,14 +152,14 @@ func dropIndex(ix map[string]map[string]bool, v, k string) {
 }
 
 // keys are the keys opts may select, from an index when it can.
-func (t *table) keys(opts ListOptions) []string {
+func (t *table) keys(opts ListOptions) []objKey {
 	switch {
 	case opts.OwnerUID != "":
-		return slices.Sorted(maps.Keys(t.byOwner[opts.OwnerUID]))
+		return slices.SortedFunc(maps.Keys(t.byOwner[opts.OwnerUID]), compareKeys)
 	case opts.SecretName != "" && opts.Namespace != "":
-		return slices.Sorted(maps.Keys(t.bySecret[key(opts.Namespace, opts.SecretName)]))
+		return slices.SortedFunc(maps.Keys(t.bySecret[objKey{opts.Namespace, opts.SecretName}]), compareKeys)
 	}
-	return slices.Sorted(maps.Keys(t.objs))
+	return slices.SortedFunc(maps.Keys(t.objs), compareKeys)
 }
 
 type memCollection[T Object] struct {
@@ -155,8 +168,11 @@ type memCollection[T Object] struct {
 }
 
 func (c memCollection[T]) Get(ctx context.Context, namespace, name string) (T, error) {
+	if err := checkNames(c.kind, namespace, name); err != nil {
+		return nil, err
+	}
 	c.s.mu.Lock()
-	e, ok := c.s.tables[c.kind].objs[key(namespace, name)]
+	e, ok := c.s.tables[c.kind].objs[objKey{namespace, name}]
 	c.s.mu.Unlock()
 	if !ok {
 		return nil, notFound(c.kind, namespace, name)
@@ -165,6 +181,9 @@ func (c memCollection[T]) Get(ctx context.Context, namespace, name string) (T, e
 }
 
 func (c memCollection[T]) List(ctx context.Context, opts ListOptions) ([]T, error) {
+	if err := checkListOptions(opts); err != nil {
+		return nil, err
+	}
 	c.s.mu.Lock()
 	t := c.s.tables[c.kind]
 	var raw [][]byte
@@ -190,15 +209,12 @@ func (c memCollection[T]) List(ctx context.Context, opts ListOptions) ([]T, erro
 }
 
 func (c memCollection[T]) Create(ctx context.Context, obj T) (T, error) {
-	if err := checkName(c.kind, obj.Meta()); err != nil {
-		return nil, err
-	}
 	obj, err := clone(c.kind, obj)
 	if err != nil {
 		return nil, err
 	}
 	m := obj.Meta()
-	return c.write(m.Namespace, m.Name, func(t *table, k string) (T, error) {
+	return c.write(m.Namespace, m.Name, func(t *table, k objKey) (T, error) {
 		if _, ok := t.objs[k]; ok {
 			return nil, fmt.Errorf("%s %s: %w", c.kind, k, ErrAlreadyExists)
 		}
@@ -223,7 +239,7 @@ func (c memCollection[T]) Update(ctx context.Context, obj T) (T, error) {
 		return nil, err
 	}
 	m := obj.Meta()
-	return c.write(m.Namespace, m.Name, func(t *table, k string) (T, error) {
+	return c.write(m.Namespace, m.Name, func(t *table, k objKey) (T, error) {
 		old, ok := t.objs[k]
 		if !ok {
 			return nil, fmt.Errorf("%s %s: %w", c.kind, k, ErrNotFound)
@@ -242,7 +258,10 @@ func (c memCollection[T]) Update(ctx context.Context, obj T) (T, error) {
 }
 
 func (c memCollection[T]) Delete(ctx context.Context, namespace, name string) error {
-	k := key(namespace, name)
+	if err := checkNames(c.kind, namespace, name); err != nil {
+		return err
+	}
+	k := objKey{namespace, name}
 	c.s.mu.Lock()
 	t := c.s.tables[c.kind]
 	old, ok := t.objs[k]
@@ -265,10 +284,14 @@ func (c memCollection[T]) Delete(ctx context.Context, namespace, name string) er
 	return nil
 }
 
-// write runs f under the lock on the object at namespace/name; when it
-// succeeds, it stores what f returns and tells the watchers.
-func (c memCollection[T]) write(namespace, name string, f func(t *table, k string) (T, error)) (T, error) {
-	k := key(namespace, name)
+// write runs f under the lock on the object at namespace/name, once both
+// are found valid; when it succeeds, it stores what f returns and tells
+// the watchers.
+func (c memCollection[T]) write(namespace, name string, f func(t *table, k objKey) (T, error)) (T, error) {
+	if err := checkNames(c.kind, namespace, name); err != nil {
+		return nil, err
+	}
+	k := objKey{namespace, name}
 	c.s.mu.Lock()
 	t := c.s.tables[c.kind]
 	obj, err := f(t, k)
@@ -352,10 +375,34 @@ func clone[T Object](kind Kind, obj T) (T, error) {
 	return decode[T](kind, b)
 }
 
-// checkName refuses an object without a name.
-func checkName(kind Kind, m *certificate.ObjectMeta) error {
-	if m.Name == "" {
+// checkNames refuses an object without a name, and one whose name or
+// namespace is not valid (certificate.ValidateObjectName,
+// certificate.ValidateNamespace): as no name holds a '/', no name can
+// stand for an object of another namespace, whatever a store does with
+// it.
+func checkNames(kind Kind, namespace, name string) error {
+	if name == "" {
 		return fmt.Errorf("host: a %s needs metadata.name", kind)
+	}
+	if err := certificate.ValidateNamespace(namespace); err != nil {
+		return fmt.Errorf("host: %s: metadata.namespace: %w", kind, err)
+	}
+	if err := certificate.ValidateObjectName(name); err != nil {
+		return fmt.Errorf("host: %s: metadata.name: %w", kind, err)
+	}
+	return nil
+}
+
+// checkListOptions refuses a selection by a namespace or secret name that
+// no object can have.
+func checkListOptions(opts ListOptions) error {
+	if err := certificate.ValidateNamespace(opts.Namespace); err != nil {
+		return fmt.Errorf("host: listing: ListOptions.Namespace: %w", err)
+	}
+	if opts.SecretName != "" {
+		if err := certificate.ValidateObjectName(opts.SecretName); err != nil {
+			return fmt.Errorf("host: listing: ListOptions.SecretName: %w", err)
+		}
 	}
 	return nil
 }

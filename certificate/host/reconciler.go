@@ -546,14 +546,20 @@ func (r *Reconciler) observe(ev Event) {
 func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate) (s *certificate.Snapshot, ariErr, err error) {
 	st := r.store
 	s = &certificate.Snapshot{Certificate: c}
-	sec, err := st.Secrets().Get(ctx, c.Namespace, c.Spec.SecretName)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		s.SecretAbsenceConfirmed = r.authoritative || errors.Is(err, ErrAbsenceConfirmed)
-	case err != nil:
-		return nil, nil, err
-	default:
-		s.Secret = sec
+	// A secret name that is not valid names no secret, and nothing is
+	// read by it (one with a '/' could reach into another namespace in a
+	// store that joins names): the decision says the spec is invalid.
+	secretNamed := certificate.ValidateObjectName(c.Spec.SecretName) == nil
+	if secretNamed {
+		sec, err := st.Secrets().Get(ctx, c.Namespace, c.Spec.SecretName)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			s.SecretAbsenceConfirmed = r.authoritative || errors.Is(err, ErrAbsenceConfirmed)
+		case err != nil:
+			return nil, nil, err
+		default:
+			s.Secret = sec
+		}
 	}
 	owned, err := st.Secrets().List(ctx, ListOptions{Namespace: c.Namespace, OwnerUID: c.UID})
 	if err != nil {
@@ -567,13 +573,15 @@ func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate) (s 
 	if s.Requests, err = st.Requests().List(ctx, ListOptions{Namespace: c.Namespace, OwnerUID: c.UID}); err != nil {
 		return nil, nil, err
 	}
-	others, err := st.Certificates().List(ctx, ListOptions{Namespace: c.Namespace, SecretName: c.Spec.SecretName})
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, o := range others {
-		if o.Name != c.Name {
-			s.OtherOwners = append(s.OtherOwners, o)
+	if secretNamed {
+		others, err := st.Certificates().List(ctx, ListOptions{Namespace: c.Namespace, SecretName: c.Spec.SecretName})
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, o := range others {
+			if o.Name != c.Name {
+				s.OtherOwners = append(s.OtherOwners, o)
+			}
 		}
 	}
 	if r.cfg.ARI != nil && s.Secret != nil {
@@ -587,8 +595,15 @@ func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate) (s 
 	return s, ariErr, nil
 }
 
+// leafOf is the first certificate of the secret's tls.crt, nil when there
+// is none or when tls.crt is beyond the bounds a decision reads
+// (keys.MaxSecretValueBytes): the decision then re-issues.
 func leafOf(pc *keys.ParseCache, s *certificate.Secret) *x509.Certificate {
-	b, _ := pem.Decode(s.Data[keys.SecretCertificate])
+	crt := s.Data[keys.SecretCertificate]
+	if len(crt) > keys.MaxSecretValueBytes {
+		return nil
+	}
+	b, _ := pem.Decode(crt)
 	if b == nil || b.Type != "CERTIFICATE" {
 		return nil
 	}

@@ -98,8 +98,14 @@ func (o ListOptions) Matches(obj any) bool {
 // decision made on a stale read never overwrites a newer object. What a
 // Collection returns is the caller's: changing it changes nothing stored;
 // and what it is given is not kept: changing it afterwards changes
-// nothing stored. A Collection is safe for concurrent use. Package
-// hosttest checks a Store against this contract.
+// nothing stored. Namespace and name are two keys: no name reaches an
+// object of another namespace, and a call that names a namespace or name
+// no object can have (certificate.ValidateNamespace,
+// certificate.ValidateObjectName) fails — a store that joins the two
+// into one key, as "namespace/name", would otherwise take the name
+// "b/x" in the namespace "" for the object x of the namespace b. A
+// Collection is safe for concurrent use. Package hosttest checks a Store
+// against this contract.
 type Collection[T Object] interface {
 	// Get returns the object, or an error wrapping ErrNotFound.
 	Get(ctx context.Context, namespace, name string) (T, error)

@@ -34,7 +34,12 @@
 //     and is ErrNotFound when there is nothing to delete; an object made
 //     again under the same name never gets a resource version given
 //     before, and a certificate gets a new UID.
-//   - The same name in two namespaces is two objects.
+//   - The same name in two namespaces is two objects, and no name reaches
+//     an object of another namespace: the name "b/x" in the namespace ""
+//     is not the object x of the namespace b. Create, Get, Update and
+//     Delete fail for a namespace or name no object can have
+//     (certificate.ValidateNamespace, certificate.ValidateObjectName;
+//     unless Config.AcceptsInvalidNames).
 //   - A secret keeps its data (every key, every byte, empty values
 //     included), labels, annotations and owner exactly.
 //   - A Watcher reports every write once, after it is made, in the order
@@ -157,6 +162,16 @@ type Config struct {
 	// reports of the object at versions it was never seen at. False means
 	// each write is reported once.
 	SplitUpdates bool
+	// AcceptsInvalidNames says that the store keeps objects whose
+	// namespace or name is not valid (certificate.ValidateNamespace,
+	// certificate.ValidateObjectName) rather than refusing them, keeping
+	// namespace and name apart so that no name stands for an object of
+	// another namespace (as a store with a column for each may). The
+	// suite then checks only that no call reaches another namespace's
+	// object. False means every Create, Get, Update and Delete that names
+	// a namespace or name no object can have fails, as host.MemoryStore
+	// and host.FileStore's do; the loop never asks for one.
+	AcceptsInvalidNames bool
 }
 
 // Validate reports a Config the suite cannot run with.
@@ -218,6 +233,7 @@ var subtests = []struct {
 	{"Generation", testGeneration},
 	{"Delete", testDelete},
 	{"Namespaces", testNamespaces},
+	{"Names", testNames},
 	{"SecretsExact", testSecretsExact},
 	{"Watch", testWatch},
 	{"Authoritative", testAuthoritative},

@@ -82,6 +82,10 @@ func TestSuitePassesStoresThatKeepTheContract(t *testing.T) {
 		"a lagging store that catches up on a goroutine and reports writes once they show": {
 			open: func(t *testing.T) host.Store { return newLagging(t, false, true) },
 		},
+		"a store that takes names that are not valid, with AcceptsInvalidNames": {
+			open: faulty(acceptInvalidNames),
+			cfg:  Config{AcceptsInvalidNames: true},
+		},
 		"a store whose updates are two writes, each reported, with SplitUpdates": {
 			open: faulty(func(f *faultyStore) { f.split = true }),
 			cfg:  Config{SplitUpdates: true},
@@ -113,6 +117,14 @@ func TestSuiteReportsEachDeparture(t *testing.T) {
 				}
 			}),
 			want: "Create must fill in metadata the loop relies on: Certificate hosttest-",
+		},
+		"a store that joins namespace and name with a '/'": {
+			open: faulty(joinNames),
+			want: `in the namespace "" must not reach Secret hosttest-`,
+		},
+		"a store that takes names that are not valid": {
+			open: faulty(acceptInvalidNames),
+			want: `Create of a CertificateRequest must fail for a namespace or name no object can have (certificate.ValidateNamespace, certificate.ValidateObjectName): it succeeded for "hosttest-`,
 		},
 		"a Create of a taken name that succeeds": {
 			open: faulty(func(f *faultyStore) {
@@ -498,4 +510,67 @@ func (c lagColl[T]) List(_ context.Context, opts host.ListOptions) ([]T, error) 
 		}
 	}
 	return out, nil
+}
+
+// joinNames makes the secrets of f those of a store keyed by
+// namespace + "/" + name: the name "b/x" in the namespace "" is the
+// secret x of the namespace b.
+func joinNames(f *faultyStore) {
+	split := func(ns, name string) (string, string) {
+		if before, after, ok := strings.Cut(name, "/"); ns == "" && ok {
+			return before, after
+		}
+		return ns, name
+	}
+	secrets := f.MemoryStore.Secrets()
+	f.secrets.get = func(ctx context.Context, ns, name string) (*certificate.Secret, error) {
+		ns, name = split(ns, name)
+		return secrets.Get(ctx, ns, name)
+	}
+	f.secrets.update = func(ctx context.Context, s *certificate.Secret) (*certificate.Secret, error) {
+		s.Namespace, s.Name = split(s.Namespace, s.Name)
+		return secrets.Update(ctx, s)
+	}
+	f.secrets.create = func(ctx context.Context, s *certificate.Secret) (*certificate.Secret, error) {
+		s.Namespace, s.Name = split(s.Namespace, s.Name)
+		return secrets.Create(ctx, s)
+	}
+	f.secrets.delete = func(ctx context.Context, ns, name string) error {
+		ns, name = split(ns, name)
+		return secrets.Delete(ctx, ns, name)
+	}
+}
+
+// acceptInvalidNames makes the requests of f those of a store that keeps
+// namespace and name apart but checks neither: a request of a name no
+// object can have is taken (and kept nowhere).
+func acceptInvalidNames(f *faultyStore) {
+	reqs := f.MemoryStore.Requests()
+	valid := func(ns, name string) bool {
+		return name == "" || certificate.ValidateNamespace(ns) == nil && certificate.ValidateObjectName(name) == nil
+	}
+	f.reqs.get = func(ctx context.Context, ns, name string) (*certificate.CertificateRequest, error) {
+		if !valid(ns, name) {
+			return nil, host.ErrNotFound
+		}
+		return reqs.Get(ctx, ns, name)
+	}
+	f.reqs.update = func(ctx context.Context, r *certificate.CertificateRequest) (*certificate.CertificateRequest, error) {
+		if !valid(r.Namespace, r.Name) {
+			return nil, host.ErrNotFound
+		}
+		return reqs.Update(ctx, r)
+	}
+	f.reqs.create = func(ctx context.Context, r *certificate.CertificateRequest) (*certificate.CertificateRequest, error) {
+		if !valid(r.Namespace, r.Name) {
+			return r, nil
+		}
+		return reqs.Create(ctx, r)
+	}
+	f.reqs.delete = func(ctx context.Context, ns, name string) error {
+		if !valid(ns, name) {
+			return nil
+		}
+		return reqs.Delete(ctx, ns, name)
+	}
 }

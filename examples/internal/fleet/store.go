@@ -495,6 +495,9 @@ type collection[T host.Object] struct {
 }
 
 func (c collection[T]) Get(_ context.Context, namespace, name string) (T, error) {
+	if err := checkNames(c.t.kind, namespace, name); err != nil {
+		return nil, err
+	}
 	k := objKey{namespace, name}
 	c.s.mu.Lock()
 	e := c.t.seen(k)
@@ -547,7 +550,22 @@ func (c collection[T]) Update(_ context.Context, obj T) (T, error) {
 }
 
 func (c collection[T]) Delete(_ context.Context, namespace, name string) error {
+	if err := checkNames(c.t.kind, namespace, name); err != nil {
+		return err
+	}
 	return c.s.remove(c.t, objKey{namespace, name}, false)
+}
+
+// checkNames refuses a namespace or name no object can have, as
+// host.MemoryStore does.
+func checkNames(kind host.Kind, namespace, name string) error {
+	if err := certificate.ValidateNamespace(namespace); err != nil {
+		return fmt.Errorf("%s: metadata.namespace: %w", kind, err)
+	}
+	if err := certificate.ValidateObjectName(name); err != nil {
+		return fmt.Errorf("%s: metadata.name: %w", kind, err)
+	}
+	return nil
 }
 
 // write creates or updates obj; user writes (the simulation's own) never
@@ -556,6 +574,9 @@ func (s *store) write(t *table, obj object, create, user bool) (object, error) {
 	m := obj.Meta()
 	if m.Name == "" {
 		return nil, fmt.Errorf("a %s needs metadata.name", t.kind)
+	}
+	if err := checkNames(t.kind, m.Namespace, m.Name); err != nil {
+		return nil, err
 	}
 	k := objKey{m.Namespace, m.Name}
 	cp := noCrash

@@ -110,6 +110,9 @@ func describe(kind host.Kind, namespace, name string) string {
 // secret reads a Secret from the cache, else from the API server. A
 // Secret neither has is host.ErrNotFound and host.ErrAbsenceConfirmed.
 func (s *store) secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	if err := checkNames(host.KindSecret, namespace, name); err != nil {
+		return nil, err
+	}
 	key := types.NamespacedName{Namespace: namespace, Name: name}
 	var sec corev1.Secret
 	err := s.cache.Get(ctx, key, &sec)
@@ -123,6 +126,20 @@ func (s *store) secret(ctx context.Context, namespace, name string) (*corev1.Sec
 		return nil, storeError(describe(host.KindSecret, namespace, name), err)
 	}
 	return &sec, nil
+}
+
+// checkNames refuses a namespace or name no Kubernetes object can have
+// before anything is read: the informer cache keys an object
+// "namespace/name", and the name alone in the namespace "", so a Get of
+// "team-b/db-tls" in the namespace "" would find team-b's db-tls there.
+func checkNames(kind host.Kind, namespace, name string) error {
+	if err := certificate.ValidateNamespace(namespace); err != nil {
+		return fmt.Errorf("operator: %s: metadata.namespace: %w", kind, err)
+	}
+	if err := certificate.ValidateObjectName(name); err != nil {
+		return fmt.Errorf("operator: %s: metadata.name: %w", kind, err)
+	}
+	return nil
 }
 
 // passwords reads the keystore passwords spec.keystores names in Secrets.
@@ -173,6 +190,9 @@ type certificates struct{ s *store }
 
 // Get reads a Certificate from the cache, with its keystore passwords.
 func (c certificates) Get(ctx context.Context, namespace, name string) (*certificate.Certificate, error) {
+	if err := checkNames(host.KindCertificate, namespace, name); err != nil {
+		return nil, err
+	}
 	var crt cmapi.Certificate
 	if err := c.s.cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &crt); err != nil {
 		return nil, storeError(describe(host.KindCertificate, namespace, name), err)
@@ -216,6 +236,9 @@ func (c certificates) Create(context.Context, *certificate.Certificate) (*certif
 // write left), so that no version shows the annotations of a status not
 // written yet.
 func (c certificates) Update(ctx context.Context, obj *certificate.Certificate) (*certificate.Certificate, error) {
+	if err := checkNames(host.KindCertificate, obj.Namespace, obj.Name); err != nil {
+		return nil, err
+	}
 	what := describe(host.KindCertificate, obj.Namespace, obj.Name)
 	var cur cmapi.Certificate
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
@@ -262,6 +285,9 @@ func (c certificates) Update(ctx context.Context, obj *certificate.Certificate) 
 
 // Delete deletes a Certificate.
 func (c certificates) Delete(ctx context.Context, namespace, name string) error {
+	if err := checkNames(host.KindCertificate, namespace, name); err != nil {
+		return err
+	}
 	err := c.s.client.Delete(ctx, &cmapi.Certificate{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})
 	return storeError(describe(host.KindCertificate, namespace, name), err)
 }
@@ -305,6 +331,9 @@ func isNextKey(s *certificate.Secret) bool {
 // (Opaque, owned by its Certificate), or a target (kubernetes.io/tls,
 // owned by its Certificate only with ownerRefs).
 func (c secrets) Create(ctx context.Context, obj *certificate.Secret) (*certificate.Secret, error) {
+	if err := checkNames(host.KindSecret, obj.Namespace, obj.Name); err != nil {
+		return nil, err
+	}
 	sec := SecretFromCore(obj)
 	sec.Labels = withManaged(sec.Labels)
 	sec.Type = corev1.SecretTypeTLS
@@ -420,6 +449,9 @@ type requests struct{ s *store }
 
 // Get reads a CertificateRequest from the cache.
 func (c requests) Get(ctx context.Context, namespace, name string) (*certificate.CertificateRequest, error) {
+	if err := checkNames(host.KindRequest, namespace, name); err != nil {
+		return nil, err
+	}
 	var r cmapi.CertificateRequest
 	if err := c.s.cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &r); err != nil {
 		return nil, storeError(describe(host.KindRequest, namespace, name), err)
@@ -456,6 +488,9 @@ var copiedAnnotationPrefixes = []string{"kubectl.kubernetes.io/", "fluxcd.io/", 
 // them (an ACME solver's matchLabels select by them; external issuers
 // read them), and certlife's own annotations over them.
 func (c requests) Create(ctx context.Context, obj *certificate.CertificateRequest) (*certificate.CertificateRequest, error) {
+	if err := checkNames(host.KindRequest, obj.Namespace, obj.Name); err != nil {
+		return nil, err
+	}
 	r := RequestFromCore(obj)
 	r.Status = cmapi.CertificateRequestStatus{}
 	r.ResourceVersion, r.UID = "", ""
@@ -493,6 +528,9 @@ func hasAnyPrefix(s string, prefixes []string) bool {
 // Update writes an issuer's answer — the status, and the retry-after
 // annotation first when it changes — over the version read.
 func (c requests) Update(ctx context.Context, obj *certificate.CertificateRequest) (*certificate.CertificateRequest, error) {
+	if err := checkNames(host.KindRequest, obj.Namespace, obj.Name); err != nil {
+		return nil, err
+	}
 	what := describe(host.KindRequest, obj.Namespace, obj.Name)
 	var cur cmapi.CertificateRequest
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
@@ -529,6 +567,9 @@ func (c requests) Update(ctx context.Context, obj *certificate.CertificateReques
 // Delete deletes the CertificateRequest of that name the cache holds,
 // only while it is that object (its UID).
 func (c requests) Delete(ctx context.Context, namespace, name string) error {
+	if err := checkNames(host.KindRequest, namespace, name); err != nil {
+		return err
+	}
 	var cur cmapi.CertificateRequest
 	if err := c.s.cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &cur); err != nil {
 		return storeError(describe(host.KindRequest, namespace, name), err)
