@@ -33,15 +33,15 @@ func csrKey(t *testing.T, spec keys.KeySpec) crypto.Signer {
 // Values the fuzz target draws names and subject fields from, beside the
 // fuzzer's own strings: valid ones, and the edges validation must judge.
 var (
-	csrDNSNames = []string{"web.example", "*.web.example", "xn--bcher-kva.example", "a-b.c", "UPPER.example", "web.example.", "bücher.example", "*", "a..b", ""}
-	csrIPs      = []string{"192.0.2.1", "2001:db8::1", "::ffff:192.0.2.1", "0.0.0.0", "::", "192.0.2.256", "fe80::1%eth0", "", "1.2.3"}
-	csrURIs     = []string{"spiffe://cluster.local/ns/app/sa/web", "https://web.example/a?b=c#d", "urn:uuid:6e8bc430-9c3a-11d9-9669-0800200c9a66", "HTTPS://Web.Example/", "https://web.example/a b", "mailto:ops@web.example", "https://bücher.example/", "urn:ü", "https://a/?q=ü", "no-scheme", "http://[::1", ""}
-	csrEmails   = []string{"ops@web.example", "o.p+s@sub.web.example", "\"quoted local\"@web.example", "ops@[192.0.2.1]", "öps@web.example", "ops@bücher.example", "Ops <ops@web.example>", "ops", "@web.example", ""}
-	csrStrings  = []string{"", "Example Org", "Ünïcödé", "a*b&c", "NL", "N", "x\xffy", "\x00", strings.Repeat("o", 64), strings.Repeat("o", 65), "CN=x,O=y", "=", "#0403616263"}
-	csrLiterals = []string{"CN=web.example", "CN=web.example,O=Example,C=NL", "O=Example", "CN=a+OU=b,DC=corp,DC=example", "UID=x,CN=y", "2.5.4.3=web", "CN=#0c03616263", "CN=" + strings.Repeat("c", 65), "CN=\\ff", "CN", "XX=y", ""}
-	csrOIDs     = []string{"1.3.6.1.4.1.311.20.2.3", "2.5.29.17", "1.2", "0.40", "1.2.840.113549.1.9.1", "1", "1..2", "x", ""}
-	csrUsages   = []keys.Usage{keys.UsageDigitalSignature, keys.UsageKeyEncipherment, keys.UsageServerAuth, keys.UsageClientAuth, keys.UsageCertSign, keys.UsageCRLSign, keys.UsageAny, keys.UsageOCSPSigning, keys.UsageEncipherOnly, "nonsense"}
-	csrKeySpecs = []keys.KeySpec{{}, {Algorithm: keys.AlgorithmECDSA}, {Algorithm: keys.AlgorithmECDSA, Size: 384}, {Algorithm: keys.AlgorithmECDSA, Size: 521}, {Algorithm: keys.AlgorithmEd25519}, {Algorithm: keys.AlgorithmRSA, Size: 3072}, {Algorithm: keys.AlgorithmRSA, Size: 1024}, {Algorithm: keys.AlgorithmECDSA, Size: 224}, {Algorithm: "DSA"}}
+	csrDNSNames  = []string{"web.example", "*.web.example", "xn--bcher-kva.example", "a-b.c", "UPPER.example", "web.example.", "bücher.example", "*", "a..b", ""}
+	csrIPs       = []string{"192.0.2.1", "2001:db8::1", "::ffff:192.0.2.1", "0.0.0.0", "::", "192.0.2.256", "fe80::1%eth0", "", "1.2.3"}
+	csrURIs      = []string{"spiffe://cluster.local/ns/app/sa/web", "https://web.example/a?b=c#d", "urn:uuid:6e8bc430-9c3a-11d9-9669-0800200c9a66", "HTTPS://Web.Example/", "https://web.example/a b", "mailto:ops@web.example", "https://bücher.example/", "urn:ü", "https://a/?q=ü", "no-scheme", "http://[::1", ""}
+	csrEmails    = []string{"ops@web.example", "o.p+s@sub.web.example", "\"quoted local\"@web.example", "ops@[192.0.2.1]", "öps@web.example", "ops@bücher.example", "Ops <ops@web.example>", "ops", "@web.example", ""}
+	csrStrings   = []string{"", "Example Org", "Ünïcödé", "a*b&c", "NL", "N", "x\xffy", "\x00", strings.Repeat("o", 64), strings.Repeat("o", 65), "CN=x,O=y", "=", "#0403616263"}
+	csrLiterals  = []string{"CN=web.example", "CN=web.example,O=Example,C=NL", "O=Example", "CN=a+OU=b,DC=corp,DC=example", "UID=x,CN=y", "2.5.4.3=web", "CN=#0c03616263", "CN=" + strings.Repeat("c", 65), "CN=\\ff", "CN", "XX=y", ""}
+	csrOIDs      = []string{"1.3.6.1.4.1.311.20.2.3", "2.5.29.17", "1.2", "0.40", "1.2.840.113549.1.9.1", "1", "1..2", "x", ""}
+	csrUsages    = []keys.Usage{keys.UsageDigitalSignature, keys.UsageKeyEncipherment, keys.UsageServerAuth, keys.UsageClientAuth, keys.UsageCertSign, keys.UsageCRLSign, keys.UsageAny, keys.UsageOCSPSigning, keys.UsageEncipherOnly, "nonsense"}
+	csrKeySpecs  = []keys.KeySpec{{}, {Algorithm: keys.AlgorithmECDSA}, {Algorithm: keys.AlgorithmECDSA, Size: 384}, {Algorithm: keys.AlgorithmECDSA, Size: 521}, {Algorithm: keys.AlgorithmEd25519}, {Algorithm: keys.AlgorithmRSA, Size: 3072}, {Algorithm: keys.AlgorithmRSA, Size: 1024}, {Algorithm: keys.AlgorithmECDSA, Size: 224}, {Algorithm: "DSA"}}
 	csrDurations = []time.Duration{0, time.Hour, 24 * time.Hour, 90 * 24 * time.Hour, time.Minute}
 )
 
