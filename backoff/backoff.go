@@ -276,6 +276,11 @@ func (p Policy) Decide(in Input, now time.Time) Decision {
 	switch {
 	case disabled && !caWaits:
 		d.Reason, d.Message = ReasonDisabled, why
+		if now.Before(next) {
+			// A failure recorded ahead of now (another host's clock):
+			// with backoff off a retry is allowed now all the same.
+			d.NextAttempt = now
+		}
 	case !now.Before(next):
 		d.Reason = ReasonRetryAllowed
 		d.Message = fmt.Sprintf("%s: retry allowed since %s", why, stamp(next))
