@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/certlife/certlife/internal/stablehash"
+	"github.com/certlife/certlife/renewal"
 )
 
 // Defaults of the policy: an hour after the first failure, doubling to at
@@ -19,16 +20,9 @@ const (
 )
 
 // Bounds that keep a retry ahead of the certificate's expiry. They apply to
-// every policy and to the CA's Retry-After alike; see [Policy.Decide].
+// every policy and to the CA's Retry-After alike; see [Policy.Decide] and
+// [Policy.ExpiryMargin].
 const (
-	// ExpiryMargin is the most a retry is kept ahead of the expiry of a
-	// certificate that failed to renew while still valid: the retry lands
-	// no later than notAfter minus the smaller of ExpiryMargin and half the
-	// validity left at the failure. A certificate with a day left is
-	// retried at least an hour before it expires; one with 20 minutes left,
-	// at least 10 minutes before.
-	ExpiryMargin = time.Hour
-
 	// RetryFloor is the least time between a failure and a retry brought
 	// forward for expiry, so that a certificate about to expire is retried
 	// every minute at most, never in a loop.
@@ -77,6 +71,16 @@ type Policy struct {
 	// same delay.
 	Jitter float64 `json:"jitter,omitempty"`
 
+	// SafetyMargin is the time before a valid certificate's expiry that
+	// retries after a failure leave, while there is more than that left
+	// (see Decide): room for more attempts, and for a person told of the
+	// failure to act. Zero means the renewal package's default fail-safe
+	// margin for the certificate's lifetime (renewal.DefaultSafetyMargin:
+	// 24h, or a sixth of a lifetime shorter than six days). A host that
+	// sets renewal.Options.SafetyMargin sets the same here; package
+	// certificate does it for its hosts. Negative is invalid.
+	SafetyMargin time.Duration `json:"safetyMargin,omitempty"`
+
 	// ShortLivedFraction, in [0, 1], bounds the delay by this fraction of the
 	// current certificate's validity remaining at the failure
 	// (Input.NotAfter − Input.LastFailure), never below Min. Zero turns the
@@ -104,9 +108,15 @@ type Input struct {
 	// NotAfter is the current certificate's expiry. A failure recorded
 	// while the certificate was still valid (LastFailure before NotAfter)
 	// is retried before it expires, whatever the backoff or the CA's
-	// Retry-After say (see ExpiryMargin); it also feeds
+	// Retry-After say (see Decide); it also feeds
 	// Policy.ShortLivedFraction. Zero means unknown: no bound.
 	NotAfter time.Time
+
+	// NotBefore is the current certificate's start of validity: with
+	// NotAfter, its lifetime, which sets the default
+	// Policy.SafetyMargin. Zero means unknown: the margin of a long-lived
+	// certificate (24h).
+	NotBefore time.Time
 
 	// JitterKey is a stable key for Policy.Jitter, such as the
 	// certificate's UID. Empty means no jitter.
@@ -146,6 +156,8 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("%w: max: %v is below min %v", ErrInvalidPolicy, max, min)
 	case !(p.Jitter >= 0 && p.Jitter <= 1): // also rejects NaN
 		return fmt.Errorf("%w: jitter: %v is outside [0, 1]", ErrInvalidPolicy, p.Jitter)
+	case p.SafetyMargin < 0:
+		return fmt.Errorf("%w: safetyMargin: %v is negative", ErrInvalidPolicy, p.SafetyMargin)
 	case !(p.ShortLivedFraction >= 0 && p.ShortLivedFraction <= 1):
 		return fmt.Errorf("%w: shortLivedFraction: %v is outside [0, 1]", ErrInvalidPolicy, p.ShortLivedFraction)
 	}
@@ -200,19 +212,24 @@ func (p Policy) Delay(failedAttempts *int) time.Duration {
 // The next attempt is the later of LastFailure plus the backoff delay and
 // the CA's Retry-After, with one exception that keeps a valid certificate
 // from expiring behind a long wait: when the last failure happened before
-// in.NotAfter, the next attempt is never later than in.NotAfter minus the
-// smaller of ExpiryMargin and half the validity left at the failure. It is
-// brought forward no closer than RetryFloor to the failure, so that an
-// attempt that fails just before expiry is not retried in a loop. The
-// Reason is then ReasonRetryBeforeExpiry (while waiting), and the message
-// says the retry was brought forward and when the certificate expires.
-// With no failure recorded, a Retry-After is brought forward to
-// in.NotAfter − ExpiryMargin while now is before in.NotAfter. A
-// certificate that had already expired at the failure follows the
-// schedule above unchanged.
+// in.NotAfter, the next attempt is never later than the expiry deadline.
+// While more than the safety margin (ExpiryMargin) is left at the failure,
+// the deadline is in.NotAfter minus the margin: the retries leave the
+// margin whole, as renewal's fail-safe does, so that when that attempt
+// fails too there is still a day (by default) for more attempts and for a
+// person to act. A failure within the margin is retried once half the
+// time it left has passed: a 90-day certificate that fails 24h before it
+// expires is retried 12h, 6h, 3h … before. The deadline is never closer
+// than RetryFloor to the failure, so that an attempt that fails just
+// before expiry is not retried in a loop. The Reason is then
+// ReasonRetryBeforeExpiry (while waiting), and the message says the retry
+// was brought forward and when the certificate expires. With no failure
+// recorded, a Retry-After is brought forward to in.NotAfter minus the
+// margin while now is before in.NotAfter. A certificate that had already
+// expired at the failure follows the schedule above unchanged.
 func (p Policy) Decide(in Input, now time.Time) Decision {
 	if in.LastFailure.IsZero() {
-		return decideRetryAfterOnly(in, now)
+		return p.decideRetryAfterOnly(in, now)
 	}
 	min, max := p.bounds()
 	disabled := min < 0
@@ -245,7 +262,7 @@ func (p Policy) Decide(in Input, now time.Time) Decision {
 		next = in.RetryAfter
 		why += fmt.Sprintf(", and the CA asked to wait until %s", stamp(in.RetryAfter))
 	}
-	deadline, expires := expiryDeadline(in.LastFailure, in.NotAfter)
+	deadline, expires := expiryDeadline(in.LastFailure, in.NotAfter, p.ExpiryMargin(in))
 	clamped := expires && next.After(deadline)
 	if clamped {
 		next = deadline
@@ -259,6 +276,11 @@ func (p Policy) Decide(in Input, now time.Time) Decision {
 	switch {
 	case disabled && !caWaits:
 		d.Reason, d.Message = ReasonDisabled, why
+		if now.Before(next) {
+			// A failure recorded ahead of now (another host's clock):
+			// with backoff off a retry is allowed now all the same.
+			d.NextAttempt = now
+		}
 	case !now.Before(next):
 		d.Reason = ReasonRetryAllowed
 		d.Message = fmt.Sprintf("%s: retry allowed since %s", why, stamp(next))
@@ -292,13 +314,13 @@ func (p Policy) jitteredDelay(in Input, max time.Duration) time.Duration {
 // decideRetryAfterOnly decides with no failure recorded: only a CA's
 // Retry-After can hold an issuance back, and not past the certificate's
 // expiry while it is valid.
-func decideRetryAfterOnly(in Input, now time.Time) Decision {
+func (p Policy) decideRetryAfterOnly(in Input, now time.Time) Decision {
 	if in.RetryAfter.IsZero() || !now.Before(in.RetryAfter) {
 		return Decision{Reason: ReasonNoFailure, Message: "no failed issuance is recorded"}
 	}
 	why := fmt.Sprintf("the CA asked to wait until %s", stamp(in.RetryAfter))
 	if !in.NotAfter.IsZero() && now.Before(in.NotAfter) {
-		if deadline := in.NotAfter.Add(-ExpiryMargin); in.RetryAfter.After(deadline) {
+		if deadline := in.NotAfter.Add(-p.ExpiryMargin(in)); in.RetryAfter.After(deadline) {
 			why += broughtForward(deadline, in.NotAfter)
 			if !now.Before(deadline) {
 				return Decision{NextAttempt: deadline, Reason: ReasonRetryAllowed, Message: fmt.Sprintf("%s: retry allowed since %s", why, stamp(deadline))}
@@ -309,18 +331,36 @@ func decideRetryAfterOnly(in Input, now time.Time) Decision {
 	return Decision{Wait: true, NextAttempt: in.RetryAfter, Reason: ReasonRetryAfter, Message: why}
 }
 
+// ExpiryMargin is the safety margin of in's certificate: p.SafetyMargin,
+// or when it is zero (or invalid) renewal.DefaultSafetyMargin of its
+// lifetime, in.NotAfter − in.NotBefore (24h when either is unknown).
+func (p Policy) ExpiryMargin(in Input) time.Duration {
+	if p.SafetyMargin > 0 {
+		return p.SafetyMargin
+	}
+	var lifetime time.Duration
+	if !in.NotBefore.IsZero() && !in.NotAfter.IsZero() {
+		lifetime = in.NotAfter.Sub(in.NotBefore)
+	}
+	return renewal.DefaultSafetyMargin(lifetime)
+}
+
 // expiryDeadline is the latest retry after a failure at lastFailure of a
-// certificate that expires at notAfter: notAfter minus the smaller of
-// ExpiryMargin and half the validity left at the failure, but never less
-// than RetryFloor after the failure. ok is false when there is no such
-// bound: expiry unknown, or the certificate had expired at the failure.
-func expiryDeadline(lastFailure, notAfter time.Time) (deadline time.Time, ok bool) {
+// certificate that expires at notAfter: notAfter minus margin while more
+// than the margin is left at the failure, else the failure plus half the
+// time left; never less than RetryFloor after the failure. ok is false
+// when there is no such bound: expiry unknown, or the certificate had
+// expired at the failure.
+func expiryDeadline(lastFailure, notAfter time.Time, margin time.Duration) (deadline time.Time, ok bool) {
 	if notAfter.IsZero() || !lastFailure.Before(notAfter) {
 		return time.Time{}, false
 	}
 	left := notAfter.Sub(lastFailure) // > 0; saturates for far-apart times
-	margin := min(ExpiryMargin, left/2)
-	deadline = notAfter.Add(-margin)
+	if left > margin {
+		deadline = notAfter.Add(-margin)
+	} else {
+		deadline = lastFailure.Add(left / 2)
+	}
 	if floor := lastFailure.Add(RetryFloor); deadline.Before(floor) {
 		deadline = floor
 	}

@@ -264,8 +264,9 @@ func TestZeroPolicyEqualsExplicitDefaults(t *testing.T) {
 // valid is retried before it expires, whatever the backoff or the CA's
 // Retry-After (RFC 8555 §6.6, RFC 9110 §10.2.3) say; one that had expired
 // follows the schedule unchanged. Each row sits on a boundary of the
-// margin (the smaller of ExpiryMargin and half the validity left at the
-// failure) or of the floor (RetryFloor after the failure).
+// margin (the safety margin before expiry while more is left at the
+// failure, else half the time left) or of the floor (RetryFloor after the
+// failure).
 func TestRetryBeforeExpiry(t *testing.T) {
 	const day = 24 * time.Hour
 	tenYears := t0.Add(10 * 365 * day)
@@ -277,27 +278,35 @@ func TestRetryBeforeExpiry(t *testing.T) {
 		wantNext time.Time
 		reason   string
 	}{
-		"a ten-year Retry-After is brought forward to an hour before expiry": {
+		"a ten-year Retry-After is brought forward to a day before expiry": {
 			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), RetryAfter: tenYears, NotAfter: t0.Add(30 * day)},
-			now: t0, wantWait: true, wantNext: t0.Add(30*day - time.Hour), reason: ReasonRetryBeforeExpiry,
+			now: t0, wantWait: true, wantNext: t0.Add(29 * day), reason: ReasonRetryBeforeExpiry,
 		},
-		"a 32h backoff with 10h left is brought forward to an hour before expiry": {
+		"a 32h backoff with 30h left is brought forward to a day before expiry": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(6), NotAfter: t0.Add(30 * time.Hour)},
+			now: t0, wantWait: true, wantNext: t0.Add(6 * time.Hour), reason: ReasonRetryBeforeExpiry,
+		},
+		"with 2 minutes more than the margin left the margin is left whole": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(6), NotAfter: t0.Add(day + 2*time.Minute)},
+			now: t0, wantWait: true, wantNext: t0.Add(2 * time.Minute), reason: ReasonRetryBeforeExpiry,
+		},
+		"with a second more than the margin left the floor holds": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(6), NotAfter: t0.Add(day + time.Second)},
+			now: t0, wantWait: true, wantNext: t0.Add(time.Minute), reason: ReasonRetryBeforeExpiry,
+		},
+		"with exactly the margin left the retry comes when half of it has passed": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(6), NotAfter: t0.Add(day)},
+			now: t0, wantWait: true, wantNext: t0.Add(12 * time.Hour), reason: ReasonRetryBeforeExpiry,
+		},
+		"with 10h left the retry lands 5h before expiry": {
 			in:  Input{LastFailure: t0, FailedAttempts: ptr(6), NotAfter: t0.Add(10 * time.Hour)},
-			now: t0, wantWait: true, wantNext: t0.Add(9 * time.Hour), reason: ReasonRetryBeforeExpiry,
-		},
-		"with exactly 2h left the margin is the whole hour": {
-			in:  Input{LastFailure: t0, FailedAttempts: ptr(3), NotAfter: t0.Add(2 * time.Hour)},
-			now: t0, wantWait: true, wantNext: t0.Add(time.Hour), reason: ReasonRetryBeforeExpiry,
-		},
-		"with 2h less a second left the margin is half of it": {
-			in:  Input{LastFailure: t0, FailedAttempts: ptr(3), NotAfter: t0.Add(2*time.Hour - time.Second)},
-			now: t0, wantWait: true, wantNext: t0.Add(time.Hour - 500*time.Millisecond), reason: ReasonRetryBeforeExpiry,
+			now: t0, wantWait: true, wantNext: t0.Add(5 * time.Hour), reason: ReasonRetryBeforeExpiry,
 		},
 		"with 20 minutes left the retry lands 10 minutes before expiry": {
 			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), NotAfter: t0.Add(20 * time.Minute)},
 			now: t0, wantWait: true, wantNext: t0.Add(10 * time.Minute), reason: ReasonRetryBeforeExpiry,
 		},
-		"with exactly 2 minutes left the floor and the margin meet": {
+		"with exactly 2 minutes left the floor and the half meet": {
 			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), NotAfter: t0.Add(2 * time.Minute)},
 			now: t0, wantWait: true, wantNext: t0.Add(time.Minute), reason: ReasonRetryBeforeExpiry,
 		},
@@ -309,33 +318,50 @@ func TestRetryBeforeExpiry(t *testing.T) {
 			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), NotAfter: t0.Add(30 * time.Second)},
 			now: t0, wantWait: true, wantNext: t0.Add(time.Minute), reason: ReasonRetryBeforeExpiry,
 		},
+		"a 6-day certificate keeps the whole day": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(6), NotBefore: t0.Add(-4 * day), NotAfter: t0.Add(2 * day)},
+			now: t0, wantWait: true, wantNext: t0.Add(day), reason: ReasonRetryBeforeExpiry,
+		},
+		"a 3-day certificate keeps a sixth of its lifetime, 12h": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(6), NotBefore: t0.Add(-2 * day), NotAfter: t0.Add(day)},
+			now: t0, wantWait: true, wantNext: t0.Add(12 * time.Hour), reason: ReasonRetryBeforeExpiry,
+		},
+		"a 1-hour certificate keeps 10 minutes": {
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), NotBefore: t0.Add(-30 * time.Minute), NotAfter: t0.Add(30 * time.Minute)},
+			now: t0, wantWait: true, wantNext: t0.Add(20 * time.Minute), reason: ReasonRetryBeforeExpiry,
+		},
+		"the policy's safety margin replaces the default": {
+			policy: Policy{SafetyMargin: 3 * day},
+			in:     Input{LastFailure: t0, FailedAttempts: ptr(6), NotAfter: t0.Add(4 * day)},
+			now:    t0, wantWait: true, wantNext: t0.Add(day), reason: ReasonRetryBeforeExpiry,
+		},
 		"a backoff that ends before the deadline is unchanged": {
 			in:  Input{LastFailure: t0, FailedAttempts: ptr(3), NotAfter: t0.Add(30 * day)},
 			now: t0, wantWait: true, wantNext: t0.Add(4 * time.Hour), reason: ReasonBackingOff,
 		},
 		"a backoff that ends exactly at the deadline is unchanged": {
-			in:  Input{LastFailure: t0, FailedAttempts: ptr(3), NotAfter: t0.Add(5 * time.Hour)},
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(3), NotAfter: t0.Add(28 * time.Hour)},
 			now: t0, wantWait: true, wantNext: t0.Add(4 * time.Hour), reason: ReasonBackingOff,
 		},
 		"a Retry-After that ends exactly at the deadline is honoured": {
-			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), RetryAfter: t0.Add(29 * time.Hour), NotAfter: t0.Add(30 * time.Hour)},
-			now: t0, wantWait: true, wantNext: t0.Add(29 * time.Hour), reason: ReasonRetryAfter,
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), RetryAfter: t0.Add(day), NotAfter: t0.Add(2 * day)},
+			now: t0, wantWait: true, wantNext: t0.Add(day), reason: ReasonRetryAfter,
 		},
 		"a Retry-After a second past the deadline is brought forward": {
-			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), RetryAfter: t0.Add(29*time.Hour + time.Second), NotAfter: t0.Add(30 * time.Hour)},
-			now: t0, wantWait: true, wantNext: t0.Add(29 * time.Hour), reason: ReasonRetryBeforeExpiry,
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), RetryAfter: t0.Add(day + time.Second), NotAfter: t0.Add(2 * day)},
+			now: t0, wantWait: true, wantNext: t0.Add(day), reason: ReasonRetryBeforeExpiry,
 		},
 		"a second before the brought-forward time it still waits": {
-			in:  Input{LastFailure: t0, FailedAttempts: ptr(6), RetryAfter: tenYears, NotAfter: t0.Add(10 * time.Hour)},
-			now: t0.Add(9*time.Hour - time.Second), wantWait: true, wantNext: t0.Add(9 * time.Hour), reason: ReasonRetryBeforeExpiry,
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(6), RetryAfter: tenYears, NotAfter: t0.Add(30 * time.Hour)},
+			now: t0.Add(6*time.Hour - time.Second), wantWait: true, wantNext: t0.Add(6 * time.Hour), reason: ReasonRetryBeforeExpiry,
 		},
 		"exactly at the brought-forward time a retry is allowed": {
-			in:  Input{LastFailure: t0, FailedAttempts: ptr(6), RetryAfter: tenYears, NotAfter: t0.Add(10 * time.Hour)},
-			now: t0.Add(9 * time.Hour), wantNext: t0.Add(9 * time.Hour), reason: ReasonRetryAllowed,
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(6), RetryAfter: tenYears, NotAfter: t0.Add(30 * time.Hour)},
+			now: t0.Add(6 * time.Hour), wantNext: t0.Add(6 * time.Hour), reason: ReasonRetryAllowed,
 		},
 		"a retry brought forward stays allowed once the certificate has expired": {
-			in:  Input{LastFailure: t0, FailedAttempts: ptr(6), RetryAfter: tenYears, NotAfter: t0.Add(10 * time.Hour)},
-			now: t0.Add(11 * time.Hour), wantNext: t0.Add(9 * time.Hour), reason: ReasonRetryAllowed,
+			in:  Input{LastFailure: t0, FailedAttempts: ptr(6), RetryAfter: tenYears, NotAfter: t0.Add(30 * time.Hour)},
+			now: t0.Add(31 * time.Hour), wantNext: t0.Add(6 * time.Hour), reason: ReasonRetryAllowed,
 		},
 		"a failure exactly at expiry follows the normal schedule": {
 			in:  Input{LastFailure: t0, FailedAttempts: ptr(1), RetryAfter: tenYears, NotAfter: t0},
@@ -357,15 +383,15 @@ func TestRetryBeforeExpiry(t *testing.T) {
 		"with backoff off a ten-year Retry-After is brought forward too": {
 			policy: Policy{Min: -1},
 			in:     Input{LastFailure: t0, FailedAttempts: ptr(1), RetryAfter: tenYears, NotAfter: t0.Add(3 * day)},
-			now:    t0, wantWait: true, wantNext: t0.Add(3*day - time.Hour), reason: ReasonRetryBeforeExpiry,
+			now:    t0, wantWait: true, wantNext: t0.Add(2 * day), reason: ReasonRetryBeforeExpiry,
 		},
-		"with no failure recorded a ten-year Retry-After is brought forward to an hour before expiry": {
+		"with no failure recorded a ten-year Retry-After is brought forward to a day before expiry": {
 			in:  Input{RetryAfter: tenYears, NotAfter: t0.Add(3 * day)},
-			now: t0, wantWait: true, wantNext: t0.Add(3*day - time.Hour), reason: ReasonRetryBeforeExpiry,
+			now: t0, wantWait: true, wantNext: t0.Add(2 * day), reason: ReasonRetryBeforeExpiry,
 		},
-		"with no failure recorded and less than an hour left a Retry-After holds nothing back": {
-			in:  Input{RetryAfter: tenYears, NotAfter: t0.Add(30 * time.Minute)},
-			now: t0, wantNext: t0.Add(-30 * time.Minute), reason: ReasonRetryAllowed,
+		"with no failure recorded and less than the margin left a Retry-After holds nothing back": {
+			in:  Input{RetryAfter: tenYears, NotAfter: t0.Add(12 * time.Hour)},
+			now: t0, wantNext: t0.Add(-12 * time.Hour), reason: ReasonRetryAllowed,
 		},
 		"with no failure recorded and the certificate expired the Retry-After holds": {
 			in:  Input{RetryAfter: tenYears, NotAfter: t0.Add(-time.Minute)},
@@ -392,29 +418,105 @@ func TestRetryBeforeExpiryMessage(t *testing.T) {
 	got := Policy{}.Decide(in, t0.Add(time.Hour))
 	want := Decision{
 		Wait:        true,
-		NextAttempt: t0.Add(47 * time.Hour),
+		NextAttempt: t0.Add(24 * time.Hour),
 		Delay:       2 * time.Hour,
 		Reason:      ReasonRetryBeforeExpiry,
 		Message: "issuance failed 2 times in a row, last at 2026-03-01T12:00:00Z; backoff 2h0m0s, and the CA asked to wait until 2036-02-27T12:00:00Z; " +
-			"the retry is brought forward to 2026-03-03T11:00:00Z because the certificate expires at 2026-03-03T12:00:00Z: next attempt at 2026-03-03T11:00:00Z",
+			"the retry is brought forward to 2026-03-02T12:00:00Z because the certificate expires at 2026-03-03T12:00:00Z: next attempt at 2026-03-02T12:00:00Z",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("Decide() mismatch (-want +got):\n%s", diff)
 	}
 }
 
+// The retries of a certificate whose every attempt fails, from its
+// renewal time (two thirds of its lifetime) to its expiry, with the
+// default policy: the backoff's schedule until it would pass the safety
+// margin (24h, a sixth of the lifetime under six days), then an attempt
+// when the margin begins and more at half the time left each, a minute
+// apart at the least. Before, the last attempt came an hour before expiry
+// (10 minutes for a 1-hour certificate), and one that failed left nobody
+// time to act.
+func TestRetriesBeforeExpiryLeaveTheMargin(t *testing.T) {
+	const day = 24 * time.Hour
+	tests := map[string]struct {
+		lifetime time.Duration
+		// left is the time left before expiry at each attempt after the
+		// first failure, from the first brought forward for expiry;
+		// skip attempts before it follow the backoff's schedule.
+		skip int
+		left []time.Duration
+	}{
+		"a 90-day certificate": {
+			lifetime: 90 * day,
+			// 30 days left: 1h, 2h, 4h, 8h, 16h, then 20 waits of 32h,
+			// down to 49h left.
+			skip: 25,
+			left: []time.Duration{day, 12 * time.Hour, 6 * time.Hour, 3 * time.Hour, 90 * time.Minute, 45 * time.Minute,
+				22*time.Minute + 30*time.Second, 11*time.Minute + 15*time.Second, 5*time.Minute + 37500*time.Millisecond,
+				2*time.Minute + 48750*time.Millisecond, time.Minute + 24375*time.Millisecond, 24375 * time.Millisecond},
+		},
+		"a 6-day certificate": {
+			lifetime: 6 * day,
+			// 48h left: 1h, 2h, 4h, 8h: 33h left, and 16h more would
+			// leave 17h.
+			skip: 4,
+			left: []time.Duration{day, 12 * time.Hour, 6 * time.Hour, 3 * time.Hour, 90 * time.Minute, 45 * time.Minute,
+				22*time.Minute + 30*time.Second, 11*time.Minute + 15*time.Second, 5*time.Minute + 37500*time.Millisecond,
+				2*time.Minute + 48750*time.Millisecond, time.Minute + 24375*time.Millisecond, 24375 * time.Millisecond},
+		},
+		"a 1-hour certificate": {
+			lifetime: time.Hour,
+			// 20 minutes left: the first backoff (1h) passes the margin
+			// (10 minutes) at once.
+			left: []time.Duration{10 * time.Minute, 5 * time.Minute, 150 * time.Second, 75 * time.Second, 15 * time.Second},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			notBefore := t0
+			notAfter := notBefore.Add(tc.lifetime)
+			failure := notBefore.Add(tc.lifetime * 2 / 3)
+			var left []time.Duration
+			for n := 1; ; n++ {
+				d := Policy{}.Decide(Input{LastFailure: failure, FailedAttempts: ptr(n), NotBefore: notBefore, NotAfter: notAfter}, failure)
+				require.True(t, d.Wait, "attempt %d: %s", n, d.Message)
+				if !d.NextAttempt.Before(notAfter) {
+					break
+				}
+				if len(left) == 0 && d.Reason != ReasonRetryBeforeExpiry {
+					tc.skip--
+				} else {
+					left = append(left, notAfter.Sub(d.NextAttempt))
+				}
+				failure = d.NextAttempt // it fails at once
+			}
+			require.Zero(t, tc.skip, "attempts on the backoff's schedule")
+			require.Equal(t, tc.left, left)
+		})
+	}
+}
+
 // expiryBound is the latest retry FuzzDecide accepts for a failure at lf of
-// a certificate that expires at na, written out from the documentation:
-// na − min(ExpiryMargin, (na−lf)/2), but not before lf + RetryFloor.
-func expiryBound(lf, na time.Time) (time.Time, bool) {
+// a certificate valid from nb to na, written out from the documentation:
+// the margin is the policy's, or 24h, or a sixth of a lifetime under six
+// days; na − margin while more than the margin is left at the failure,
+// else lf plus half the time left; not before lf + RetryFloor.
+func expiryBound(p Policy, lf, nb, na time.Time) (time.Time, bool) {
 	if na.IsZero() || !na.After(lf) {
 		return time.Time{}, false
 	}
-	margin := ExpiryMargin
-	if half := na.Sub(lf) / 2; half < margin {
-		margin = half
+	margin := 24 * time.Hour
+	if life := na.Sub(nb); !nb.IsZero() && life > 0 && life < 6*24*time.Hour {
+		margin = life / 6
+	}
+	if p.SafetyMargin > 0 {
+		margin = p.SafetyMargin
 	}
 	at := na.Add(-margin)
+	if left := na.Sub(lf); left <= margin {
+		at = lf.Add(left / 2)
+	}
 	if floor := lf.Add(RetryFloor); at.Before(floor) {
 		at = floor
 	}
@@ -422,13 +524,17 @@ func expiryBound(lf, na time.Time) (time.Time, bool) {
 }
 
 func FuzzDecide(f *testing.F) {
-	f.Add(int64(time.Hour), int64(32*time.Hour), 0.0, 0.0, 3, true, int64(0), int64(0), int64(0), "uid", true)
-	f.Add(int64(-1), int64(0), 0.5, 0.25, math.MaxInt, false, int64(time.Hour), int64(-time.Hour), int64(10), "", true)
-	f.Add(int64(0), int64(0), 0.0, 0.0, 6, true, int64(time.Hour), int64(10*365*24*time.Hour), int64(10*time.Hour), "uid", true)
-	f.Add(int64(0), int64(0), 0.1, 0.0, 2, true, int64(time.Minute), int64(10*365*24*time.Hour), int64(90*time.Second), "uid", true)
-	f.Add(int64(0), int64(0), 0.0, 0.0, 0, false, int64(0), int64(10*365*24*time.Hour), int64(24*time.Hour), "", false)
-	f.Fuzz(func(t *testing.T, min, max int64, jitter, short float64, n int, nSet bool, now, retryAfter, notAfter int64, key string, failed bool) {
-		p := Policy{Min: time.Duration(min), Max: time.Duration(max), Jitter: jitter, ShortLivedFraction: short}
+	f.Add(int64(time.Hour), int64(32*time.Hour), 0.0, 0.0, 3, true, int64(0), int64(0), int64(0), "uid", true, int64(0), int64(0))
+	f.Add(int64(-1), int64(0), 0.5, 0.25, math.MaxInt, false, int64(time.Hour), int64(-time.Hour), int64(10), "", true, int64(0), int64(0))
+	f.Add(int64(0), int64(0), 0.0, 0.0, 6, true, int64(time.Hour), int64(10*365*24*time.Hour), int64(10*time.Hour), "uid", true, int64(0), int64(0))
+	f.Add(int64(0), int64(0), 0.1, 0.0, 2, true, int64(time.Minute), int64(10*365*24*time.Hour), int64(90*time.Second), "uid", true, int64(0), int64(0))
+	f.Add(int64(0), int64(0), 0.0, 0.0, 0, false, int64(0), int64(10*365*24*time.Hour), int64(24*time.Hour), "", false, int64(0), int64(0))
+	// A 1-hour certificate 40 minutes in, and a 6-day one with a policy
+	// margin of its own.
+	f.Add(int64(0), int64(0), 0.0, 0.0, 1, true, int64(0), int64(0), int64(20*time.Minute), "uid", true, int64(-40*time.Minute), int64(0))
+	f.Add(int64(0), int64(0), 0.0, 0.0, 6, true, int64(0), int64(0), int64(2*24*time.Hour), "uid", true, int64(-4*24*time.Hour), int64(36*time.Hour))
+	f.Fuzz(func(t *testing.T, min, max int64, jitter, short float64, n int, nSet bool, now, retryAfter, notAfter int64, key string, failed bool, notBefore, margin int64) {
+		p := Policy{Min: time.Duration(min), Max: time.Duration(max), Jitter: jitter, ShortLivedFraction: short, SafetyMargin: time.Duration(margin)}
 		in := Input{JitterKey: key}
 		if failed {
 			in.LastFailure = t0
@@ -442,6 +548,9 @@ func FuzzDecide(f *testing.F) {
 		if notAfter != 0 {
 			in.NotAfter = t0.Add(time.Duration(notAfter))
 		}
+		if notBefore != 0 {
+			in.NotBefore = t0.Add(time.Duration(notBefore))
+		}
 		at := t0.Add(time.Duration(now))
 		d := p.Decide(in, at)
 		require.True(t, d == p.Decide(in, at), "same input, different decisions")
@@ -454,19 +563,19 @@ func FuzzDecide(f *testing.F) {
 
 		if !failed {
 			// Only a Retry-After holds an issuance back, and not past
-			// an hour before the expiry of a valid certificate.
+			// the margin before the expiry of a valid certificate.
 			switch {
 			case in.RetryAfter.IsZero() || !at.Before(in.RetryAfter):
 				require.False(t, d.Wait, "waiting with no failure and no Retry-After ahead: %+v", d)
 			case !in.NotAfter.IsZero() && at.Before(in.NotAfter):
-				require.False(t, d.NextAttempt.After(in.NotAfter.Add(-ExpiryMargin)), "a Retry-After holds a valid certificate past an hour before its expiry: %+v", d)
+				require.False(t, d.NextAttempt.After(in.NotAfter.Add(-p.ExpiryMargin(in))), "a Retry-After holds a valid certificate past the margin before its expiry: %+v", d)
 			default:
 				require.True(t, d.Wait && d.NextAttempt.Equal(in.RetryAfter), "the Retry-After of an expired certificate was not honoured: %+v", d)
 			}
 			return
 		}
 
-		bound, expires := expiryBound(in.LastFailure, in.NotAfter)
+		bound, expires := expiryBound(p, in.LastFailure, in.NotBefore, in.NotAfter)
 		if expires {
 			// A failure while valid: never a retry after the bound, so a
 			// certificate is retried before it expires whenever the floor

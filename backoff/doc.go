@@ -22,13 +22,17 @@
 //   - A Retry-After from the CA (a rate limit) is honoured even beyond Max,
 //     but not past the expiry of a valid certificate (below).
 //   - A certificate that failed to renew while still valid is retried before
-//     it expires, whatever the backoff or the CA's Retry-After say: the next
-//     attempt is brought forward to notAfter minus the smaller of
-//     [ExpiryMargin] (1h) and half the validity left at the failure, but no
-//     closer than [RetryFloor] (1m) to the failure, so that it never loops.
-//     A certificate with 10h left after its 6th failure is retried at 9h,
-//     not 32h; one with 20 minutes left, 10 minutes later. The reason is
-//     then RetryBeforeExpiry and the message names the expiry. A
+//     it expires, whatever the backoff or the CA's Retry-After say, and
+//     early enough that a failure of that retry still leaves room: the
+//     next attempt is brought forward to notAfter minus the safety margin
+//     ([Policy.SafetyMargin]; by default the renewal package's fail-safe
+//     margin, 24h, or a sixth of the lifetime of a certificate shorter
+//     than six days), and once within the margin to half the time left at
+//     the failure, but no closer than [RetryFloor] (1m) to the failure, so
+//     that it never loops. A 90-day certificate whose renewal keeps
+//     failing is retried a day before it expires, then 12h, 6h, 3h …
+//     before; a 1-hour one 10 minutes before, then 5, 2.5 …. The reason
+//     is then RetryBeforeExpiry and the message names the expiry. A
 //     certificate that had already expired at the failure keeps the
 //     schedule: retrying sooner cannot save it.
 //   - Opt-in deterministic jitter ([Policy.Jitter]) lengthens each delay by a

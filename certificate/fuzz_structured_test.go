@@ -578,7 +578,12 @@ func checkActions(t *testing.T, s *Snapshot, now time.Time, cfg Config, res Resu
 	// the failed attempt no longer asks what the spec asks (the user fixed
 	// the spec).
 	if issuing(c) == nil && issuing(&Certificate{Status: final}) != nil {
-		if b := cfg.Backoff.Decide(backoffOf(s), now); b.Wait {
+		// The retries leave the renewal fail-safe margin the host set.
+		pol := cfg.Backoff
+		if pol.SafetyMargin == 0 {
+			pol.SafetyMargin = cfg.Renewal.SafetyMargin
+		}
+		if b := pol.Decide(backoffOf(s), now); b.Wait {
 			fixed := false
 			for _, r := range s.Requests {
 				fixed = fixed || (annotatedRevision(r) == next && !asksWhatSpecAsks(r, &c.Spec))
@@ -785,7 +790,7 @@ func backoffOf(s *Snapshot) backoff.Input {
 	}
 	if s.Secret != nil {
 		if leaf, err := firstCertificate(s.Secret.Data[keys.SecretCertificate]); err == nil {
-			in.NotAfter = leaf.NotAfter
+			in.NotBefore, in.NotAfter = leaf.NotBefore, leaf.NotAfter
 		}
 	}
 	return in

@@ -522,9 +522,9 @@ func recordFailure(p *pass, req *CertificateRequest, reason, msg string, at, now
 func nextAttempt(p *pass, st Status, now time.Time) string {
 	in := backoffInput(&Certificate{ObjectMeta: p.cert.ObjectMeta, Status: st})
 	if leaf := p.leaf(); leaf != nil {
-		in.NotAfter = leaf.NotAfter
+		in.NotBefore, in.NotAfter = leaf.NotBefore, leaf.NotAfter
 	}
-	b := p.cfg.Backoff.Decide(in, now)
+	b := p.cfg.backoffPolicy().Decide(in, now)
 	if !b.Wait {
 		return ""
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/certlife/certlife/backoff"
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/renewal"
 	"github.com/stretchr/testify/assert"
@@ -573,13 +574,20 @@ func TestAFailureSaysWhenItIsTriedAgain(t *testing.T) {
 		renewal    bool // a renewal (the secret holds a certificate until t0+30d); else a first issuance
 		attempts   int  // failed attempts recorded before this one
 		retryAfter time.Duration
+		cfg        Config
 		want       string
 	}{
 		"a first failure: an hour later": {want: "; next attempt at 2026-03-01T12:59:50Z"},
 		"the CA's Retry-After is later than the backoff": {retryAfter: 3 * time.Hour,
 			want: "; next attempt at 2026-03-01T15:00:00Z, as the CA asked (Retry-After)"},
-		"a renewal the CA asks to wait ten years for is brought forward to before the certificate expires": {renewal: true, retryAfter: 10 * 365 * 24 * time.Hour,
-			want: "; next attempt at 2026-03-31T11:00:00Z, brought forward to come before the certificate in use expires at 2026-03-31T12:00:00Z"},
+		"a renewal the CA asks to wait ten years for is brought forward to a day before the certificate expires": {renewal: true, retryAfter: 10 * 365 * 24 * time.Hour,
+			want: "; next attempt at 2026-03-30T12:00:00Z, brought forward to come before the certificate in use expires at 2026-03-31T12:00:00Z"},
+		"the host's fail-safe margin is the margin the retry leaves": {renewal: true, retryAfter: 10 * 365 * 24 * time.Hour,
+			cfg:  Config{Renewal: renewal.Options{SafetyMargin: 72 * time.Hour}},
+			want: "; next attempt at 2026-03-28T12:00:00Z, brought forward to come before the certificate in use expires at 2026-03-31T12:00:00Z"},
+		"the backoff's own safety margin comes first": {renewal: true, retryAfter: 10 * 365 * 24 * time.Hour,
+			cfg:  Config{Backoff: backoff.Policy{SafetyMargin: 48 * time.Hour}, Renewal: renewal.Options{SafetyMargin: 72 * time.Hour}},
+			want: "; next attempt at 2026-03-29T12:00:00Z, brought forward to come before the certificate in use expires at 2026-03-31T12:00:00Z"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -595,7 +603,7 @@ func TestAFailureSaysWhenItIsTriedAgain(t *testing.T) {
 			if tc.retryAfter > 0 {
 				r.req.Status.RetryAfter = ptr(t0.Add(tc.retryAfter))
 			}
-			res := Issue(r.s, t0, Config{})
+			res := Issue(r.s, t0, tc.cfg)
 			st := finalStatus(r.s, res)
 			c := st.Condition(ConditionIssuing)
 			require.NotNil(t, c)
@@ -604,7 +612,7 @@ func TestAFailureSaysWhenItIsTriedAgain(t *testing.T) {
 			assert.True(t, strings.HasSuffix(c.Message, tc.want), "Issuing: %s", c.Message)
 			// What the condition says is what the trigger then does.
 			next := Trigger(&Snapshot{Certificate: &Certificate{ObjectMeta: r.s.Certificate.ObjectMeta, Spec: r.s.Certificate.Spec, Status: st},
-				Secret: r.s.Secret, Requests: r.s.Requests, NextPrivateKeySecrets: r.s.NextPrivateKeySecrets}, t0, Config{})
+				Secret: r.s.Secret, Requests: r.s.Requests, NextPrivateKeySecrets: r.s.NextPrivateKeySecrets}, t0, tc.cfg)
 			assert.Equal(t, ReasonBackoff, next.Reason, next.Message)
 			assert.Contains(t, tc.want, stamp(next.RequeueAt), "the trigger's next attempt")
 		})

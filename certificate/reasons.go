@@ -164,7 +164,8 @@ const (
 
 // Why an issuance failed: the Issuing=False condition's reason and the
 // issuing stage's, recorded with lastFailureTime so the backoff applies.
-// The first three are the issuer's own answer on the request; the others
+// The first three are the issuer's own answer on the request;
+// RequestNotBuildable is a request the host could not build; the others
 // are a certificate the issuer returned that cannot be used.
 const (
 	// ReasonDenied: the request was denied (its Denied condition).
@@ -187,6 +188,13 @@ const (
 	// ReasonIssuedOtherNames: the issuer returned a certificate for other
 	// names than the spec's.
 	ReasonIssuedOtherNames = "IssuedOtherNames"
+	// ReasonRequestNotBuildable: no certificate signing request can be
+	// built from the spec (keys.CheckTemplate refuses its template), so
+	// the requestmanager asks for none; the message says which field and
+	// value. Validate refuses every such spec itself, so seeing this
+	// reason means the two disagree: correct the spec the message names,
+	// and report it.
+	ReasonRequestNotBuildable = "RequestNotBuildable"
 	// ReasonIssuedDueForRenewal: the issuer returned a certificate that is
 	// already due for renewal when it arrives — the renewal decision on it
 	// (the spec's renewBefore or percentage, the renewal policy, the

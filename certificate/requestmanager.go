@@ -50,6 +50,10 @@ func failedBefore(r *CertificateRequest, issuingCond *Condition) bool {
 	return failed && r.Status.FailureTime != nil && r.Status.FailureTime.Before(issuingCond.LastTransitionTime)
 }
 
+// checkTemplate is keys.CheckTemplate; a test puts a stricter one in its
+// place to reach what no valid spec reaches.
+var checkTemplate = keys.CheckTemplate
+
 // deletedRequestRecheck is how soon the requestmanager looks again after
 // deleting an outdated request.
 const deletedRequestRecheck = 5 * time.Second
@@ -63,7 +67,11 @@ const deletedRequestRecheck = 5 * time.Second
 // the first that matches (oldest first, then by name); it creates the
 // request when none is left. A request deleted in this pass is re-created
 // on a later pass, never in the same one, so a create never meets the
-// deletion of its own name.
+// deletion of its own name. Before it asks for a request it checks that
+// the host can build its CSR (keys.CheckTemplate): one it cannot is
+// recorded as a failed issuance (ReasonRequestNotBuildable, the Issuing
+// condition's message saying why), so the backoff applies and the
+// status shows the reason.
 //
 // While the target secret holds data certlife did not write
 // (ReasonSecretNotOwned) it makes and deletes no request.
@@ -156,11 +164,21 @@ func requestmanager(p *pass, now time.Time) Result {
 		}},
 		Spec: RequestSpec{IssuerRef: c.Spec.IssuerRef, Duration: c.Spec.Duration, IsCA: c.Spec.IsCA, Usages: c.Spec.Usages},
 	}
+	tmpl := c.Spec.Template()
+	if err := checkTemplate(tmpl); err != nil {
+		// Validate accepts what the host builds; should the two ever part,
+		// the host would fail on every pass and the status would never
+		// say why.
+		r := recordFailure(p, &CertificateRequest{}, ReasonRequestNotBuildable,
+			"no certificate signing request can be built from the spec: "+err.Error(), now, now)
+		r.Stage = StageRequestManager
+		return r
+	}
 	replaces := replacedCertificate(p)
 	if replaces != "" {
 		req.Annotations[AnnotationReplaces] = replaces
 	}
-	res.Actions = append(res.Actions, CreateRequest{Request: req, KeySecretName: keyName, Template: c.Spec.Template(), Replaces: replaces})
+	res.Actions = append(res.Actions, CreateRequest{Request: req, KeySecretName: keyName, Template: tmpl, Replaces: replaces})
 	res.Reason, res.Message = ReasonRequestCreated, "creating request "+name+" for revision "+strconv.Itoa(next)+" with "+describeKey(keyName)
 	return res
 }

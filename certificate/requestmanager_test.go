@@ -146,3 +146,50 @@ func TestCreateRequestReplaces(t *testing.T) {
 		})
 	}
 }
+
+// A request the host could not build is never asked for: should
+// Validate ever accept a template keys.CheckTemplate refuses, the
+// certificate records a failed issuance with the reason and the field,
+// the backoff applies, and the next attempt is stated, instead of a host
+// failing on every pass with a status that says nothing.
+func TestRequestThatCannotBeBuiltIsAFailure(t *testing.T) {
+	f := newFixture(t)
+	refusal := &keys.TemplateError{Field: "emailAddresses[0]", Message: `"öps@web.example" has non-ASCII characters`}
+	checkTemplate = func(keys.RequestTemplate) error { return refusal }
+	t.Cleanup(func() { checkTemplate = keys.CheckTemplate })
+	r := f.renewing()
+	r.s.Requests = r.s.Requests[:1] // web-2 would be made now
+
+	res := Reconcile(r.s, t0, Config{})
+	var st *Status
+	for _, a := range res.Actions {
+		switch a := a.(type) {
+		case CreateRequest:
+			t.Fatalf("a request the host cannot build is asked for: %v", a)
+		case UpdateStatus:
+			st = &a.Status
+		}
+	}
+	require.NotNil(t, st, "nothing recorded: %s: %s", res.Reason, res.Message)
+	assert.Equal(t, StageRequestManager, res.Stage)
+	assert.Equal(t, ReasonRequestNotBuildable, res.Reason)
+	iss := st.Condition(ConditionIssuing)
+	require.NotNil(t, iss)
+	assert.Equal(t, StatusFalse, iss.Status)
+	assert.Equal(t, ReasonRequestNotBuildable, iss.Reason)
+	assert.Contains(t, iss.Message, `no certificate signing request can be built from the spec: keys: emailAddresses[0]: "öps@web.example" has non-ASCII characters; next attempt at `)
+	require.NotNil(t, st.LastFailureTime)
+	assert.Equal(t, t0, *st.LastFailureTime)
+	require.NotNil(t, st.FailedIssuanceAttempts)
+	assert.Equal(t, 1, *st.FailedIssuanceAttempts)
+	assert.True(t, res.RequeueAt.After(t0), "no next attempt: %v", res.RequeueAt)
+
+	// The next pass, on the status written, waits for the backoff.
+	r.s.Certificate.Status = *st
+	again := Reconcile(r.s, t0.Add(time.Minute), Config{})
+	assert.Equal(t, ReasonBackoff, again.Steps[0].Reason, "%s: %s", again.Steps[0].Reason, again.Steps[0].Message)
+	for _, a := range again.Actions {
+		_, create := a.(CreateRequest)
+		assert.False(t, create)
+	}
+}

@@ -14,7 +14,10 @@ import (
 // Config is a host's settings for every certificate. The zero value is the
 // documented default of each part.
 type Config struct {
-	// Backoff after failed issuance. Zero: 1h·2^(n−1) ≤ 32h.
+	// Backoff after failed issuance. Zero: 1h·2^(n−1) ≤ 32h. Its
+	// SafetyMargin, when zero, is Renewal.SafetyMargin: the retries of a
+	// certificate whose renewal keeps failing leave the fail-safe margin
+	// before it expires (24h by default, less for short-lived ones).
 	Backoff backoff.Policy
 	// Renewal options: short-lived timing, jitter, fail-safe margin,
 	// strict windows.
@@ -49,6 +52,15 @@ type Config struct {
 	// cache serves every decision of a host, at once from several
 	// goroutines. Nil means every decision parses everything it reads.
 	ParseCache *keys.ParseCache
+}
+
+// backoffPolicy is Backoff with the renewal fail-safe margin filled in.
+func (c Config) backoffPolicy() backoff.Policy {
+	p := c.Backoff
+	if p.SafetyMargin == 0 {
+		p.SafetyMargin = c.Renewal.SafetyMargin
+	}
+	return p
 }
 
 func (c Config) issuerGrace() time.Duration {

@@ -391,9 +391,9 @@ func trigger(p *pass, now time.Time, cfg Config) Result {
 	if c.Status.LastFailureTime != nil || c.Status.RetryAfter != nil {
 		in := backoffInput(c)
 		if leaf := p.leaf(); leaf != nil {
-			in.NotAfter = leaf.NotAfter
+			in.NotBefore, in.NotAfter = leaf.NotBefore, leaf.NotAfter
 		}
-		if b := cfg.Backoff.Decide(in, now); b.Wait {
+		if b := cfg.backoffPolicy().Decide(in, now); b.Wait {
 			if !failedRequestMismatchesSpec(p) {
 				res.Reason, res.RequeueAt = ReasonBackoff, b.NextAttempt
 				res.Message = fmt.Sprintf("issuance needed (%s: %s) but held back: %s", reason, message, b.Message)

@@ -255,7 +255,32 @@ func Validate(s *Spec) error {
 			add("spec.renewal", "%v", err)
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, encodingErrors(s, errs)...)...)
+}
+
+// encodingErrors are the problems keys.RequestTemplate.Validate finds in
+// the spec's template — what would keep the host from building its CSR —
+// at fields errs names no problem at: the spec says what is wrong once,
+// and a spec Validate accepts is one keys.BuildCSR builds.
+func encodingErrors(s *Spec, errs []error) []error {
+	seen := map[string]bool{}
+	for _, e := range errs {
+		if fe, ok := e.(*FieldError); ok {
+			seen[fe.Path] = true
+		}
+	}
+	var out []error
+	for _, e := range templateErrors(s.Template().Validate()) {
+		path := "spec"
+		if e.Field != "" {
+			path += "." + e.Field
+		}
+		if !seen[path] {
+			seen[path] = true
+			out = append(out, &FieldError{Path: path, Message: e.Message})
+		}
+	}
+	return out
 }
 
 // templateErrors lists the *keys.TemplateError values in err, which may

@@ -127,6 +127,24 @@ func TestValidateRefusesBadInput(t *testing.T) {
 		"a name constraint that is not a CIDR": {func(s *Spec) {
 			s.IsCA, s.NameConstraints = true, &keys.NameConstraints{Excluded: &keys.NameConstraintItem{IPRanges: []string{"10.0.0.0"}}}
 		}, `spec.nameConstraints.excluded.ipRanges[0]: "10.0.0.0" is not an IP range in CIDR notation`},
+		// What the host cannot build a CSR of, or builds one of that reads
+		// back otherwise (and so is replaced on every pass), is refused
+		// here, at its field.
+		"an email address with non-ASCII characters (RFC 6531)": {func(s *Spec) { s.EmailAddresses = []string{"öps@example.com"} },
+			`spec.emailAddresses[0]: "öps@example.com" has non-ASCII characters`},
+		"an email address on a non-ASCII domain": {func(s *Spec) { s.EmailAddresses = []string{"ops@bücher.example"} },
+			`spec.emailAddresses[0]: "ops@bücher.example" has non-ASCII characters`},
+		"a URI with non-ASCII characters": {func(s *Spec) { s.URIs = []string{"https://bücher.example/"} },
+			`spec.uris[0]: "https://bücher.example/" has non-ASCII characters, which a certificate cannot carry (IA5String, RFC 5280 §4.2.1.6): percent-encode them`},
+		"a URI with an upper-case scheme": {func(s *Spec) { s.URIs = []string{"SPIFFE://cluster.local/web"} },
+			`spec.uris[0]: "SPIFFE://cluster.local/web" is not in the form a certificate carries it: write "spiffe://cluster.local/web"`},
+		"a URI with a space": {func(s *Spec) { s.URIs = []string{"https://web.example/a b"} },
+			`spec.uris[0]: "https://web.example/a b" is not in the form a certificate carries it: write "https://web.example/a%20b"`},
+		"an organization that is not UTF-8": {func(s *Spec) { s.Subject = &keys.Subject{Organizations: []string{"ok", "x\xffy"}} },
+			`spec.subject.organizations[1]: "x\xffy" is not valid UTF-8`},
+		"a common name that is not UTF-8": {func(s *Spec) { s.CommonName = "web\xff" },
+			`spec.commonName: "web\xff" is not valid UTF-8`},
+		"an organization in Unicode":     {func(s *Spec) { s.Subject = &keys.Subject{Organizations: []string{"Bücher GmbH"}} }, ""},
 		"usages kept out of the request": {func(s *Spec) { s.EncodeUsagesInRequest = ptr(false) }, ""},
 
 		// RFC 5280 §4.2.1.3, §4.2.1.9: only a CA's key signs certificates.
@@ -302,4 +320,22 @@ func TestConfigValidate(t *testing.T) {
 	for _, field := range []string{"backoff:", "renewal.timing.jitterFraction: 0.9", "renewal.safetyMargin: -1m0s", "secretInUseRecheck: -1s", "issuerGrace: -1m0s"} {
 		assert.Contains(t, err.Error(), field)
 	}
+}
+
+// Validate says what is wrong at a field once, although both its own
+// checks and the template's (what the host can build a CSR of) find it.
+func TestValidateNamesEachFieldOnce(t *testing.T) {
+	s := validSpec()
+	s.URIs = []string{"%zz", "https://bücher.example/"}
+	s.EmailAddresses = []string{"Ops <öps@example.com>"}
+	s.CommonName, s.LiteralSubject = "", "XX=y"
+	err := Validate(&s)
+	require.Error(t, err)
+	count := map[string]int{}
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var fe *FieldError
+		require.True(t, errors.As(e, &fe), "%v is not a *FieldError", e)
+		count[fe.Path]++
+	}
+	assert.Equal(t, map[string]int{"spec.uris[0]": 1, "spec.uris[1]": 1, "spec.emailAddresses[0]": 1, "spec.literalSubject": 1}, count)
 }

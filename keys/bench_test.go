@@ -186,3 +186,29 @@ func BenchmarkDecodePrivateKey(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTemplateValidate is what every decision adds to check that the
+// host can build a spec's CSR (certificate.Validate).
+func BenchmarkTemplateValidate(b *testing.B) {
+	tmpl := RequestTemplate{CommonName: "web.example", DNSNames: []string{"web.example", "www.web.example"},
+		URIs: []string{"spiffe://cluster.local/ns/web/sa/app"}, EmailAddresses: []string{"ops@web.example"},
+		Subject: &Subject{Organizations: []string{"Example"}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := tmpl.Validate(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCheckTemplate is what a decision that asks for a request adds:
+// a trial build, signed with Ed25519.
+func BenchmarkCheckTemplate(b *testing.B) {
+	tmpl := RequestTemplate{CommonName: "web.example", DNSNames: []string{"web.example", "www.web.example"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := CheckTemplate(tmpl); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -360,17 +360,18 @@ func (t RequestTemplate) parsedNames() ([]net.IP, []*url.URL, error) {
 // CommonName and Subject), its subject alternative names (other names
 // included), the key usage and extended key usage extensions unless
 // EncodeUsagesInRequest is false, basic constraints for a CA, and the
-// name constraints.
+// name constraints. A template it cannot encode is refused with the
+// errors of tmpl.Validate (*TemplateError, naming the field and value).
 func BuildCSR(rand io.Reader, tmpl RequestTemplate, key crypto.Signer) ([]byte, error) {
 	if key == nil {
 		return nil, errors.New("keys: BuildCSR needs a private key")
 	}
+	if err := tmpl.Validate(); err != nil {
+		return nil, err
+	}
 	rawSubject, err := tmpl.rawSubject()
 	if err != nil {
 		return nil, err
-	}
-	if tmpl.commonName() == "" && len(tmpl.DNSNames)+len(tmpl.IPAddresses)+len(tmpl.URIs)+len(tmpl.EmailAddresses)+len(tmpl.OtherNames) == 0 {
-		return nil, fmt.Errorf("%w: no common name and no subject alternative names", ErrTemplate)
 	}
 	ips, uris, err := tmpl.parsedNames()
 	if err != nil {

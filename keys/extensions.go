@@ -15,13 +15,19 @@ import (
 )
 
 // TemplateError is one problem of a request template, at a field path
-// such as "nameConstraints.permitted.dnsDomains[0]".
+// such as "nameConstraints.permitted.dnsDomains[0]" ("" for the template
+// as a whole).
 type TemplateError struct {
 	Field   string
 	Message string
 }
 
-func (e *TemplateError) Error() string { return "keys: " + e.Field + ": " + e.Message }
+func (e *TemplateError) Error() string {
+	if e.Field == "" {
+		return "keys: " + e.Message
+	}
+	return "keys: " + e.Field + ": " + e.Message
+}
 
 // Unwrap lets errors.Is(err, ErrTemplate) match.
 func (e *TemplateError) Unwrap() error { return ErrTemplate }

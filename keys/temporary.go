@@ -41,6 +41,9 @@ func TemporaryCertificate(rand io.Reader, key crypto.Signer, tmpl RequestTemplat
 	if !notAfter.After(notBefore) {
 		return nil, fmt.Errorf("keys: a temporary certificate valid from %v until %v is never valid", notBefore, notAfter)
 	}
+	if err := tmpl.Validate(); err != nil {
+		return nil, err
+	}
 	rawSubject, err := tmpl.rawSubject()
 	if err != nil {
 		return nil, err

@@ -336,6 +336,14 @@ func windowSlot(start, end time.Time, key string) (time.Time, time.Duration) {
 	return start.Add(off), spread
 }
 
+// DefaultSafetyMargin is the fail-safe margin Options.SafetyMargin
+// defaults to for a certificate of the given lifetime (notAfter −
+// notBefore): 24h, or a sixth of a lifetime shorter than six days (a
+// 3-day certificate gets 12h, a 1-hour one 10 minutes). A lifetime of zero
+// or less (unknown) gets 24h. Package backoff leaves the same margin
+// before expiry when it brings retries forward.
+func DefaultSafetyMargin(lifetime time.Duration) time.Duration { return defaultMargin(lifetime) }
+
 // defaultMargin is 24h, or a sixth of a lifetime shorter than six days.
 func defaultMargin(lifetime time.Duration) time.Duration {
 	const day = 24 * time.Hour

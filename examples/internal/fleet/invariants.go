@@ -14,8 +14,11 @@ import (
 const (
 	// BackoffMin and BackoffMax are the schedule the README claims for
 	// retries after failed issuance: 1h·2^(n−1) after the n-th failure in
-	// a row, at most 32h, and never before the CA's Retry-After. The
-	// tracker states it itself rather than asking package backoff.
+	// a row, at most 32h, and never before the CA's Retry-After; but a
+	// certificate that was valid at the failure is retried by its expiry
+	// less the renewal fail-safe margin (24h, a sixth of lifetimes under
+	// six days), or within the margin once half the time left has passed.
+	// The tracker states it itself rather than asking package backoff.
 	BackoffMin = time.Hour
 	BackoffMax = 32 * time.Hour
 	// RetryBound: once the schedule allows a retry of an issuance that is
@@ -231,10 +234,45 @@ func backoffDelay(n int32) time.Duration {
 	return min(d, BackoffMax)
 }
 
+// safetyMargin is the renewal fail-safe margin of the certificate: 24h,
+// or a sixth of a lifetime shorter than six days.
+func (st *certState) safetyMargin() time.Duration {
+	if st.lifetime > 0 && st.lifetime < 6*24*time.Hour {
+		return st.lifetime / 6
+	}
+	return 24 * time.Hour
+}
+
+// expiryDeadline is the latest the schedule lets a retry wait after a
+// failure of a certificate that was valid then, ok false for one that was
+// not: its expiry less the safety margin while more than the margin was
+// left at the failure, else the failure plus half the time left; never
+// sooner than a minute after the failure. Times in status are whole
+// seconds here and not in the decisions: within two seconds of the
+// margin, the earlier of the two.
+func (st *certState) expiryDeadline() (int64, bool) {
+	if st.notAfter == 0 || st.lastFailure >= st.notAfter {
+		return 0, false
+	}
+	left, margin := st.notAfter-st.lastFailure, int64(st.safetyMargin()/time.Second)
+	keep, half := st.notAfter-margin, st.lastFailure+left/2
+	var deadline int64
+	switch {
+	case left > margin+2:
+		deadline = keep
+	case left < margin-2:
+		deadline = half
+	default:
+		deadline = min(keep, half)
+	}
+	return max(deadline, st.lastFailure+int64(time.Minute/time.Second)), true
+}
+
 // nextAllowed is when the schedule allows the next attempt: zero when no
 // failure is recorded, and the time of a manual renewal that came since
 // the last failure (which allows an attempt at once), or of a spec
-// change since (which does too).
+// change since (which does too). A retry of a certificate that was valid
+// at the failure is brought forward to its expiry deadline.
 func (st *certState) nextAllowed() int64 {
 	switch {
 	case st.lastFailure == 0:
@@ -247,7 +285,11 @@ func (st *certState) nextAllowed() int64 {
 		return st.specAt
 	}
 	next := st.lastFailure + int64(backoffDelay(max(st.failures, 1))/time.Second)
-	return max(next, st.retryAfter)
+	next = max(next, st.retryAfter)
+	if deadline, ok := st.expiryDeadline(); ok {
+		next = min(next, deadline)
+	}
+	return next
 }
 
 // retryOwed is when a retry of a failed issuance became owed: when the
@@ -374,10 +416,7 @@ func (t *tracker) renewalStarted(st *certState, now time.Time) {
 	}
 	wd, hour := now.UTC().Weekday(), now.UTC().Hour()
 	inWindow := wd >= time.Monday && wd <= time.Friday && hour >= 9 && hour < 17
-	margin := 24 * time.Hour
-	if st.lifetime > 0 && st.lifetime < 6*24*time.Hour {
-		margin = st.lifetime / 6
-	}
+	margin := st.safetyMargin()
 	notAfter := fromUnix(st.notAfter)
 	if !inWindow && now.Before(notAfter.Add(-margin)) {
 		t.violation("window", st.name, "renewal started %s (%s), outside its windows and %v before expiry", stamp(now), wd, notAfter.Sub(now))
