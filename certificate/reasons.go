@@ -189,7 +189,8 @@ const (
 	// names than the spec's.
 	ReasonIssuedOtherNames = "IssuedOtherNames"
 	// ReasonRequestNotBuildable: no certificate signing request can be
-	// built from the spec (keys.CheckTemplate refuses its template), so
+	// built from the spec (keys.RequestTemplate.Validate refuses its
+	// template), so
 	// the requestmanager asks for none; the message says which field and
 	// value. Validate refuses every such spec itself, so seeing this
 	// reason means the two disagree: correct the spec the message names,

@@ -50,9 +50,11 @@ func failedBefore(r *CertificateRequest, issuingCond *Condition) bool {
 	return failed && r.Status.FailureTime != nil && r.Status.FailureTime.Before(issuingCond.LastTransitionTime)
 }
 
-// checkTemplate is keys.CheckTemplate; a test puts a stricter one in its
-// place to reach what no valid spec reaches.
-var checkTemplate = keys.CheckTemplate
+// checkTemplate is keys.RequestTemplate.Validate, the rules BuildCSR
+// applies before it builds (a few microseconds; keys.CheckTemplate's
+// trial build would cost a signature on every request made); a test puts
+// a stricter one in its place to reach what no valid spec reaches.
+var checkTemplate = keys.RequestTemplate.Validate
 
 // deletedRequestRecheck is how soon the requestmanager looks again after
 // deleting an outdated request.
@@ -68,7 +70,8 @@ const deletedRequestRecheck = 5 * time.Second
 // request when none is left. A request deleted in this pass is re-created
 // on a later pass, never in the same one, so a create never meets the
 // deletion of its own name. Before it asks for a request it checks that
-// the host can build its CSR (keys.CheckTemplate): one it cannot is
+// the host can build its CSR (keys.RequestTemplate.Validate, the rules
+// keys.BuildCSR applies): one it cannot is
 // recorded as a failed issuance (ReasonRequestNotBuildable, the Issuing
 // condition's message saying why), so the backoff applies and the
 // status shows the reason.

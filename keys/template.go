@@ -144,9 +144,9 @@ func templateErrors(err error) []*TemplateError {
 	return out
 }
 
-// checkKey signs the requests CheckTemplate builds: an Ed25519 key from a
+// trialKey signs the requests CheckTemplate builds: an Ed25519 key from a
 // fixed seed, whose signatures need no randomness.
-var checkKey = ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+var trialKey = ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
 
 // zeroReader reads zeros: CheckTemplate's randomness, which an Ed25519
 // signature does not read.
@@ -165,6 +165,6 @@ func (zeroReader) Read(p []byte) (int, error) {
 // for a decision that must know before it asks a host to build the
 // request. It costs about one Ed25519 signature.
 func CheckTemplate(t RequestTemplate) error {
-	_, err := BuildCSR(zeroReader{}, t, checkKey)
+	_, err := BuildCSR(zeroReader{}, t, trialKey)
 	return err
 }
