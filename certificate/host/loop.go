@@ -600,71 +600,77 @@ func (l *Loop) failed(it item, now time.Time, err error) time.Time {
 // asked for, in a heap by time. An item asked for again later keeps its
 // earlier time; one asked for sooner moves up.
 type schedule struct {
-	entries []entry
-	index   map[item]int // where each item is in entries
+	entries []*entry
+	index   map[item]*entry // each item's entry
 	// requests counts the requests queued.
 	requests int
 }
 
+// entry is an item on the schedule; i is its place in entries, so that
+// the heap's swaps touch no map.
 type entry struct {
 	at time.Time
 	it item
+	i  int
 }
 
 func (s *schedule) Len() int           { return len(s.entries) }
 func (s *schedule) Less(i, j int) bool { return s.entries[i].at.Before(s.entries[j].at) }
 func (s *schedule) Swap(i, j int) {
 	s.entries[i], s.entries[j] = s.entries[j], s.entries[i]
-	s.index[s.entries[i].it], s.index[s.entries[j].it] = i, j
+	s.entries[i].i, s.entries[j].i = i, j
 }
 func (s *schedule) Push(x any) {
-	e := x.(entry)
-	s.index[e.it] = len(s.entries)
+	e := x.(*entry)
+	e.i = len(s.entries)
+	s.index[e.it] = e
 	s.entries = append(s.entries, e)
 }
 func (s *schedule) Pop() any {
-	e := s.entries[len(s.entries)-1]
-	s.entries = s.entries[:len(s.entries)-1]
+	n := len(s.entries) - 1
+	e := s.entries[n]
+	s.entries[n] = nil
+	s.entries = s.entries[:n]
 	delete(s.index, e.it)
 	return e
 }
 
 func (s *schedule) add(it item, t time.Time) {
 	if s.index == nil {
-		s.index = map[item]int{}
+		s.index = map[item]*entry{}
 	}
-	if i, ok := s.index[it]; ok {
-		if t.Before(s.entries[i].at) {
-			s.entries[i].at = t
-			heap.Fix(s, i)
+	if e, ok := s.index[it]; ok {
+		if t.Before(e.at) {
+			e.at = t
+			heap.Fix(s, e.i)
 		}
 		return
 	}
 	if it.kind == KindRequest {
 		s.requests++
 	}
-	heap.Push(s, entry{t, it})
+	heap.Push(s, &entry{at: t, it: it})
 }
 
 // remove takes it off the schedule, when it is on it.
 func (s *schedule) remove(it item) {
-	i, ok := s.index[it]
+	e, ok := s.index[it]
 	if !ok {
 		return
 	}
 	if it.kind == KindRequest {
 		s.requests--
 	}
-	heap.Remove(s, i)
+	heap.Remove(s, e.i)
 }
 
 // when is the time it is queued for.
 func (s *schedule) when(it item) (time.Time, bool) {
-	i, ok := s.index[it]
+	e, ok := s.index[it]
 	if !ok {
 		return time.Time{}, false
 	}
-	return s.entries[i].at, true
+	return e.at, true
 }
 
 // peek is the earliest time anything is queued for.
@@ -679,7 +685,7 @@ func (s *schedule) peek() (time.Time, bool) {
 func (s *schedule) popDue(now time.Time) []item {
 	var due []item
 	for len(s.entries) > 0 && !s.entries[0].at.After(now) {
-		e := heap.Pop(s).(entry)
+		e := heap.Pop(s).(*entry)
 		if e.it.kind == KindRequest {
 			s.requests--
 		}
