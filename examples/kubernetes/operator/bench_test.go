@@ -290,7 +290,7 @@ func benchmarkHeap(b *testing.B, n int, algorithm string) {
 		wait := readyTimes(b, h, n, true)
 		start, cpuStart := time.Now(), cpuSeconds()
 		createAll(b, h, n, algorithm)
-		wait(20 * time.Minute)
+		readyAt := wait(20 * time.Minute)
 		allReady, cpu := time.Since(start), cpuSeconds()-cpuStart
 		h.settle(op)
 		after := liveHeap()
@@ -306,6 +306,7 @@ func benchmarkHeap(b *testing.B, n int, algorithm string) {
 		}
 		b.ReportMetric(allReady.Seconds(), "s-all-ready")
 		b.ReportMetric(cpu, "cpu-s-to-ready")
+		reportStalls(b, h.ns, start, readyAt)
 		ok, failed := op.writes.take()
 		b.ReportMetric(float64(sum(ok))/float64(n), "writes/certificate")
 		for k, v := range ok {
