@@ -75,7 +75,14 @@
 // for the store's watch to show it. A pass that follows its own writes
 // therefore decides on what it wrote, whether the store's watch event of
 // the write arrives before the write returns, after it, folded into a
-// later version, or never.
+// later version, or never. Past MaxPending writes in flight it keeps
+// only their versions, and a read from before one fails with ErrConflict
+// (the pass is tried again) rather than show the past.
+//
+// A store whose reads may not show, when the host starts, what was
+// written before it — by the previous process, say — implements Syncer:
+// nothing is decided on it until it has synced, as a controller waits
+// for its informers' first list.
 //
 // # Time
 //
