@@ -502,3 +502,42 @@ func TestTheServersWordsAreCutToAReadableLength(t *testing.T) {
 		check(t, st.Reason)
 	})
 }
+
+// A server that does not answer holds a host that answers several
+// requests in turn for one request's deadline, not for each: after the
+// first meets the deadline, the others are answered at once, without a
+// request, until the time the first set for its retry; then the server
+// is asked again.
+func TestAnUnreachableServerCostsOneDeadlineNotOnePerRequest(t *testing.T) {
+	h := newHostile(t, true)
+	h.handle("/dir", stall(h, false))
+	c := h.client(t, func(cfg *acmeclient.Config) { cfg.RequestTimeout = 100 * time.Millisecond })
+	iss, err := acmeclient.NewIssuer(acmeclient.IssuerConfig{Client: c, Store: acmeclient.NewMemoryStore(),
+		Solvers: acmeclient.Solvers{HTTP01: &acmeclient.HTTP01Handler{}}})
+	require.NoError(t, err)
+	now := time.Now()
+	var reqs []*certificate.CertificateRequest
+	var again time.Time
+	for n := range 5 {
+		req := &certificate.CertificateRequest{ObjectMeta: certificate.ObjectMeta{Name: fmt.Sprintf("web-%d", n+1), Namespace: "default"},
+			Spec: certificate.RequestSpec{IssuerRef: certificate.IssuerRef{Name: "acme"}}}
+		reqs = append(reqs, req)
+		next, err := iss.Answer(t.Context(), req, now)
+		require.NoError(t, err)
+		require.True(t, next.After(now), "%s is tried again", req.Name)
+		if n == 1 {
+			again = next
+		}
+	}
+	require.Equal(t, 1, h.hitsOf("/dir"), "only the first request asked the server")
+	for _, req := range reqs[1:] {
+		ready := req.Condition(certificate.RequestConditionReady)
+		require.NotNil(t, ready)
+		require.Equal(t, certificate.RequestReasonPending, ready.Reason)
+		require.Contains(t, ready.Message, acmeclient.ReasonServerUnreachable)
+		require.Contains(t, ready.Message, "did not answer the directory request", "%s says why", req.Name)
+	}
+	_, err = iss.Answer(t.Context(), reqs[1], again)
+	require.NoError(t, err)
+	require.Equal(t, 2, h.hitsOf("/dir"), "at the retry time, the server is asked again")
+}

@@ -128,6 +128,14 @@ func (e Event) String() string {
 // they present cleaned up) by any later Step, Forget or Sweep, and never
 // hold a scheduler slot meanwhile.
 //
+// A server that does not answer costs one request's deadline
+// (Config.RequestTimeout), not one per request waiting on it: after a
+// step meets a network error (ErrNetwork), every step until the time
+// that step set for its own retry answers at once that the server is
+// unreachable and when it is asked again (ReasonServerUnreachable), so
+// that a host stepping many requests of one issuer in turn is not held
+// for each.
+//
 // The loop stays the host's: Answer (or Step) does what is due and says
 // when to call it again. Safe for concurrent use by several requests at
 // once; two calls for the same request wait for each other.
@@ -165,6 +173,41 @@ type Issuer struct {
 	// offset is how far the now the last Answer, Step or Sweep was given
 	// is from the Client's clock, in nanoseconds (see Issuer.now).
 	offset atomic.Int64
+
+	// Until downUntil, the server is taken as unreachable: downErr is
+	// the network error that said so.
+	downMu    sync.Mutex
+	downUntil time.Time
+	downErr   error
+}
+
+// ReasonServerUnreachable is the Result.Reason of a step not taken
+// because a step shortly before it found the ACME server unreachable.
+const ReasonServerUnreachable = "ServerUnreachable"
+
+// unreachable is the result of a step made while the server is taken as
+// unreachable; ok is false when it is not.
+func (i *Issuer) unreachable(now time.Time) (Result, bool) {
+	i.downMu.Lock()
+	defer i.downMu.Unlock()
+	if i.downErr == nil || !now.Before(i.downUntil) {
+		return Result{}, false
+	}
+	return Result{RequeueAt: i.downUntil, Reason: ReasonServerUnreachable, Err: i.downErr,
+		Message: "the ACME server did not answer a request shortly before (" + i.downErr.Error() + "); it is asked again at " + i.downUntil.UTC().Format(time.RFC3339)}, true
+}
+
+// noteNetwork takes the server as unreachable until until (the retry
+// time of the step) after a step whose ACME requests met a network error,
+// and as reachable again after one that met none.
+func (i *Issuer) noteNetwork(err error, now, until time.Time) {
+	i.downMu.Lock()
+	defer i.downMu.Unlock()
+	if errors.Is(err, ErrNetwork) && until.After(now) {
+		i.downUntil, i.downErr = until, err
+		return
+	}
+	i.downUntil, i.downErr = time.Time{}, nil
 }
 
 // NewIssuer returns an Issuer. It makes no request. Its errors wrap
@@ -359,7 +402,14 @@ func (i *Issuer) stepAt(ctx context.Context, r *certificate.CertificateRequest, 
 	defer release()
 	// Claimed first: a step that comes late never sweeps its own state.
 	i.sweep(ctx, now, sweepPerStep)
+	if res, down := i.unreachable(now); down {
+		i.stepped(key, now, res.RequeueAt)
+		return res, nil
+	}
 	res, err := i.step(ctx, r, key, retry, t)
+	if ctx.Err() == nil {
+		i.noteNetwork(res.Err, t.now(), res.RequeueAt)
+	}
 	var se storeError
 	switch {
 	case ctx.Err() != nil:
