@@ -51,7 +51,9 @@
 // concerns it (its own, its secret's, one of its requests'), a request
 // whenever it changes, an issuer's request that someone else deleted for
 // telling the issuer, and what a deleted certificate owned for removal.
-// Nothing waits without a deadline.
+// Under Run, each issuer answers its requests on a goroutine of its own
+// and hands the answers back, so a slow issuer holds up only its own
+// requests. Nothing waits without a deadline.
 //
 // # Storage
 //

@@ -20,8 +20,9 @@ import (
 // writes, by the times the passes name and by Notify, and makes each pass
 // when it is due. One goroutine drives it — Run on the clock's own time,
 // or Step (with the drivers of package hosttest) on a fake clock — and
-// owns all its state; Notify and the store's watch only hand it changes.
-// See the package documentation for its duties in full.
+// owns all its state; Notify, the store's watch and, under Run, the
+// issuers' answers (each issuer's on a goroutine of its own) only hand it
+// changes. See the package documentation for its duties in full.
 type Loop struct {
 	r        *Reconciler
 	watching bool
@@ -43,11 +44,31 @@ type Loop struct {
 	syncWait   bool // the first Step found the store not synced
 	nextResync time.Time
 
-	// The inbox: changes from the store's watch and Notify, from any
-	// goroutine.
-	mu    sync.Mutex
-	inbox []Change
-	wake  chan struct{}
+	// Under Run, request passes run on a goroutine per issuer (async), so
+	// that a slow issuer holds up only its own requests: busy are the
+	// issuers with a pass in flight, waiting the requests due meanwhile,
+	// flying how many passes are in flight.
+	async   bool
+	busy    map[certificate.IssuerRef]bool
+	waiting map[certificate.IssuerRef][]item
+	flying  int
+	workers sync.WaitGroup
+
+	// The inbox: changes from the store's watch and Notify, and request
+	// passes that finished, from any goroutine.
+	mu       sync.Mutex
+	inbox    []Change
+	finished []finished
+	wake     chan struct{}
+}
+
+// finished is a request pass that ran on its issuer's goroutine.
+type finished struct {
+	it  item
+	ref certificate.IssuerRef
+	at  time.Time
+	ev  Event
+	err error
 }
 
 // kindForget is telling the issuer of a request that someone else
@@ -86,7 +107,8 @@ func New(cfg Config) (*Loop, error) {
 // Step (or Run) lists what the store holds and queues it.
 func NewLoop(r *Reconciler) *Loop {
 	l := &Loop{r: r, failures: map[item]int{}, owners: map[string]item{}, uids: map[item]string{}, refs: map[item]certificate.IssuerRef{}, dropped: map[item]bool{},
-		own: map[object][]string{}, wake: make(chan struct{}, 1)}
+		own: map[object][]string{}, wake: make(chan struct{}, 1),
+		busy: map[certificate.IssuerRef]bool{}, waiting: map[certificate.IssuerRef][]item{}}
 	r.holdOnConflict = true
 	st := r.cfg.Store
 	if ryw, ok := st.(*ReadYourWrites); ok {
@@ -132,7 +154,7 @@ func (l *Loop) post(ch Change) {
 // taken in, it is now.
 func (l *Loop) Next() (t time.Time, ok bool) {
 	l.mu.Lock()
-	waiting := len(l.inbox) > 0
+	waiting := len(l.inbox) > 0 || len(l.finished) > 0
 	l.mu.Unlock()
 	if !l.started && l.syncWait {
 		return l.r.Now().Add(syncPoll), true
@@ -157,7 +179,7 @@ func (l *Loop) NextFor(kind Kind, namespace, name string) (t time.Time, ok bool)
 
 // Answering reports whether an issuer has asked to be called again for a
 // request: an issuance is in flight.
-func (l *Loop) Answering() bool { return l.queue.requests > 0 }
+func (l *Loop) Answering() bool { return l.queue.requests > 0 || l.flying > 0 }
 
 // Step looks at everything due at the clock's time — what deleted
 // certificates owned first, then requests, then certificates, each once,
@@ -233,21 +255,12 @@ func (l *Loop) pass(ctx context.Context, it item, now time.Time) {
 		ev.Next, _ = l.queue.when(it) // its own writes may have queued it sooner
 		l.r.observeIf(ev)
 	case KindRequest:
+		if l.async {
+			l.dispatch(ctx, it, now)
+			return
+		}
 		ev, err := l.r.requestPass(ctx, it.namespace, it.name)
-		if ev.Request != nil {
-			l.refs[it] = ev.Request.Spec.IssuerRef
-		}
-		if ev.Request != nil && l.r.sweeps() {
-			// What the issuer keeps changed: its next sweep may be due
-			// sooner than the last one said.
-			if _, queued := l.queue.when(sweepItem); !queued {
-				l.queue.add(sweepItem, now)
-			}
-		}
-		l.done(it, now, ev.Next, err)
-		l.follow(ctx, ev.Writes, true)
-		ev.Next, _ = l.queue.when(it)
-		l.r.observeIf(ev)
+		l.answered(ctx, it, now, ev, err)
 	case KindIssuer:
 		next, err := l.r.Sweep(ctx)
 		if err != nil {
@@ -278,6 +291,73 @@ func (l *Loop) pass(ctx context.Context, it item, now time.Time) {
 			return
 		}
 		delete(l.failures, it)
+	}
+}
+
+// answered takes in a request pass that ran at now.
+func (l *Loop) answered(ctx context.Context, it item, now time.Time, ev Event, err error) {
+	if ev.Request != nil {
+		l.refs[it] = ev.Request.Spec.IssuerRef
+	}
+	if ev.Request != nil && l.r.sweeps() {
+		// What the issuer keeps changed: its next sweep may be due
+		// sooner than the last one said.
+		if _, queued := l.queue.when(sweepItem); !queued {
+			l.queue.add(sweepItem, now)
+		}
+	}
+	l.done(it, now, ev.Next, err)
+	l.follow(ctx, ev.Writes, true)
+	ev.Next, _ = l.queue.when(it)
+	l.r.observeIf(ev)
+}
+
+// dispatch runs a request pass on a goroutine of its own, unless its
+// issuer has one in flight: then it waits for that one to finish. The
+// result comes back through the inbox (finish).
+func (l *Loop) dispatch(ctx context.Context, it item, now time.Time) {
+	ref, ok := l.refs[it]
+	if !ok {
+		// A request the loop has not read yet (one a pass just made):
+		// its issuer is in its spec.
+		if req, err := l.r.store.Requests().Get(ctx, it.namespace, it.name); err == nil {
+			ref = req.Spec.IssuerRef
+			l.refs[it] = ref
+		}
+	}
+	ref = ref.WithDefaults()
+	if l.busy[ref] {
+		l.waiting[ref] = append(l.waiting[ref], it)
+		return
+	}
+	l.busy[ref] = true
+	l.flying++
+	l.workers.Add(1)
+	go func() {
+		defer l.workers.Done()
+		ev, err := l.r.requestPass(ctx, it.namespace, it.name)
+		l.mu.Lock()
+		l.finished = append(l.finished, finished{it: it, ref: ref, at: now, ev: ev, err: err})
+		l.mu.Unlock()
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}()
+}
+
+// finish takes in request passes that finished on their issuers'
+// goroutines, and queues the requests that waited for them.
+func (l *Loop) finish(ctx context.Context, fs []finished) {
+	now := l.r.Now()
+	for _, f := range fs {
+		l.flying--
+		delete(l.busy, f.ref)
+		for _, w := range l.waiting[f.ref] {
+			l.queue.add(w, now)
+		}
+		delete(l.waiting, f.ref)
+		l.answered(ctx, f.it, f.at, f.ev, f.err)
 	}
 }
 
@@ -352,15 +432,16 @@ const deletedMark = "\x00deleted"
 func (l *Loop) takeIn(ctx context.Context) {
 	for {
 		l.mu.Lock()
-		in := l.inbox
-		l.inbox = nil
+		in, fs := l.inbox, l.finished
+		l.inbox, l.finished = nil, nil
 		l.mu.Unlock()
-		if len(in) == 0 {
+		if len(in) == 0 && len(fs) == 0 {
 			return
 		}
 		for _, ch := range in {
 			l.changed(ctx, ch)
 		}
+		l.finish(ctx, fs)
 	}
 }
 
@@ -518,9 +599,24 @@ func (l *Loop) start(ctx context.Context, now time.Time) error {
 
 // Run steps the loop on the clock's time until ctx ends, sleeping until
 // the next thing is due or a change (Notify, or a Watcher store's) wakes
-// it. It returns ctx's error. Config.Clock's timers are used when it has
-// them (clock.Clock), the real clock's otherwise.
+// it. It returns ctx's error, once the issuers' answers in flight have
+// returned. Config.Clock's timers are used when it has them
+// (clock.Clock), the real clock's otherwise.
+//
+// Under Run, each issuer answers its requests on a goroutine of its own,
+// one request at a time, and the loop takes the answer in when it comes:
+// an issuer that is slow to answer (an ACME server that does not reply
+// until its deadline) holds up its own requests only, not the other
+// issuers' nor any certificate. Step, and the drivers of package
+// hosttest, make every pass on the calling goroutine, in order.
 func (l *Loop) Run(ctx context.Context) error {
+	l.async = true
+	defer func() {
+		// Each issuer's pass in flight returns (ctx has ended); what it
+		// did is taken in by the next Run or Step.
+		l.workers.Wait()
+		l.async = false
+	}()
 	for {
 		if _, err := l.Step(ctx); err != nil && ctx.Err() == nil {
 			// The store could not be listed: try again shortly.
