@@ -148,7 +148,7 @@ func TestSubjectValuesRFC5280Forbids(t *testing.T) {
 				assert.NoError(t, buildErr)
 				return
 			}
-			errs := templateErrorsIn(err)
+			errs := templateErrors(err)
 			require.Len(t, errs, 1, "%v", err)
 			assert.Equal(t, tc.field, errs[0].Field)
 			assert.Contains(t, errs[0].Message, tc.want)

@@ -193,29 +193,10 @@ func (t RequestTemplate) ValidateSubject() error {
 		return nil
 	}
 	var errs []error
-	for _, e := range templateErrorsIn(t.Subject.Validate()) {
+	for _, e := range templateErrors(t.Subject.Validate()) {
 		errs = append(errs, &TemplateError{Field: "subject." + e.Field, Message: e.Message})
 	}
 	return errors.Join(errs...)
-}
-
-// templateErrorsIn lists the *TemplateError values err joins.
-func templateErrorsIn(err error) []*TemplateError {
-	if err == nil {
-		return nil
-	}
-	errs := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	}
-	var out []*TemplateError
-	for _, e := range errs {
-		var te *TemplateError
-		if errors.As(e, &te) {
-			out = append(out, te)
-		}
-	}
-	return out
 }
 
 // ErrTemplate is wrapped by every error about a malformed template.

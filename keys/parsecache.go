@@ -249,7 +249,6 @@ func charge(kind cacheKind, n int) int64 {
 func (c *ParseCache) get(kind cacheKind, b []byte, parse func() *cacheEntry) *cacheEntry {
 	c.mu.Lock()
 	c.init()
-	limit := c.max
 	if e, ok := c.entries[kind][string(b)]; ok {
 		c.stats.Hits++
 		c.unlink(e)
@@ -260,25 +259,21 @@ func (c *ParseCache) get(kind cacheKind, b []byte, parse func() *cacheEntry) *ca
 	c.stats.Misses++
 	c.mu.Unlock()
 
-	e := parse()
-	if charge(kind, len(b)) > limit {
-		e.kind = kind
-		return e
-	}
-	return c.put(kind, b, e)
+	return c.put(kind, b, parse())
 }
 
-// put adds e as the parse of (kind, b), unless there is one already,
-// and returns the entry kept.
+// put adds e as the parse of (kind, b), unless there is one already or
+// it is too large for the bound on its own, and returns the entry kept
+// (e when nothing is).
 func (c *ParseCache) put(kind cacheKind, b []byte, e *cacheEntry) *cacheEntry {
 	e.kind, e.size = kind, charge(kind, len(b))
-	e.key = string(b)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.init()
 	if e.size > c.max {
 		return e
 	}
+	e.key = string(b)
 	if old, ok := c.entries[kind][e.key]; ok {
 		// Another goroutine parsed the same bytes meanwhile.
 		return old
