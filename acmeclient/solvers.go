@@ -75,6 +75,35 @@ type Presenter interface {
 	CleanUp(ctx context.Context, p Presentation) error
 }
 
+// PresentationStore keeps presentations where every replica of a service
+// can find them — a table of the database they share — so that whichever
+// replica the CA's validation request reaches answers a challenge that
+// another presented. A presenter that serves from one (HTTP-01's
+// handler, TLS-ALPN-01's certificates) writes through it when it
+// presents and cleans up, and looks up what it serves there.
+type PresentationStore interface {
+	// PutPresentation keeps p, replacing a presentation of the same type
+	// and lookup key (PresentationKey).
+	PutPresentation(ctx context.Context, p Presentation) error
+	// DeletePresentation removes the presentation of p's type and lookup
+	// key when it is p (same key authorization); none is no error.
+	DeletePresentation(ctx context.Context, p Presentation) error
+	// LookupPresentation returns the presentation of type t whose lookup
+	// key is key; ok is false when there is none.
+	LookupPresentation(ctx context.Context, t challenge.Type, key string) (p Presentation, ok bool, err error)
+}
+
+// PresentationKey is what a presentation is looked up by when the CA
+// asks for it: the token for HTTP-01 (the path names it), the identifier
+// for the other types (TLS-ALPN-01's handshake names it, and DNS-01's
+// record is at a name derived from it).
+func PresentationKey(p Presentation) string {
+	if p.Type == challenge.TypeHTTP01 {
+		return p.Token
+	}
+	return p.Identifier
+}
+
 // A Checker is a self-check: it looks, from where the host stands, at
 // what the CA will see, before the challenge is accepted. An error means
 // "not yet": the challenge machine checks again later.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/certlife/certlife/certificate"
 )
@@ -187,6 +188,35 @@ type Authoritative interface {
 // also asks again every second.
 type Syncer interface {
 	HasSynced() bool
+}
+
+// Leaser is implemented by a Store that several hosts share — replicas of
+// one service over one database — so that one of them at a time works on
+// an object that must not be worked on twice at once, such as a request
+// whose ACME order is in flight: two replicas answering it would order
+// twice. A lease has a deadline, so a replica that dies holding one holds
+// it no longer than that: another takes it over once it has expired.
+// Times are the callers' clocks; keep the replicas' clocks in step (NTP)
+// and leases much longer than the skew between them. A Leaser is safe for
+// concurrent use by every replica.
+type Leaser interface {
+	// Lease gives holder the lease named key until until, when no other
+	// holder's lease of key is unexpired at now, or when holder holds it
+	// already (a renewal, which may also shorten it). It returns the
+	// lease as it stands after the call: its Holder is holder when it was
+	// taken or renewed, and another holder (with its deadline) when it
+	// was not — which is no error.
+	Lease(ctx context.Context, key, holder string, now, until time.Time) (Lease, error)
+	// Release ends holder's lease of key at once. A lease that another
+	// holds, or none, is no error and is left as it is.
+	Release(ctx context.Context, key, holder string) error
+}
+
+// Lease is a Leaser's lease of one key.
+type Lease struct {
+	Key, Holder string
+	// Until is when it expires.
+	Until time.Time
 }
 
 // ErrNotSynced is the error of a pass made before a Syncer store synced.
