@@ -103,6 +103,9 @@ type Server struct {
 	h01     http.Handler
 	handler *acmeclient.HTTP01Handler
 	done    chan struct{}
+	// orders counts the orders Pebble created, by identifiers.
+	ordersMu sync.Mutex
+	orders   map[string]int
 	// newOrders is held exclusively while Pebble creates an order with
 	// the account's valid authorizations hidden (AuthzReusePercent 0).
 	newOrders sync.RWMutex
@@ -192,7 +195,7 @@ func Start(opts Options) (*Server, error) {
 	if opts.AuthzReusePercent == 0 {
 		h = s.withoutReuse(h)
 	}
-	s.acme = httptest.NewUnstartedServer(h)
+	s.acme = httptest.NewUnstartedServer(s.countOrders(h))
 	s.acme.Config.ErrorLog = log.New(io.Discard, "", 0)
 	s.acme.StartTLS()
 	s.URL = s.acme.URL
