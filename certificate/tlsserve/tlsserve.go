@@ -136,6 +136,7 @@ type Server struct {
 	certsPending map[objKey]uint64
 	listPending  bool
 	listSeq      uint64
+	certErr      error // the last failure to read a certificate reported changed
 	// The parsed secrets.
 	secrets map[objKey]*entry
 	stale   map[objKey]struct{} // entries the store reported changed, or due a retry
@@ -322,6 +323,9 @@ func (s *Server) fast(name string) (*tls.Certificate, bool) {
 	if len(exact) == 1 {
 		k = exact
 	}
+	if _, pending := s.certsPending[k[0]]; pending {
+		return nil, false // its spec changed, or it was deleted
+	}
 	e := s.secrets[s.certs[k[0]].secret]
 	if e == nil || e.cert == nil || e.loading != nil || (e.stale && !e.backingOff(time.Now())) {
 		return nil, false
@@ -353,7 +357,7 @@ func (s *Server) slow(hello *tls.ClientHelloInfo, name string) (*tls.Certificate
 	ctx, cancel := context.WithTimeout(ctx, s.opts.LoadTimeout)
 	defer cancel()
 	var secrets []objKey
-	for {
+	for waited := false; ; {
 		s.mu.RLock()
 		if s.closed {
 			s.mu.RUnlock()
@@ -361,27 +365,36 @@ func (s *Server) slow(hello *tls.ClientHelloInfo, name string) (*tls.Certificate
 		}
 		exact, wild := s.candidates(name)
 		secrets = secrets[:0]
+		changed := false
 		for _, k := range slices.Concat(exact, wild) {
 			if sk := s.certs[k].secret; !slices.Contains(secrets, sk) {
 				secrets = append(secrets, sk)
 			}
+			_, pending := s.certsPending[k]
+			changed = changed || pending
 		}
-		// Wait for the index while it is not in, or, when it names
-		// nothing for name, while reported changes are not read yet.
-		waitIndex := !s.indexed && s.listErr == nil ||
-			len(secrets) == 0 && (len(s.certsPending) > 0 || s.listPending) && s.listErr == nil
+		// Wait for the index while it is not in; and while the store
+		// reported a change to a certificate that names name, or, when
+		// none does, to any certificate, that is not read yet — unless
+		// reading certificates fails.
 		ch, listErr, indexed := s.indexCh, s.listErr, s.indexed
+		reading := listErr == nil && s.certErr == nil
+		waitIndex := !indexed && listErr == nil ||
+			reading && (changed || len(secrets) == 0 && (len(s.certsPending) > 0 || s.listPending))
 		s.mu.RUnlock()
-		if !waitIndex {
-			if !indexed {
-				return nil, fmt.Errorf("%w for %q: the store's certificates cannot be read: %w", ErrNoCertificate, name, listErr)
-			}
+		if !indexed && !waitIndex {
+			return nil, fmt.Errorf("%w for %q: the store's certificates cannot be read: %w", ErrNoCertificate, name, listErr)
+		}
+		if !waitIndex || waited {
 			break
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%w for %q: the store's certificates were not read within %v", ErrNoCertificate, name, s.opts.LoadTimeout)
+			if !indexed {
+				return nil, fmt.Errorf("%w for %q: the store's certificates were not read within %v", ErrNoCertificate, name, s.opts.LoadTimeout)
+			}
+			waited = true // serve what the index holds
 		}
 	}
 	if len(secrets) == 0 {
@@ -741,6 +754,12 @@ func (s *Server) list(ctx context.Context) error {
 // the index.
 func (s *Server) readCertificates(ctx context.Context, ks map[objKey]uint64) error {
 	var firstErr error
+	defer func() {
+		s.mu.Lock()
+		s.certErr = firstErr
+		s.broadcast()
+		s.mu.Unlock()
+	}()
 	for k, seq := range ks {
 		c, err := s.store.Certificates().Get(ctx, k.namespace, k.name)
 		if err != nil && !errors.Is(err, host.ErrNotFound) {
