@@ -34,8 +34,8 @@
 // name for which there is no certificate gets an error that names it,
 // and the handshake fails.
 //
-// A hello that offers the ALPN protocol "acme-tls/1" is a CA validating
-// a TLS-ALPN-01 challenge (RFC 8737): it is answered by
+// A hello that offers the ALPN protocol "acme-tls/1" alone is a CA
+// validating a TLS-ALPN-01 challenge (RFC 8737): it is answered by
 // Options.TLSALPN01 (an *acmeclient.TLSALPN01Handler), so that the same
 // listener serves the certificates and the challenges that issue them.
 package tlsserve

@@ -57,8 +57,9 @@ type ChallengeResponder interface {
 // the store, with the documented defaults.
 type Options struct {
 	// TLSALPN01, when set, answers every hello that offers
-	// ACMETLS1Protocol (a CA validating a TLS-ALPN-01 challenge), and
-	// TLSConfig lists that protocol. Nil refuses such hellos.
+	// ACMETLS1Protocol alone (a CA validating a TLS-ALPN-01 challenge,
+	// RFC 8737 §3), and TLSConfig lists that protocol. Nil refuses such
+	// hellos.
 	TLSALPN01 ChallengeResponder
 	// Namespace, when set, serves only the certificates of that
 	// namespace.
@@ -277,18 +278,19 @@ func (s *Server) Stats() Stats {
 	}
 }
 
-// offers reports whether a hello offers proto among its ALPN protocols.
-func offers(hello *tls.ClientHelloInfo, proto string) bool {
-	return slices.Contains(hello.SupportedProtos, proto)
+// validating reports whether a hello is a CA's TLS-ALPN-01 validation:
+// it offers ACMETLS1Protocol alone (RFC 8737 §3).
+func validating(hello *tls.ClientHelloInfo) bool {
+	return len(hello.SupportedProtos) == 1 && hello.SupportedProtos[0] == ACMETLS1Protocol
 }
 
 // GetCertificate returns the certificate for the hello's server name (for
 // a hello without one, for the local address it reached), or an error
 // wrapping ErrNoCertificate that names it. A hello offering
-// ACMETLS1Protocol is answered by Options.TLSALPN01, and refused without
-// one.
+// ACMETLS1Protocol alone, as a CA validating TLS-ALPN-01 does, is
+// answered by Options.TLSALPN01, and refused without one.
 func (s *Server) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-	if offers(hello, ACMETLS1Protocol) {
+	if validating(hello) {
 		if s.opts.TLSALPN01 == nil {
 			return nil, fmt.Errorf("tlsserve: a TLS-ALPN-01 hello for %q, and no TLSALPN01 responder is configured", hello.ServerName)
 		}

@@ -409,8 +409,8 @@ func TestResyncAndReadFailures(t *testing.T) {
 	})
 }
 
-// A hello offering acme-tls/1 is a CA validating TLS-ALPN-01: it is
-// answered from the handler on the same listener, and every other hello
+// A hello offering acme-tls/1 alone is a CA validating TLS-ALPN-01
+// (RFC 8737 §3): it is answered from the handler on the same listener, and every other hello
 // with the served certificate; without a handler, such a hello is
 // refused.
 func TestTLSALPN01OnTheSameListener(t *testing.T) {
@@ -437,6 +437,13 @@ func TestTLSALPN01OnTheSameListener(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, serial, conn.ConnectionState().PeerCertificates[0].SerialNumber.String())
 	assert.Equal(t, "h2", conn.ConnectionState().NegotiatedProtocol)
+	conn.Close()
+
+	// A client that offers acme-tls/1 beside other protocols is no CA
+	// validating: it gets the served certificate.
+	conn, err = tls.Dial("tcp", addr, &tls.Config{ServerName: "web.example", NextProtos: []string{acmeclient.ACMETLS1Protocol, "h2"}, RootCAs: p.pool})
+	require.NoError(t, err)
+	assert.Equal(t, serial, conn.ConnectionState().PeerCertificates[0].SerialNumber.String())
 	conn.Close()
 
 	plain := newServer(t, store, tlsserve.Options{})
