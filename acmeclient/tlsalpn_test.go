@@ -289,7 +289,7 @@ func TestReverseName(t *testing.T) {
 	}
 }
 
-// BenchmarkTLSALPN01Handshake is a CA's validation handshake against a
+// BenchmarkTLSALPN01GetCertificate is the lookup of a CA's validation hello in a
 // handler that presents the challenge, in memory: the certificate is
 // built once and kept.
 func BenchmarkTLSALPN01GetCertificate(b *testing.B) {
