@@ -21,45 +21,60 @@ import (
 // workers), each worker stepping its request and sleeping until the
 // RequeueAt the step returned. It reports the wall seconds for the 50,
 // the seconds per issuance, and the ACME requests per issuance (every
-// request beyond RFC 8555's seven is a poll that found nothing new).
+// request beyond RFC 8555's seven is a poll that found nothing new);
+// over HTTP-01 and over TLS-ALPN-01.
 //
 //	go test ./acmeclient -run '^$' -bench BenchmarkIssuer -benchtime 1x
 func BenchmarkIssuer(b *testing.B) {
-	for _, workers := range []int{1, 8} {
-		b.Run("50 at concurrency "+strconv.Itoa(workers), func(b *testing.B) {
-			const n = 50
-			e := newEnv(b, acmetest.Options{}, func(c *acmeclient.IssuerConfig) { c.Trace = nil })
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			defer cancel()
-			// Warm up: the account, and a nonce for each signer and
-			// worker, as a host that has been running has them.
-			warm := make([]*certificate.CertificateRequest, workers)
-			for w := range warm {
-				warm[w] = benchRequest(b, "warm-"+strconv.Itoa(w))
-			}
-			issueAll(b, ctx, e.issuer, warm, workers)
-			b.ReportAllocs()
-			b.ResetTimer()
-			var wall time.Duration
-			requests := 0
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				reqs := make([]*certificate.CertificateRequest, n)
-				for j := range reqs {
-					reqs[j] = benchRequest(b, "b"+strconv.Itoa(i)+"-"+strconv.Itoa(j))
-				}
-				e.client.Transport().ResetCounts()
-				b.StartTimer()
-				start := time.Now()
-				issueAll(b, ctx, e.issuer, reqs, workers)
-				wall += time.Since(start)
-				requests += e.client.Transport().Counts().Total
-			}
-			b.ReportMetric(wall.Seconds()/float64(b.N), "s/50")
-			b.ReportMetric(wall.Seconds()/float64(n*b.N), "s/issuance")
-			b.ReportMetric(float64(requests)/float64(n*b.N), "requests/issuance")
-		})
+	for _, typ := range []string{"HTTP-01", "TLS-ALPN-01"} {
+		for _, workers := range []int{1, 8} {
+			b.Run(typ+"/50 at concurrency "+strconv.Itoa(workers), func(b *testing.B) {
+				benchIssuer(b, typ == "TLS-ALPN-01", workers)
+			})
+		}
 	}
+}
+
+func benchIssuer(b *testing.B, alpn bool, workers int) {
+	const n = 50
+	e := newEnv(b, acmetest.Options{}, func(c *acmeclient.IssuerConfig) { c.Trace = nil })
+	if alpn {
+		iss, err := acmeclient.NewIssuer(acmeclient.IssuerConfig{Client: e.client, Store: e.store, Solvers: e.srv.TLSALPN01Solvers(),
+			Account: acmeclient.AccountOptions{AgreeToTerms: true}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		e.issuer = iss
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	// Warm up: the account, and a nonce for each signer and
+	// worker, as a host that has been running has them.
+	warm := make([]*certificate.CertificateRequest, workers)
+	for w := range warm {
+		warm[w] = benchRequest(b, "warm-"+strconv.Itoa(w))
+	}
+	issueAll(b, ctx, e.issuer, warm, workers)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wall time.Duration
+	requests := 0
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		reqs := make([]*certificate.CertificateRequest, n)
+		for j := range reqs {
+			reqs[j] = benchRequest(b, "b"+strconv.Itoa(i)+"-"+strconv.Itoa(j))
+		}
+		e.client.Transport().ResetCounts()
+		b.StartTimer()
+		start := time.Now()
+		issueAll(b, ctx, e.issuer, reqs, workers)
+		wall += time.Since(start)
+		requests += e.client.Transport().Counts().Total
+	}
+	b.ReportMetric(wall.Seconds()/float64(b.N), "s/50")
+	b.ReportMetric(wall.Seconds()/float64(n*b.N), "s/issuance")
+	b.ReportMetric(float64(requests)/float64(n*b.N), "requests/issuance")
 }
 
 func benchRequest(b *testing.B, name string) *certificate.CertificateRequest {

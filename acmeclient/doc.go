@@ -65,14 +65,20 @@
 //
 // # Solving challenges
 //
-// One Presenter interface serves both challenge types: Present puts a
+// One Presenter interface serves every challenge type: Present puts a
 // Presentation up where the CA looks, CleanUp takes it down. HTTP01Handler
-// is the HTTP-01 presenter and the http.Handler to mount on port 80; a
-// DNS-01 presenter publishes the TXT record (DNS01Name, DNS01Value) through
-// a DNS provider's API. A Checker is the self-check before the challenge
-// is accepted (HTTP01Checker, DNS01Checker). Solvers holds one of each per
-// type. Package acmetest runs Pebble, Let's Encrypt's test CA, in process,
-// with presenters and self-checks wired to it, for a host's tests.
+// is the HTTP-01 presenter and the http.Handler to mount on port 80;
+// TLSALPN01Handler is the TLS-ALPN-01 presenter (RFC 8737) whose
+// GetCertificate answers the CA's handshake on port 443 (package
+// certificate/tlsserve puts it beside the certificates a service
+// serves); a DNS-01 presenter publishes the TXT record (DNS01Name,
+// DNS01Value) through a DNS provider's API. Given a PresentationStore
+// that replicas share, HTTP01Handler and TLSALPN01Handler answer on
+// every replica what any one presented. A Checker is the self-check
+// before the challenge is accepted (HTTP01Checker, TLSALPN01Checker,
+// DNS01Checker). Solvers holds one of each per type. Package acmetest
+// runs Pebble, Let's Encrypt's test CA, in process, with presenters and
+// self-checks wired to it, for a host's tests.
 //
 // # Single-shot calls
 //

@@ -44,8 +44,10 @@ type IssuerConfig struct {
 	// solver configuration a presenter sees (order.ChooseSolver). Every
 	// type named must have a presenter in Solvers. Empty means one
 	// default per presenter: HTTP-01 for names and IP addresses when
-	// there is an HTTP-01 presenter, DNS-01 for wildcards (and for every
-	// name when it is the only one).
+	// there is an HTTP-01 presenter, else TLS-ALPN-01 when there is a
+	// TLS-ALPN-01 one, DNS-01 for wildcards (and for every name when it
+	// is the only one). A type the server does not offer for an
+	// identifier is passed over for the next default.
 	SolverConfigs []order.SolverConfig
 	// Profile is the certificate profile the orders ask for; empty asks
 	// for the server's default.
@@ -220,8 +222,8 @@ func NewIssuer(cfg IssuerConfig) (*Issuer, error) {
 	if cfg.Store == nil {
 		problems = append(problems, "Store is required")
 	}
-	if cfg.Solvers.HTTP01 == nil && cfg.Solvers.DNS01 == nil {
-		problems = append(problems, "Solvers needs a presenter: HTTP01, DNS01 or both")
+	if cfg.Solvers.HTTP01 == nil && cfg.Solvers.DNS01 == nil && cfg.Solvers.TLSALPN01 == nil {
+		problems = append(problems, "Solvers needs a presenter: HTTP01, DNS01, TLSALPN01 or several")
 	}
 	if cfg.KeepAnswered < 0 {
 		problems = append(problems, fmt.Sprintf("KeepAnswered %v is negative", cfg.KeepAnswered))
@@ -231,23 +233,45 @@ func NewIssuer(cfg IssuerConfig) (*Issuer, error) {
 	}
 	selectors := cfg.SolverConfigs
 	if len(selectors) == 0 {
+		// One default per presenter; among defaults the first that
+		// applies wins (order.ChooseSolver), so HTTP-01 comes before
+		// TLS-ALPN-01, and DNS-01, which alone solves wildcards, last.
 		if cfg.Solvers.HTTP01 != nil {
 			selectors = append(selectors, order.SolverConfig{Solver: challenge.Solver{HTTP01: &challenge.HTTP01Solver{}}})
+		}
+		if cfg.Solvers.TLSALPN01 != nil {
+			selectors = append(selectors, order.SolverConfig{Solver: challenge.Solver{TLSALPN01: &challenge.TLSALPN01Solver{}}})
 		}
 		if cfg.Solvers.DNS01 != nil {
 			selectors = append(selectors, order.SolverConfig{Solver: challenge.Solver{DNS01: &challenge.DNS01Solver{}}})
 		}
 	}
 	for i, s := range selectors {
-		switch {
-		case s.Solver.HTTP01 == nil && s.Solver.DNS01 == nil:
+		var types []string
+		if s.Solver.HTTP01 != nil {
+			types = append(types, "HTTP-01")
+			if cfg.Solvers.HTTP01 == nil {
+				problems = append(problems, fmt.Sprintf("SolverConfigs[%d] is HTTP-01, but Solvers.HTTP01 is nil", i))
+			}
+		}
+		if s.Solver.DNS01 != nil {
+			types = append(types, "DNS-01")
+			if cfg.Solvers.DNS01 == nil {
+				problems = append(problems, fmt.Sprintf("SolverConfigs[%d] is DNS-01, but Solvers.DNS01 is nil", i))
+			}
+		}
+		if s.Solver.TLSALPN01 != nil {
+			types = append(types, "TLS-ALPN-01")
+			if cfg.Solvers.TLSALPN01 == nil {
+				problems = append(problems, fmt.Sprintf("SolverConfigs[%d] is TLS-ALPN-01, but Solvers.TLSALPN01 is nil", i))
+			}
+		}
+		switch len(types) {
+		case 0:
 			problems = append(problems, fmt.Sprintf("SolverConfigs[%d] configures no solver", i))
-		case s.Solver.HTTP01 != nil && s.Solver.DNS01 != nil:
-			problems = append(problems, fmt.Sprintf("SolverConfigs[%d] configures both HTTP-01 and DNS-01; give each its own entry", i))
-		case s.Solver.DNS01 != nil && cfg.Solvers.DNS01 == nil:
-			problems = append(problems, fmt.Sprintf("SolverConfigs[%d] is DNS-01, but Solvers.DNS01 is nil", i))
-		case s.Solver.HTTP01 != nil && cfg.Solvers.HTTP01 == nil:
-			problems = append(problems, fmt.Sprintf("SolverConfigs[%d] is HTTP-01, but Solvers.HTTP01 is nil", i))
+		case 1:
+		default:
+			problems = append(problems, fmt.Sprintf("SolverConfigs[%d] configures %s; give each its own entry", i, strings.Join(types, " and ")))
 		}
 	}
 	if len(problems) > 0 {

@@ -26,7 +26,8 @@ const HTTP01Path = "/.well-known/acme-challenge/"
 // Presentation is what a Presenter puts up for the CA to find and later
 // takes down: the key authorization of one challenge (RFC 8555 §8.1).
 type Presentation struct {
-	// Type is the challenge type, TypeHTTP01 or TypeDNS01.
+	// Type is the challenge type: TypeHTTP01, TypeDNS01 or
+	// TypeTLSALPN01.
 	Type challenge.Type
 	// Identifier is the DNS name (a wildcard's without "*.") or IP
 	// address the CA validates.
@@ -37,7 +38,8 @@ type Presentation struct {
 	// HTTP-01 URL.
 	Token string
 	// KeyAuthorization is token "." account key thumbprint: the body of
-	// the HTTP-01 answer, and, hashed, the DNS-01 TXT value.
+	// the HTTP-01 answer, and, hashed, the DNS-01 TXT value and the
+	// TLS-ALPN-01 certificate's acmeIdentifier extension.
 	KeyAuthorization string
 	// Solver is the solver configuration the order chose (a DNS-01
 	// provider's name and options), for a presenter serving several.
@@ -61,9 +63,10 @@ func (p Presentation) String() string {
 
 // A Presenter makes key authorizations visible where the CA looks for
 // them, and takes them away: an HTTP-01 presenter serves the token's
-// file on port 80 (HTTP01Handler), a DNS-01 presenter publishes the TXT
-// record in the zone through the DNS provider's API. Both kinds are the
-// same interface.
+// file on port 80 (HTTP01Handler), a TLS-ALPN-01 presenter answers the
+// handshake on port 443 (TLSALPN01Handler), a DNS-01 presenter publishes
+// the TXT record in the zone through the DNS provider's API. Every kind
+// is the same interface.
 type Presenter interface {
 	// Present makes p visible. Presenting the same p again is harmless.
 	// Another presentation may share p's name: a wildcard and its base
@@ -114,19 +117,41 @@ type Checker interface {
 // HTTP01Handler is an HTTP-01 Presenter and the http.Handler that serves
 // what it presents: the key authorization of each presented token at
 // HTTP01Path + token (RFC 8555 §8.3). Mount it on port 80 of every name
-// it solves for (or behind the proxy that routes HTTP01Path there). The
-// zero value is ready to use; safe for concurrent use.
+// it solves for (or behind the proxy that routes HTTP01Path there).
+//
+// The zero value keeps what it presents in memory. With Store set, every
+// presentation is written to the store and every request looks its
+// token up there, so that any replica of a service answers a challenge
+// another presented. Set Store before first use. Safe for concurrent
+// use.
 type HTTP01Handler struct {
+	// Store, when set, keeps the presentations (see PresentationStore).
+	Store PresentationStore
+
 	mu     sync.RWMutex
 	tokens map[string]string
 }
 
 var _ Presenter = (*HTTP01Handler)(nil)
 
-// Present serves p's key authorization at HTTP01Path + p.Token.
-func (s *HTTP01Handler) Present(_ context.Context, p Presentation) error {
+// NewHTTP01Handler returns a handler that keeps its presentations in
+// store (nil: in memory).
+func NewHTTP01Handler(store PresentationStore) *HTTP01Handler {
+	return &HTTP01Handler{Store: store}
+}
+
+// Present serves p's key authorization at HTTP01Path + p.Token. With a
+// Store, it writes p there.
+func (s *HTTP01Handler) Present(ctx context.Context, p Presentation) error {
 	if p.Token == "" || strings.ContainsAny(p.Token, "/?#") {
 		return fmt.Errorf("acmeclient: HTTP-01 token %q is not a path segment", p.Token)
+	}
+	if s.Store != nil {
+		p.Type = challenge.TypeHTTP01
+		if err := s.Store.PutPresentation(ctx, p); err != nil {
+			return fmt.Errorf("acmeclient: HTTP-01 presentation for %s: %w", p.Identifier, err)
+		}
+		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -138,14 +163,22 @@ func (s *HTTP01Handler) Present(_ context.Context, p Presentation) error {
 }
 
 // CleanUp stops serving p's token. Idempotent.
-func (s *HTTP01Handler) CleanUp(_ context.Context, p Presentation) error {
+func (s *HTTP01Handler) CleanUp(ctx context.Context, p Presentation) error {
+	if s.Store != nil {
+		p.Type = challenge.TypeHTTP01
+		if err := s.Store.DeletePresentation(ctx, p); err != nil {
+			return fmt.Errorf("acmeclient: HTTP-01 clean-up for %s: %w", p.Identifier, err)
+		}
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.tokens, p.Token)
 	return nil
 }
 
-// Presented is how many tokens are served now.
+// Presented is how many tokens are served now from memory; a handler
+// with a Store keeps nothing there and reports 0.
 func (s *HTTP01Handler) Presented() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -164,9 +197,19 @@ func (s *HTTP01Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	s.mu.RLock()
-	ka, ok := s.tokens[token]
-	s.mu.RUnlock()
+	var ka string
+	if s.Store != nil {
+		p, found, err := s.Store.LookupPresentation(r.Context(), challenge.TypeHTTP01, token)
+		if err != nil {
+			http.Error(w, "presentation store unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		ok, ka = found, p.KeyAuthorization
+	} else {
+		s.mu.RLock()
+		ka, ok = s.tokens[token]
+		s.mu.RUnlock()
+	}
 	if !ok {
 		http.NotFound(w, r)
 		return
@@ -386,6 +429,12 @@ type Solvers struct {
 	// DNS01Check is the DNS-01 self-check, for example a DNS01Checker;
 	// nil skips it.
 	DNS01Check Checker
+	// TLSALPN01 answers TLS-ALPN-01 challenges, for example a
+	// *TLSALPN01Handler whose GetCertificate answers on port 443.
+	TLSALPN01 Presenter
+	// TLSALPN01Check is the TLS-ALPN-01 self-check, for example a
+	// TLSALPN01Checker; nil skips it.
+	TLSALPN01Check Checker
 }
 
 // ErrNoSolver is returned for a challenge type without a presenter.
@@ -399,6 +448,8 @@ func (s Solvers) Presenter(t challenge.Type) Presenter {
 		return s.HTTP01
 	case challenge.TypeDNS01:
 		return s.DNS01
+	case challenge.TypeTLSALPN01:
+		return s.TLSALPN01
 	}
 	return nil
 }
@@ -409,6 +460,8 @@ func (s Solvers) checker(t challenge.Type) Checker {
 		return s.HTTP01Check
 	case challenge.TypeDNS01:
 		return s.DNS01Check
+	case challenge.TypeTLSALPN01:
+		return s.TLSALPN01Check
 	}
 	return nil
 }

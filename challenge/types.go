@@ -13,6 +13,11 @@ type Type string
 const (
 	TypeHTTP01 Type = "http-01"
 	TypeDNS01  Type = "dns-01"
+	// TypeTLSALPN01 is answered in the TLS handshake on port 443: a
+	// certificate for the identifier that carries the key authorization's
+	// digest, sent to a client that offers the ALPN protocol "acme-tls/1"
+	// (RFC 8737).
+	TypeTLSALPN01 Type = "tls-alpn-01"
 )
 
 // State is an ACME challenge or authorization status (RFC 8555 §7.1.6), plus
@@ -63,11 +68,19 @@ type DNS01Solver struct {
 	Config   map[string]string `json:"config,omitempty"`
 }
 
-// Solver is the solver chosen for a challenge; exactly one of HTTP01 and
-// DNS01 is set.
+// TLSALPN01Solver configures a TLS-ALPN-01 solver (the configuration
+// only: acmeclient.TLSALPN01Handler is what answers the handshakes);
+// Options are the host's.
+type TLSALPN01Solver struct {
+	Options map[string]string `json:"options,omitempty"`
+}
+
+// Solver is the solver chosen for a challenge; exactly one of HTTP01,
+// DNS01 and TLSALPN01 is set.
 type Solver struct {
-	HTTP01 *HTTP01Solver `json:"http01,omitempty"`
-	DNS01  *DNS01Solver  `json:"dns01,omitempty"`
+	HTTP01    *HTTP01Solver    `json:"http01,omitempty"`
+	DNS01     *DNS01Solver     `json:"dns01,omitempty"`
+	TLSALPN01 *TLSALPN01Solver `json:"tlsalpn01,omitempty"`
 }
 
 // Spec is immutable once the challenge exists.

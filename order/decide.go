@@ -159,6 +159,11 @@ func SpecHash(s *Spec) string {
 			e.str("dns01.provider", d.Provider)
 			e.labels("dns01.config", d.Config)
 		}
+		if t := sv.Solver.TLSALPN01; t != nil {
+			// Added after v1's first fields: hashed only when set.
+			e.flag("tlsalpn01", true)
+			e.labels("tlsalpn01.options", t.Options)
+		}
 	}
 	return SpecHashVersion + ":" + hex.EncodeToString(e.h.Sum(nil)[:16])
 }

@@ -507,3 +507,40 @@ func TestChallengesStartFromTheAuthorizationRead(t *testing.T) {
 		require.Equal(t, want, first.Reason, "%s: the challenge machine's first step", c.Name)
 	}
 }
+
+// RFC 8737: TLS-ALPN-01 is chosen like HTTP-01 — by its selector, for
+// names and IP addresses (RFC 8738 §6) — never for a wildcard (§3), and
+// only where the server offers it.
+func TestChooseSolverTLSALPN01(t *testing.T) {
+	alpn := challenge.Solver{TLSALPN01: &challenge.TLSALPN01Solver{}}
+	def := SolverConfig{Solver: alpn}
+	named := SolverConfig{Selector: &Selector{DNSNames: []string{"a.web.example"}}, Solver: alpn}
+	all := []challenge.Type{challenge.TypeHTTP01, challenge.TypeDNS01, challenge.TypeTLSALPN01}
+	tests := map[string]struct {
+		solvers  []SolverConfig
+		name     string
+		wildcard bool
+		offered  []challenge.Type
+		want     challenge.Type // "" for none
+	}{
+		"the only solver, for a name":             {[]SolverConfig{def}, "web.example", false, all, challenge.TypeTLSALPN01},
+		"the only solver, for an IP address":      {[]SolverConfig{def}, "192.0.2.1", false, all, challenge.TypeTLSALPN01},
+		"never for a wildcard":                    {[]SolverConfig{def}, "web.example", true, all, ""},
+		"not where the server does not offer it":  {[]SolverConfig{def}, "web.example", false, []challenge.Type{challenge.TypeHTTP01}, ""},
+		"after HTTP-01 among defaults":            {[]SolverConfig{{Solver: http01}, def}, "web.example", false, all, challenge.TypeHTTP01},
+		"before HTTP-01 among defaults":           {[]SolverConfig{def, {Solver: http01}}, "web.example", false, all, challenge.TypeTLSALPN01},
+		"in place of HTTP-01 the server withheld": {[]SolverConfig{{Solver: http01}, def}, "web.example", false, []challenge.Type{challenge.TypeTLSALPN01}, challenge.TypeTLSALPN01},
+		"a name selector beats a default":         {[]SolverConfig{{Solver: http01}, named}, "a.web.example", false, all, challenge.TypeTLSALPN01},
+		"a wildcard falls to DNS-01":              {[]SolverConfig{def, {Solver: dns01}}, "web.example", true, all, challenge.TypeDNS01},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s, ok := ChooseSolver(tc.solvers, tc.name, tc.wildcard, tc.offered, nil)
+			var got challenge.Type
+			if ok {
+				got, _ = solverType(s)
+			}
+			require.Equal(t, tc.want, got, "ChooseSolver")
+		})
+	}
+}

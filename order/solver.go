@@ -28,9 +28,9 @@ import (
 // (RFC 8555 §7.1.3) matches the dnsNames entry "*.example.com", never the
 // bare "example.com"; a zone holds a name equal to it or ending in "."
 // and the zone, so the zone "example.com" holds both "example.com" and
-// "*.example.com". Wildcards can only be solved with DNS-01, and IP
-// addresses never with DNS-01 (RFC 8738 §7); zones never hold an IP
-// address. It returns false when no solver applies.
+// "*.example.com". Wildcards can only be solved with DNS-01 (RFC 8555
+// §7.1.3, RFC 8737 §3), and IP addresses never with DNS-01 (RFC 8738 §7);
+// zones never hold an IP address. It returns false when no solver applies.
 func ChooseSolver(solvers []SolverConfig, name string, wildcard bool, offered []challenge.Type, labels map[string]string) (challenge.Solver, bool) {
 	base := strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(name, "*."), "."))
 	id := identifier{base: base, wildcard: wildcard}
@@ -76,13 +76,16 @@ func (id identifier) name() string {
 }
 
 // solverType is the challenge type a solver solves: DNS-01 when it
-// configures DNS-01, else HTTP-01; false when it configures neither.
+// configures DNS-01, else HTTP-01 when it configures HTTP-01, else
+// TLS-ALPN-01; false when it configures none.
 func solverType(s challenge.Solver) (challenge.Type, bool) {
 	switch {
 	case s.DNS01 != nil:
 		return challenge.TypeDNS01, true
 	case s.HTTP01 != nil:
 		return challenge.TypeHTTP01, true
+	case s.TLSALPN01 != nil:
+		return challenge.TypeTLSALPN01, true
 	}
 	return "", false
 }

@@ -3,6 +3,7 @@ package acmetest
 import (
 	"context"
 	"crypto"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
@@ -82,11 +83,18 @@ type Options struct {
 	RetryAfterAuthz, RetryAfterOrder int
 	// Log receives Pebble's log; nil discards it.
 	Log io.Writer
+	// TLSALPN01Port, when set, is the loopback port the server validates
+	// TLS-ALPN-01 challenges on, where the caller's own TLS server
+	// listens — to test a server that answers TLS-ALPN-01 itself, for
+	// example with TLSALPN01Handler's GetCertificate. Zero starts a
+	// listener of the server's own that answers with TLSALPN01Handler.
+	TLSALPN01Port int
 }
 
 // Server is Pebble running in this process on loopback: its ACME
-// endpoint over TLS, a DNS server it resolves every name with, and an
-// HTTP server on the port it validates HTTP-01 challenges against.
+// endpoint over TLS, a DNS server it resolves every name with, an HTTP
+// server on the port it validates HTTP-01 challenges against, and a TLS
+// server on the port it validates TLS-ALPN-01 challenges against.
 type Server struct {
 	// URL is the base URL of the ACME endpoint, https://127.0.0.1:port.
 	URL string
@@ -103,6 +111,10 @@ type Server struct {
 	h01     http.Handler
 	handler *acmeclient.HTTP01Handler
 	done    chan struct{}
+	tlsPort int
+	tlsLn   net.Listener // nil when Options.TLSALPN01Port is set
+	tlsalpn *acmeclient.TLSALPN01Handler
+	tlsWG   sync.WaitGroup
 	// orders counts the orders Pebble created, by identifiers.
 	ordersMu sync.Mutex
 	orders   map[string]int
@@ -126,7 +138,7 @@ func Start(opts Options) (*Server, error) {
 	}
 	logger := log.New(logOut, "pebble ", log.LstdFlags)
 
-	s := &Server{done: make(chan struct{}), handler: &acmeclient.HTTP01Handler{}}
+	s := &Server{done: make(chan struct{}), handler: &acmeclient.HTTP01Handler{}, tlsalpn: &acmeclient.TLSALPN01Handler{}}
 	s.h01 = s.handler
 	var err error
 	if s.dns, err = startDNS(); err != nil {
@@ -141,6 +153,15 @@ func Start(opts Options) (*Server, error) {
 		defer close(s.done)
 		_ = s.http01.Serve(s.httpLn)
 	}()
+	if s.tlsPort = opts.TLSALPN01Port; s.tlsPort == 0 {
+		if s.tlsLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("acmetest: TLS-ALPN-01 listener: %w", err)
+		}
+		s.tlsPort = s.tlsLn.Addr().(*net.TCPAddr).Port
+		s.tlsWG.Add(1)
+		go s.serveTLSALPN01()
+	}
 
 	chain := opts.Intermediates
 	if chain == 0 {
@@ -182,7 +203,7 @@ func Start(opts Options) (*Server, error) {
 	withEnv(env, func() {
 		s.db = db.NewMemoryStore()
 		s.ca = ca.New(logger, s.db, "", "ecdsa", opts.AlternateRoots, chain, profiles)
-		v := va.New(logger, httpPort, 0, false, s.dns.Addr(), s.db)
+		v := va.New(logger, httpPort, s.tlsPort, false, s.dns.Addr(), s.db)
 		w = wfe.New(logger, s.db, v, s.ca, []string{"pebble.letsencrypt.org"}, false, opts.RequireEAB, opts.RetryAfterAuthz, opts.RetryAfterOrder)
 	})
 	for id, key := range opts.EAB {
@@ -210,6 +231,9 @@ func (o Options) validate() error {
 	}
 	if o.AuthzReusePercent < 0 || o.AuthzReusePercent > 100 {
 		errs = append(errs, fmt.Errorf("acmetest: AuthzReusePercent: %d is not in 0–100", o.AuthzReusePercent))
+	}
+	if o.TLSALPN01Port < 0 || o.TLSALPN01Port > 65535 {
+		errs = append(errs, fmt.Errorf("acmetest: TLSALPN01Port: %d is not a port", o.TLSALPN01Port))
 	}
 	if o.Intermediates < 0 || o.AlternateRoots < 0 || o.ValidationSleep < 0 {
 		errs = append(errs, fmt.Errorf("acmetest: Intermediates (%d), AlternateRoots (%d) and ValidationSleep (%v) must not be negative",
@@ -248,9 +272,9 @@ func withEnv(env map[string]string, fn func()) {
 	fn()
 }
 
-// Close stops the ACME, DNS and HTTP-01 servers. Pebble's validation
-// authority keeps one idle goroutine that it offers no way to stop; it
-// holds no port.
+// Close stops the ACME, DNS, HTTP-01 and TLS-ALPN-01 servers. Pebble's
+// validation authority keeps one idle goroutine that it offers no way to
+// stop; it holds no port.
 func (s *Server) Close() {
 	if s.acme != nil {
 		s.acme.Close()
@@ -258,6 +282,10 @@ func (s *Server) Close() {
 	if s.http01 != nil {
 		_ = s.http01.Close()
 		<-s.done
+	}
+	if s.tlsLn != nil {
+		_ = s.tlsLn.Close()
+		s.tlsWG.Wait()
 	}
 	if s.dns != nil {
 		s.dns.Close()
@@ -282,23 +310,82 @@ func (s *Server) ClientConfig(key crypto.Signer) acmeclient.Config {
 	return acmeclient.Config{DirectoryURL: s.DirectoryURL, Key: key, HTTPClient: s.Client()}
 }
 
-// Solvers are presenters and self-checks for both challenge types, wired
+// Solvers are presenters and self-checks for HTTP-01 and DNS-01, wired
 // to this server: HTTP-01 through HTTP01Handler, which answers on the
 // port the server validates against, DNS-01 through its DNS server, and
 // self-checks that resolve names through that DNS server, as the CA
-// does.
+// does. For TLS-ALPN-01, see TLSALPN01Solvers.
 func (s *Server) Solvers() acmeclient.Solvers {
+	return acmeclient.Solvers{
+		HTTP01:      s.handler,
+		HTTP01Check: acmeclient.HTTP01Checker{Client: s.checkClient(), Port: s.HTTP01Port()},
+		DNS01:       s.dns,
+		DNS01Check:  acmeclient.DNS01Checker{Nameservers: []string{s.dns.Addr()}},
+	}
+}
+
+// TLSALPN01Solvers are a TLS-ALPN-01 presenter and self-check wired to
+// this server: TLSALPN01Handler, whose certificates answer on the port
+// the server validates against, and a self-check that dials that port
+// as the CA does. An issuer given them solves every name and IP address
+// with TLS-ALPN-01 (wildcards cannot be); add them to Solvers' to offer
+// both: with no SolverConfigs, HTTP-01 is then chosen where the server
+// offers it.
+func (s *Server) TLSALPN01Solvers() acmeclient.Solvers {
+	return acmeclient.Solvers{TLSALPN01: s.tlsalpn, TLSALPN01Check: s.TLSALPN01Checker()}
+}
+
+// Dialer is a dialer that resolves names through the server's DNS
+// server, as the CA does.
+func (s *Server) Dialer() *net.Dialer {
 	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, network, s.dns.Addr())
 	}}
-	dialer := &net.Dialer{Resolver: resolver, Timeout: 5 * time.Second}
-	check := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: dialer.DialContext, DisableKeepAlives: true}}
-	return acmeclient.Solvers{
-		HTTP01:      s.handler,
-		HTTP01Check: acmeclient.HTTP01Checker{Client: check, Port: s.HTTP01Port()},
-		DNS01:       s.dns,
-		DNS01Check:  acmeclient.DNS01Checker{Nameservers: []string{s.dns.Addr()}},
+	return &net.Dialer{Resolver: resolver, Timeout: 5 * time.Second}
+}
+
+func (s *Server) checkClient() *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: s.Dialer().DialContext, DisableKeepAlives: true}}
+}
+
+// TLSALPN01Checker is the TLS-ALPN-01 self-check the server's Solvers
+// use: it dials the TLS-ALPN-01 port, resolving through the server's DNS
+// server, as the CA does.
+func (s *Server) TLSALPN01Checker() acmeclient.TLSALPN01Checker {
+	return acmeclient.TLSALPN01Checker{Dialer: s.Dialer(), Port: s.tlsPort}
+}
+
+// TLSALPN01Handler is the TLS-ALPN-01 presenter whose certificates the
+// server's own TLS-ALPN-01 listener answers with (none is started when
+// Options.TLSALPN01Port is set: the caller's server answers there).
+func (s *Server) TLSALPN01Handler() *acmeclient.TLSALPN01Handler { return s.tlsalpn }
+
+// TLSALPN01Port is the port the server validates TLS-ALPN-01 challenges
+// on.
+func (s *Server) TLSALPN01Port() int { return s.tlsPort }
+
+// serveTLSALPN01 answers each connection to the TLS-ALPN-01 listener with
+// one handshake, as RFC 8737 §3 asks, until the listener is closed.
+func (s *Server) serveTLSALPN01() {
+	defer s.tlsWG.Done()
+	cfg := &tls.Config{
+		GetCertificate: s.tlsalpn.GetCertificate,
+		NextProtos:     []string{acmeclient.ACMETLS1Protocol},
+		MinVersion:     tls.VersionTLS12,
+	}
+	for {
+		conn, err := s.tlsLn.Accept()
+		if err != nil {
+			return
+		}
+		s.tlsWG.Add(1)
+		go func() {
+			defer s.tlsWG.Done()
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+			_ = tls.Server(conn, cfg).Handshake()
+		}()
 	}
 }
 

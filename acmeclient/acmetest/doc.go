@@ -11,14 +11,17 @@
 //	client, err := acmeclient.New(srv.ClientConfig(accountKey))
 //	issuer, err := acmeclient.NewIssuer(acmeclient.IssuerConfig{Client: client, Solvers: srv.Solvers(), …})
 //
-// A Server is three servers: the ACME endpoint over TLS on a random port
+// A Server is four servers: the ACME endpoint over TLS on a random port
 // (Client trusts its TLS certificate; Roots are the roots of the
 // certificates it issues), a DNS server that resolves every name to
-// 127.0.0.1 and serves the TXT records DNS-01 presentations set, and an
+// 127.0.0.1 and serves the TXT records DNS-01 presentations set, an
 // HTTP server on the port Pebble validates HTTP-01 challenges against,
-// which answers with the server's own HTTP01Handler. Solvers wires all of
-// it: HTTP-01 and DNS-01 presenters and self-checks that look where the
-// CA looks.
+// which answers with the server's own HTTP01Handler, and a TLS server on
+// the port Pebble validates TLS-ALPN-01 challenges against, which
+// answers with the server's own TLSALPN01Handler (or the caller's TLS
+// server on Options.TLSALPN01Port). Solvers and TLSALPN01Solvers wire
+// all of it: HTTP-01, DNS-01 and TLS-ALPN-01 presenters and self-checks
+// that look where the CA looks.
 //
 // Pebble's fault knobs are Options: rejected nonces, validation sleep,
 // always-valid validation, authorization reuse, chain length, alternate
