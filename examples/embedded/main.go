@@ -23,8 +23,6 @@ package main
 
 import (
 	"context"
-	"crypto"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -40,7 +38,6 @@ import (
 	"github.com/certlife/certlife/certificate/host"
 	"github.com/certlife/certlife/certificate/host/hosttest"
 	"github.com/certlife/certlife/certificate/localca"
-	"github.com/certlife/certlife/keys"
 )
 
 const ns = "default"
@@ -154,7 +151,8 @@ func startHost(ctx context.Context, dir string, ca *acmetest.Server, clk *testin
 		return nil, nil, nil, err
 	}
 	store := stores.objects
-	accountKey, err := accountKey(ctx, store)
+	// The ACME account's key: made on the first run and kept in the store.
+	accountKey, err := acmeclient.AccountKey(ctx, store.Secrets().Get, store.Secrets().Create, ns, "acme-account", nil)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -191,24 +189,6 @@ func startHost(ctx context.Context, dir string, ca *acmetest.Server, clk *testin
 		}
 	}
 	return stores, loop, client, nil
-}
-
-// accountKey is the ACME account's key, made on the first run and kept in
-// the store as a secret.
-func accountKey(ctx context.Context, store host.Store) (crypto.Signer, error) {
-	if s, err := store.Secrets().Get(ctx, ns, "acme-account"); err == nil {
-		return keys.DecodePrivateKey(s.Data[keys.SecretPrivateKey])
-	}
-	key, err := keys.Generate(rand.Reader, keys.KeySpec{Algorithm: keys.AlgorithmECDSA})
-	if err != nil {
-		return nil, err
-	}
-	pem, err := keys.EncodePrivateKey(key, keys.EncodingPKCS8)
-	if err == nil {
-		_, err = store.Secrets().Create(ctx, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: ns, Name: "acme-account"},
-			Data: map[string][]byte{keys.SecretPrivateKey: pem}})
-	}
-	return key, err
 }
 
 // acmeOrder is the URL of the ACME order the issuer keeps in the store,
