@@ -111,9 +111,24 @@ type Event struct {
 	// Request returned.
 	Err error
 	// Warning is what went wrong beside the pass without stopping it: an
-	// ARI read, telling an issuer that a request is gone.
+	// ARI read, telling an issuer that a request is gone, an issuer that
+	// could not reach its CA (certificate.ErrCAUnreachable) and will be
+	// called again at Next.
 	Warning error
+	// AwaitedSecret, after a request pass that left the request
+	// unanswered, names the secret its issuer waits for
+	// (certificate.SecretAwaiter); empty otherwise. A host with its own
+	// queue looks at the request again as soon as that secret is written,
+	// as a Loop does, besides at Next.
+	AwaitedSecret SecretKey
 }
+
+// SecretKey names a secret: its namespace and name. The zero value names
+// none.
+type SecretKey struct{ Namespace, Name string }
+
+// IsZero reports whether k names no secret.
+func (k SecretKey) IsZero() bool { return k.Name == "" }
 
 // Reconciler is the per-object core of a host, in the shape of
 // controller-runtime's reconciler contract: Certificate and Request each
@@ -364,6 +379,15 @@ func (r *Reconciler) request(ctx context.Context, ev Event, now time.Time) (Even
 	next, aerr := iss.Answer(ctx, req, now)
 	ev.Request = req
 	ev.Next = next
+	if aw, ok := iss.(certificate.SecretAwaiter); ok && !certificate.Answered(req) {
+		if ns, name := aw.AwaitedSecret(req); name != "" {
+			ev.AwaitedSecret = SecretKey{Namespace: ns, Name: name}
+		}
+	}
+	if aerr != nil && !next.IsZero() && errors.Is(aerr, certificate.ErrCAUnreachable) {
+		// Not a failed pass: the issuer is called again at next.
+		ev.Warning, aerr = aerr, nil
+	}
 	if !reflect.DeepEqual(before, req.Status) {
 		made, err := reqs.Update(ctx, req)
 		switch {
