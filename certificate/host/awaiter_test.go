@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -263,76 +264,108 @@ func secretCert(t *testing.T, st host.Store, name string) *x509.Certificate {
 	return c
 }
 
-// signalling closes written when the secret name is created.
-type signalling struct {
-	*host.MemoryStore
-	name    string
-	written chan struct{}
+// gate, once armed, holds up the CA secret's first read that finds it
+// missing until the CA secret is written, and the self-signed issuer
+// (heldSelfSigned) until that read: a request pass reads the CA secret
+// as missing, the loop writes it while that pass is in flight, and the
+// pass returns after.
+type gate struct {
+	store   host.Store
+	armed   bool
+	read    chan struct{} // closed at the armed read
+	written chan struct{} // closed when the CA secret is created
+	held    bool          // the read returned after the write
 }
 
-func (s *signalling) Secrets() host.Collection[*certificate.Secret] {
-	return signallingSecrets{s.MemoryStore.Secrets(), s}
+func (g *gate) get(ctx context.Context, namespace, name string) (*certificate.Secret, error) {
+	s, err := g.store.Secrets().Get(ctx, namespace, name)
+	if !g.armed || name != "internal-ca" || !errors.Is(err, host.ErrNotFound) {
+		return s, err
+	}
+	g.armed = false
+	close(g.read)
+	select {
+	case <-g.written:
+		g.held = true
+	case <-ctx.Done():
+	}
+	return s, err
 }
 
-type signallingSecrets struct {
+type gatedSecrets struct {
 	host.Collection[*certificate.Secret]
-	s *signalling
+	g *gate
 }
 
-func (c signallingSecrets) Create(ctx context.Context, sec *certificate.Secret) (*certificate.Secret, error) {
+func (c gatedSecrets) Create(ctx context.Context, sec *certificate.Secret) (*certificate.Secret, error) {
 	made, err := c.Collection.Create(ctx, sec)
-	if err == nil && sec.Name == c.s.name {
-		close(c.s.written)
+	if err == nil && sec.Name == "internal-ca" {
+		close(c.g.written)
 	}
 	return made, err
 }
 
-// late is an issuer whose first answer that leaves a request waiting
-// returns only once the secret it read as missing has been written.
-type late struct {
-	certificate.SecretAwaiter
-	inner   certificate.Issuer
-	written chan struct{}
-	waited  bool
+type gatedStore struct {
+	*host.MemoryStore
+	g *gate
 }
 
-func (l *late) Answer(ctx context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
-	next, err := l.inner.Answer(ctx, r, now)
-	if !certificate.Answered(r) && !l.waited {
-		l.waited = true
-		select {
-		case <-l.written:
-		case <-ctx.Done():
-		}
+func (s gatedStore) Secrets() host.Collection[*certificate.Secret] {
+	return gatedSecrets{s.MemoryStore.Secrets(), s.g}
+}
+
+// heldSelfSigned is the self-signed issuer, which answers once the gate was read
+// twice.
+type heldSelfSigned struct {
+	certificate.Issuer
+	g *gate
+}
+
+func (h heldSelfSigned) Answer(ctx context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
+	select {
+	case <-h.g.read:
+	case <-ctx.Done():
+		return time.Time{}, ctx.Err()
 	}
-	return next, err
+	return h.Issuer.Answer(ctx, r, now)
 }
 
 // Under Run, a request pass that read the CA secret as missing and
 // returns after the loop wrote it is not left waiting for a write that
-// has been: it is answered again at once.
+// has been: it is answered again at once. The request is Pending from
+// before a restart, so that the pass does not change it (a pass that
+// does sees its own write and goes round again anyway).
 func TestUnderRunAPassThatReadTheSecretBeforeItWasWrittenIsNotLeftWaiting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		st := &signalling{MemoryStore: host.NewMemoryStore(clock.RealClock{}), name: "internal-ca", written: make(chan struct{})}
-		get := st.Secrets().Get
-		fromSecret := localca.FromSecret(get, "default", "internal-ca", nil)
-		iss := &late{SecretAwaiter: fromSecret.(certificate.SecretAwaiter), inner: fromSecret, written: st.written}
-		start := time.Now()
-		loop, err := host.New(host.Config{Store: st, Issuers: map[certificate.IssuerRef]certificate.Issuer{
-			{Name: "self-signed"}: localca.SelfSigned(get, nil),
-			{Name: "internal-ca"}: iss,
-		}, Observe: func(e host.Event) { t.Logf("%s %s %s next=%s %v", time.Since(start), e.Kind, e.Name, e.Next.Sub(start), e.AwaitedSecret) }})
+		mem := host.NewMemoryStore(clock.RealClock{})
+		g := &gate{store: mem, read: make(chan struct{}), written: make(chan struct{})}
+		st := gatedStore{mem, g}
+		cfg := host.Config{Store: st, Issuers: map[certificate.IssuerRef]certificate.Issuer{
+			{Name: "self-signed"}: heldSelfSigned{localca.SelfSigned(st.Secrets().Get, nil), g},
+			{Name: "internal-ca"}: localca.FromSecret(g.get, "default", "internal-ca", nil),
+		}}
+		_, err := st.Certificates().Create(ctx, leafCert("api"))
 		require.NoError(t, err)
+		before, err := host.New(cfg) // the host before the restart: no CA yet
+		require.NoError(t, err)
+		_, err = hosttest.Settle(ctx, before, 100)
+		require.NoError(t, err)
+		r, err := st.Requests().Get(ctx, "default", "api-1")
+		require.NoError(t, err)
+		require.False(t, certificate.Answered(r))
+
 		_, err = st.Certificates().Create(ctx, localca.RootCertificate("default", "internal-ca", "internal CA", certificate.IssuerRef{Name: "self-signed"}))
 		require.NoError(t, err)
-		_, err = st.Certificates().Create(ctx, leafCert("api"))
+		g.armed = true
+		loop, err := host.New(cfg)
 		require.NoError(t, err)
+		start := time.Now()
 		done := make(chan error, 1)
 		go func() { done <- loop.Run(ctx) }()
 		synctest.Wait()
-		require.True(t, iss.waited, "the pass read the secret before it was written")
+		require.True(t, g.held, "a pass read the secret before it was written, and returned after")
 		c, err := st.Certificates().Get(ctx, "default", "api")
 		require.NoError(t, err)
 		require.True(t, ready(c), "%+v", c.Status.Conditions)
