@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"reflect"
 	"slices"
@@ -77,6 +78,14 @@ type Config struct {
 	// certificate decision with what came of its actions, and each issuer
 	// step. It is called on the goroutine that made the pass.
 	Observe func(Event)
+	// Logger receives the same events as structured records (LogEvent):
+	// failures at Error and Warn — a pass that failed, an issuance that
+	// failed, an issuer that failed a request or could not reach its CA,
+	// a spec nothing can be issued for — and every other decision and
+	// issuer answer at Debug. Nil means slog.Default(), whose default
+	// handler shows Info and above: failures are logged unless the host
+	// opts out, with slog.New(slog.DiscardHandler).
+	Logger *slog.Logger
 }
 
 // Event is one pass over one object, for a log, a timeline or a test.
@@ -563,6 +572,7 @@ func (r *Reconciler) observe(ev Event) {
 	if r.cfg.Observe != nil {
 		r.cfg.Observe(ev)
 	}
+	LogEvent(context.Background(), r.cfg.Logger, ev)
 }
 
 // gather reads everything a decision about c reads; nil for what is
