@@ -73,9 +73,10 @@ type SecretAwaiter interface {
 // certificate (leaf), gives the window to the decision
 // (Snapshot.ARI), and looks at the certificate again by next to ask
 // again (zero: no need). A nil window means the CA suggests none. An
-// error means no window this pass: the host reports it and asks again
-// by next. The advisor bounds how often it asks its CA: a host may ask
-// on every pass.
+// error is reported by the host, which asks again by next; the window
+// returned with it, if any (the last the CA gave), is used meanwhile.
+// The advisor bounds how often it asks its CA: a host may ask on every
+// pass.
 type RenewalAdvisor interface {
 	RenewalWindow(ctx context.Context, leaf *x509.Certificate, now time.Time) (w *renewal.ARIWindow, next time.Time, err error)
 }

@@ -62,11 +62,18 @@ type Config struct {
 	// crypto/rand.
 	Rand io.Reader
 	// ARI, when set, is asked for the CA's suggested renewal window of a
-	// certificate's current leaf (acmeclient.Client.RenewalInfo) on every
-	// pass over a certificate that has one, and renewal follows it (RFC
-	// 9773). Cache its answers for as long as the CA's Retry-After says.
-	// An error is reported in the pass's Event (Warning) and the pass
-	// goes on without a window.
+	// certificate's current leaf on every pass over a certificate that
+	// has one, and renewal follows it (RFC 9773), instead of the
+	// certificate's issuer. Cache its answers for as long as the CA's
+	// Retry-After says. An error is reported in the pass's Event
+	// (Warning) and the pass goes on without a window. When nil, the
+	// issuer the certificate's issuerRef names is asked when it is a
+	// certificate.RenewalAdvisor — the ACME issuer (acmeclient.Issuer) is
+	// one, on by default where the CA's directory offers renewalInfo —
+	// and the certificate is looked at again by the time it says to ask
+	// again (for the ACME issuer, per certificate, at most once per the
+	// CA's Retry-After, 6 h at Let's Encrypt, within 1 min–12 h). To turn
+	// ARI off, set a func that returns nil, nil.
 	ARI func(ctx context.Context, c *certificate.Certificate, leaf *x509.Certificate) (*renewal.ARIWindow, error)
 	// Resync is how often a Loop queues every certificate and unanswered
 	// request again, and removes what deleted certificates owned,
@@ -304,7 +311,7 @@ func (r *Reconciler) certificate(ctx context.Context, ev Event, now time.Time) (
 		return ev, err
 	}
 	ev.Certificate = c
-	snap, ariErr, err := r.gather(ctx, c)
+	snap, ariNext, ariErr, err := r.gather(ctx, c, now)
 	if err != nil {
 		return ev, err
 	}
@@ -329,6 +336,9 @@ func (r *Reconciler) certificate(ctx context.Context, ev Event, now time.Time) (
 	}
 	ev.Writes, ev.Warning = p.writes, errors.Join(ev.Warning, p.warning)
 	ev.Next = res.RequeueAt
+	if !ariNext.IsZero() && (ev.Next.IsZero() || ariNext.Before(ev.Next)) {
+		ev.Next = ariNext // to ask the CA again
+	}
 	if len(p.writes) > 0 {
 		ev.Next = now
 	}
@@ -576,8 +586,10 @@ func (r *Reconciler) observe(ev Event) {
 }
 
 // gather reads everything a decision about c reads; nil for what is
-// missing. ariErr is a failed ARI read, which the pass goes on without.
-func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate) (s *certificate.Snapshot, ariErr, err error) {
+// missing. ariErr is a failed ARI read, which the pass goes on without;
+// ariNext is when the certificate's issuer asked to be asked again about
+// its renewal window.
+func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate, now time.Time) (s *certificate.Snapshot, ariNext time.Time, ariErr, err error) {
 	st := r.store
 	s = &certificate.Snapshot{Certificate: c}
 	// A secret name that is not valid names no secret, and nothing is
@@ -590,14 +602,14 @@ func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate) (s 
 		case errors.Is(err, ErrNotFound):
 			s.SecretAbsenceConfirmed = r.authoritative || errors.Is(err, ErrAbsenceConfirmed)
 		case err != nil:
-			return nil, nil, err
+			return nil, time.Time{}, nil, err
 		default:
 			s.Secret = sec
 		}
 	}
 	owned, err := st.Secrets().List(ctx, ListOptions{Namespace: c.Namespace, OwnerUID: c.UID})
 	if err != nil {
-		return nil, nil, err
+		return nil, time.Time{}, nil, err
 	}
 	for _, o := range owned {
 		if o.Labels[certificate.LabelNextPrivateKey] == "true" {
@@ -605,12 +617,12 @@ func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate) (s 
 		}
 	}
 	if s.Requests, err = st.Requests().List(ctx, ListOptions{Namespace: c.Namespace, OwnerUID: c.UID}); err != nil {
-		return nil, nil, err
+		return nil, time.Time{}, nil, err
 	}
 	if secretNamed {
 		others, err := st.Certificates().List(ctx, ListOptions{Namespace: c.Namespace, SecretName: c.Spec.SecretName})
 		if err != nil {
-			return nil, nil, err
+			return nil, time.Time{}, nil, err
 		}
 		for _, o := range others {
 			if o.Name != c.Name {
@@ -618,15 +630,24 @@ func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate) (s 
 			}
 		}
 	}
-	if r.cfg.ARI != nil && s.Secret != nil {
-		if leaf := leafOf(r.cfg.Certificate.ParseCache, s.Secret); leaf != nil {
-			s.ARI, ariErr = r.cfg.ARI(ctx, c, leaf)
-			if ariErr != nil {
-				s.ARI, ariErr = nil, fmt.Errorf("renewal information: %w", ariErr)
+	if s.Secret != nil {
+		switch adv, _ := r.issuer(c.Spec.IssuerRef).(certificate.RenewalAdvisor); {
+		case r.cfg.ARI != nil:
+			if leaf := leafOf(r.cfg.Certificate.ParseCache, s.Secret); leaf != nil {
+				if s.ARI, ariErr = r.cfg.ARI(ctx, c, leaf); ariErr != nil {
+					s.ARI = nil
+				}
+			}
+		case adv != nil:
+			if leaf := leafOf(r.cfg.Certificate.ParseCache, s.Secret); leaf != nil {
+				s.ARI, ariNext, ariErr = adv.RenewalWindow(ctx, leaf, now)
 			}
 		}
+		if ariErr != nil {
+			ariErr = fmt.Errorf("renewal information: %w", ariErr)
+		}
 	}
-	return s, ariErr, nil
+	return s, ariNext, ariErr, nil
 }
 
 // leafOf is the first certificate of the secret's tls.crt, nil when there
