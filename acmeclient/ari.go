@@ -111,7 +111,8 @@ const ariMinPrune = 1024
 // names the issuer). It returns no window, and no error, when
 // IssuerConfig.DisableRenewalInfo is set, when the server's directory has
 // no renewalInfo endpoint, and for a certificate the server does not
-// know (one another CA issued).
+// know (one another CA issued: the server answers not found or
+// malformed), which it asks about again after renewal.DefaultPoll.
 //
 // How often it asks the server, per certificate: once when first asked,
 // then at the time the answer said — the server's Retry-After within
@@ -172,14 +173,16 @@ func (i *Issuer) RenewalWindow(ctx context.Context, leaf *x509.Certificate, now 
 		e.window = &w
 		var wait time.Duration
 		if !info.RetryAfter.IsZero() {
-			wait = max(info.RetryAfter.Sub(start), time.Nanosecond)
+			// Retry-After counts whole seconds from the answer.
+			wait = max(info.RetryAfter.Sub(start).Round(time.Second), time.Nanosecond)
 		}
 		e.next = renewal.NextPoll(now, wait)
 		return e.window, e.next, nil
 	case errors.Is(err, ErrUnsupported):
 		delete(i.ari, id)
 		return nil, time.Time{}, nil
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrMalformed):
+		// A certificate the server does not know: another CA's.
 		e.failures = 0
 		e.window = nil
 		e.next = now.Add(renewal.DefaultPoll)
