@@ -355,7 +355,12 @@ func (r *Reconciler) certificate(ctx context.Context, ev Event, now time.Time) (
 // Reconciler does not have is nothing to do: Event.Request is nil. A
 // request that is gone is forgotten by every issuer of Config.Issuers
 // that keeps state, and one whose status write finds it gone, by its
-// own.
+// own. An issuer that could not reach its CA (an error wrapping
+// certificate.ErrCAUnreachable, with a time to call again) is no failed
+// pass: its error is Event.Warning. When the request is left unanswered
+// by an issuer that waits for a secret (certificate.SecretAwaiter),
+// Event.AwaitedSecret names it: look at the request again as soon as
+// that secret is written.
 func (r *Reconciler) Request(ctx context.Context, namespace, name string) (Event, error) {
 	ev, err := r.requestPass(ctx, namespace, name)
 	r.observeIf(ev)
