@@ -152,3 +152,8 @@ func orRand(r io.Reader) io.Reader {
 	}
 	return r
 }
+
+var (
+	_ certificate.SecretAwaiter = secretIssuer{}
+	_ certificate.SecretAwaiter = selfSigned{}
+)
