@@ -332,7 +332,8 @@ func TestAServerThatNeverAnswersFailsTheCallAtTheDeadline(t *testing.T) {
 			Spec: certificate.RequestSpec{IssuerRef: certificate.IssuerRef{Name: "acme"}}}
 		now := time.Now()
 		next, err := iss.Answer(t.Context(), req, now)
-		require.NoError(t, err)
+		require.ErrorIs(t, err, certificate.ErrCAUnreachable, "a warning for the host")
+		require.ErrorIs(t, err, acmeclient.ErrNetwork)
 		require.True(t, next.After(now), "the request is tried again")
 		ready := req.Condition(certificate.RequestConditionReady)
 		require.NotNil(t, ready)
@@ -523,7 +524,7 @@ func TestAnUnreachableServerCostsOneDeadlineNotOnePerRequest(t *testing.T) {
 			Spec: certificate.RequestSpec{IssuerRef: certificate.IssuerRef{Name: "acme"}}}
 		reqs = append(reqs, req)
 		next, err := iss.Answer(t.Context(), req, now)
-		require.NoError(t, err)
+		require.ErrorIs(t, err, certificate.ErrCAUnreachable, "%s: a warning for the host", req.Name)
 		require.True(t, next.After(now), "%s is tried again", req.Name)
 		if n == 1 {
 			again = next
@@ -538,6 +539,6 @@ func TestAnUnreachableServerCostsOneDeadlineNotOnePerRequest(t *testing.T) {
 		require.Contains(t, ready.Message, "did not answer the directory request", "%s says why", req.Name)
 	}
 	_, err = iss.Answer(t.Context(), reqs[1], again)
-	require.NoError(t, err)
+	require.ErrorIs(t, err, certificate.ErrCAUnreachable)
 	require.Equal(t, 2, h.hitsOf("/dir"), "at the retry time, the server is asked again")
 }

@@ -85,6 +85,12 @@ type IssuerConfig struct {
 	StaleAfter time.Duration
 	// Trace, when set, sees every decision that had effects.
 	Trace func(Event)
+	// DisableRenewalInfo turns off ACME Renewal Information (RFC 9773):
+	// RenewalWindow then suggests no window, and asks the server
+	// nothing. By default the issuer gives the window of each
+	// certificate it issued to a host that asks, when the server's
+	// directory offers renewalInfo.
+	DisableRenewalInfo bool
 }
 
 // Event is one decision of the order or a challenge machine that had
@@ -181,6 +187,13 @@ type Issuer struct {
 	downMu    sync.Mutex
 	downUntil time.Time
 	downErr   error
+
+	// ari is the renewal information of each certificate, by its ARI
+	// identifier (RenewalWindow); ariPruneAt its size at which it is
+	// pruned next.
+	ariMu      sync.Mutex
+	ari        map[string]*ariEntry
+	ariPruneAt int
 }
 
 // ReasonServerUnreachable is the Result.Reason of a step not taken
@@ -277,13 +290,14 @@ func NewIssuer(cfg IssuerConfig) (*Issuer, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("%w: IssuerConfig: %s", ErrConfig, strings.Join(problems, "; "))
 	}
-	return &Issuer{cfg: cfg, selectors: selectors, shown: map[string]bool{}, idx: newIndex()}, nil
+	return &Issuer{cfg: cfg, selectors: selectors, shown: map[string]bool{}, idx: newIndex(), ari: map[string]*ariEntry{}}, nil
 }
 
 var (
-	_ certificate.Issuer    = (*Issuer)(nil)
-	_ certificate.Forgetter = (*Issuer)(nil)
-	_ certificate.Sweeper   = (*Issuer)(nil)
+	_ certificate.Issuer         = (*Issuer)(nil)
+	_ certificate.Forgetter      = (*Issuer)(nil)
+	_ certificate.Sweeper        = (*Issuer)(nil)
+	_ certificate.RenewalAdvisor = (*Issuer)(nil)
 )
 
 // String names the issuer by its client, without the account key.
@@ -358,7 +372,12 @@ const sweepRetry = time.Minute
 // Issuer for how the issuer keeps time), records what the order is doing
 // on r's Ready condition (Pending, with the order's reason and message)
 // whenever that reason changes, and returns when to call again — zero
-// once r is answered.
+// once r is answered. When the server could not be reached — the step's
+// requests met a network error, or a step shortly before did
+// (ReasonServerUnreachable) — and r is not answered, it returns an error
+// wrapping certificate.ErrCAUnreachable and the network error (ErrNetwork)
+// with the time to call again: the order machine retries as ever, and a
+// host logs the error as a warning (package certificate/host does).
 func (i *Issuer) Answer(ctx context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
 	res, err := i.stepAt(ctx, r, now)
 	if err == nil && !res.Answered && res.Reason != "" && r != nil {
@@ -366,6 +385,9 @@ func (i *Issuer) Answer(ctx context.Context, r *certificate.CertificateRequest, 
 		if c := r.Condition(certificate.RequestConditionReady); c == nil || c.Reason != certificate.RequestReasonPending || !strings.HasPrefix(c.Message, prefix) {
 			certificate.SetPending(r, prefix+res.Message, now)
 		}
+	}
+	if err == nil && !res.Answered && !res.RequeueAt.IsZero() && errors.Is(res.Err, ErrNetwork) {
+		err = fmt.Errorf("%w: %w", certificate.ErrCAUnreachable, res.Err)
 	}
 	return res.RequeueAt, err
 }

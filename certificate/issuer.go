@@ -2,7 +2,11 @@ package certificate
 
 import (
 	"context"
+	"crypto/x509"
+	"errors"
 	"time"
+
+	"github.com/certlife/certlife/renewal"
 )
 
 // Issuer answers the requests whose issuerRef names it, through the
@@ -10,7 +14,9 @@ import (
 // issuer (package acmeclient) implement it; a host calls Answer for each
 // request that is not Answered. An issuer that keeps state per request
 // also implements Forgetter, and one that removes that state on a
-// schedule of its own, Sweeper.
+// schedule of its own, Sweeper; one whose answers wait for a secret to
+// be written implements SecretAwaiter, and one whose CA suggests renewal
+// windows, RenewalAdvisor.
 type Issuer interface {
 	// Answer works on a request that is not Answered: it answers it
 	// (SetIssued, SetFailed, SetDenied, SetInvalid) or records progress
@@ -19,7 +25,8 @@ type Issuer interface {
 	// clock of its own for its decisions. It returns when to call again;
 	// zero means only when the request changes. An error means the step
 	// could not run; the host calls again at next, or soon when next is
-	// zero.
+	// zero. An error wrapping ErrCAUnreachable says that the CA could not
+	// be reached.
 	Answer(ctx context.Context, r *CertificateRequest, now time.Time) (next time.Time, err error)
 }
 
@@ -45,6 +52,42 @@ type Forgetter interface {
 type Sweeper interface {
 	Sweep(ctx context.Context, now time.Time) (next time.Time, err error)
 }
+
+// SecretAwaiter is an Issuer whose answer may wait for a secret to be
+// written: a CA issuer whose CA key pair is not there yet (a CA the host
+// issues itself, on its first start), a self-signed issuer whose
+// request's key is not readable yet. After an Answer that left r
+// unanswered, the host asks AwaitedSecret which secret that is, and
+// calls Answer for r again as soon as that secret is written, besides at
+// the time Answer returned, which stays the backstop. An empty name: r
+// waits for no secret. It reads only r and the issuer's configuration:
+// no I/O.
+type SecretAwaiter interface {
+	AwaitedSecret(r *CertificateRequest) (namespace, name string)
+}
+
+// RenewalAdvisor is an Issuer that can say when its CA suggests renewing
+// a certificate it issued, as ACME Renewal Information (RFC 9773) does.
+// On each pass over a certificate whose issuerRef names the issuer and
+// whose secret holds a certificate, a host asks RenewalWindow about that
+// certificate (leaf), gives the window to the decision
+// (Snapshot.ARI), and looks at the certificate again by next to ask
+// again (zero: no need). A nil window means the CA suggests none. An
+// error is reported by the host, which asks again by next; the window
+// returned with it, if any (the last the CA gave), is used meanwhile.
+// The advisor bounds how often it asks its CA: a host may ask on every
+// pass.
+type RenewalAdvisor interface {
+	RenewalWindow(ctx context.Context, leaf *x509.Certificate, now time.Time) (w *renewal.ARIWindow, next time.Time, err error)
+}
+
+// ErrCAUnreachable is wrapped by the error of an Answer that could not
+// reach the issuer's CA (a network error, a server that does not
+// answer) and left the request unanswered, to be called again at the
+// time it returned: the request is not failed, and the host reports the
+// error as a warning (package host: Event.Warning) rather than as a
+// failed pass.
+var ErrCAUnreachable = errors.New("the issuer's CA cannot be reached")
 
 // The issuer contract.
 //

@@ -2,8 +2,12 @@ package host_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	testingclock "k8s.io/utils/clock/testing"
@@ -85,4 +89,30 @@ func BenchmarkReadYourWritesGet(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkLogEvent is the cost of Config.Logger on every pass: a
+// decision at Debug with a logger that shows Info and above (the
+// default: nothing is written), and a failure that is written (to a
+// handler that discards).
+func BenchmarkLogEvent(b *testing.B) {
+	res := &certificate.Result{Reason: certificate.ReasonUpToDate, Message: "renewal at 2027-01-01T00:00:00Z",
+		Steps: []certificate.Step{{Reason: certificate.ReasonUpToDate}, {Reason: certificate.ReasonReady}}}
+	decision := host.Event{Time: t0, Kind: host.KindCertificate, Namespace: "default", Name: "web", Result: res, Next: t0.Add(time.Hour)}
+	failure := host.Event{Time: t0, Kind: host.KindCertificate, Namespace: "default", Name: "web", Err: errors.New("the disk is full"), Next: t0.Add(time.Second)}
+	for name, tc := range map[string]struct {
+		ev     host.Event
+		logger *slog.Logger
+	}{
+		"a decision, not shown": {decision, slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))},
+		"a failure, written":    {failure, slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))},
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			ctx := context.Background()
+			for b.Loop() {
+				host.LogEvent(ctx, tc.logger, tc.ev)
+			}
+		})
+	}
 }

@@ -13,7 +13,9 @@
 //  1. it gathers a certificate.Snapshot from the Store: the certificate,
 //     its secret, the requests and next-private-key secrets it owns, the
 //     other certificates that name the same secret (nil for what is
-//     missing), and, with Config.ARI, the CA's suggested renewal window;
+//     missing), and the CA's suggested renewal window (Config.ARI, or
+//     the certificate's issuer when it is a certificate.RenewalAdvisor,
+//     as the ACME issuer is);
 //  2. it decides with certificate.Reconcile at the clock's time;
 //  3. it carries out the actions in order, exactly as their docs say, and
 //     stops at the first that fails: keys are generated, requests built
@@ -53,7 +55,18 @@
 // telling the issuer, and what a deleted certificate owned for removal.
 // Under Run, each issuer answers its requests on a goroutine of its own
 // and hands the answers back, so a slow issuer holds up only its own
-// requests. Nothing waits without a deadline.
+// requests. A request whose issuer waits for a secret to be written
+// (certificate.SecretAwaiter: a local CA's key pair, on the first start
+// of a host that issues its own CA) is answered again as soon as that
+// secret is written, by the loop or anyone else, not only when the
+// issuer asked to be called again. Nothing waits without a deadline.
+//
+// # Logs
+//
+// Every pass that did something is an Event: Config.Observe sees it, and
+// Config.Logger (slog.Default() when nil) gets it as a structured record
+// (LogEvent): failures at Warn and Error, decisions and issuer answers at
+// Debug, never key material.
 //
 // # Storage
 //

@@ -54,6 +54,19 @@ type Loop struct {
 	flying  int
 	workers sync.WaitGroup
 
+	// Requests whose issuer waits for a secret to be written
+	// (Event.AwaitedSecret): awaiting are the requests per secret,
+	// awaits the secret of each. writes counts the secret writes seen;
+	// secretWrites keeps, while request passes are in flight (startedAt
+	// records when each began, by issuer), the count at each secret's
+	// last write, so that a pass that read a secret before it was
+	// written does not wait for a write that has been.
+	awaiting     map[object]map[item]bool
+	awaits       map[item]object
+	writes       uint64
+	secretWrites map[object]uint64
+	startedAt    map[certificate.IssuerRef]uint64
+
 	// The inbox: changes from the store's watch and Notify, and request
 	// passes that finished, from any goroutine.
 	mu       sync.Mutex
@@ -64,11 +77,12 @@ type Loop struct {
 
 // finished is a request pass that ran on its issuer's goroutine.
 type finished struct {
-	it  item
-	ref certificate.IssuerRef
-	at  time.Time
-	ev  Event
-	err error
+	it     item
+	ref    certificate.IssuerRef
+	at     time.Time
+	writes uint64 // Loop.writes when the pass began
+	ev     Event
+	err    error
 }
 
 // kindForget is telling the issuer of a request that someone else
@@ -108,7 +122,8 @@ func New(cfg Config) (*Loop, error) {
 func NewLoop(r *Reconciler) *Loop {
 	l := &Loop{r: r, failures: map[item]int{}, owners: map[string]item{}, uids: map[item]string{}, refs: map[item]certificate.IssuerRef{}, dropped: map[item]bool{},
 		own: map[object][]string{}, wake: make(chan struct{}, 1),
-		busy: map[certificate.IssuerRef]bool{}, waiting: map[certificate.IssuerRef][]item{}}
+		busy: map[certificate.IssuerRef]bool{}, waiting: map[certificate.IssuerRef][]item{},
+		awaiting: map[object]map[item]bool{}, awaits: map[item]object{}, secretWrites: map[object]uint64{}, startedAt: map[certificate.IssuerRef]uint64{}}
 	r.holdOnConflict = true
 	st := r.cfg.Store
 	if ryw, ok := st.(*ReadYourWrites); ok {
@@ -259,8 +274,9 @@ func (l *Loop) pass(ctx context.Context, it item, now time.Time) {
 			l.dispatch(ctx, it, now)
 			return
 		}
+		writes := l.writes
 		ev, err := l.r.requestPass(ctx, it.namespace, it.name)
-		l.answered(ctx, it, now, ev, err)
+		l.answered(ctx, it, now, writes, ev, err)
 	case KindIssuer:
 		next, err := l.r.Sweep(ctx)
 		if err != nil {
@@ -294,10 +310,25 @@ func (l *Loop) pass(ctx context.Context, it item, now time.Time) {
 	}
 }
 
-// answered takes in a request pass that ran at now.
-func (l *Loop) answered(ctx context.Context, it item, now time.Time, ev Event, err error) {
+// answered takes in a request pass that ran at now, begun when
+// Loop.writes was writes.
+func (l *Loop) answered(ctx context.Context, it item, now time.Time, writes uint64, ev Event, err error) {
 	if ev.Request != nil {
 		l.refs[it] = ev.Request.Spec.IssuerRef
+	}
+	l.unawait(it)
+	if !ev.AwaitedSecret.IsZero() {
+		o := object{KindSecret, ev.AwaitedSecret.Namespace, ev.AwaitedSecret.Name}
+		if w, ok := l.secretWrites[o]; ok && w > writes {
+			// Written while the pass ran: it may have read it before.
+			l.queue.add(it, l.r.Now())
+		} else {
+			if l.awaiting[o] == nil {
+				l.awaiting[o] = map[item]bool{}
+			}
+			l.awaiting[o][it] = true
+			l.awaits[it] = o
+		}
 	}
 	if ev.Request != nil && l.r.sweeps() {
 		// What the issuer keeps changed: its next sweep may be due
@@ -332,12 +363,14 @@ func (l *Loop) dispatch(ctx context.Context, it item, now time.Time) {
 	}
 	l.busy[ref] = true
 	l.flying++
+	writes := l.writes
+	l.startedAt[ref] = writes
 	l.workers.Add(1)
 	go func() {
 		defer l.workers.Done()
 		ev, err := l.r.requestPass(ctx, it.namespace, it.name)
 		l.mu.Lock()
-		l.finished = append(l.finished, finished{it: it, ref: ref, at: now, ev: ev, err: err})
+		l.finished = append(l.finished, finished{it: it, ref: ref, at: now, writes: writes, ev: ev, err: err})
 		l.mu.Unlock()
 		select {
 		case l.wake <- struct{}{}:
@@ -353,12 +386,61 @@ func (l *Loop) finish(ctx context.Context, fs []finished) {
 	for _, f := range fs {
 		l.flying--
 		delete(l.busy, f.ref)
+		delete(l.startedAt, f.ref)
 		for _, w := range l.waiting[f.ref] {
 			l.queue.add(w, now)
 		}
 		delete(l.waiting, f.ref)
-		l.answered(ctx, f.it, f.at, f.ev, f.err)
+		l.answered(ctx, f.it, f.at, f.writes, f.ev, f.err)
 	}
+	if len(fs) > 0 {
+		l.pruneSecretWrites()
+	}
+}
+
+// pruneSecretWrites drops the secret writes that no pass in flight began
+// before.
+func (l *Loop) pruneSecretWrites() {
+	if len(l.startedAt) == 0 {
+		clear(l.secretWrites)
+		return
+	}
+	oldest := l.writes
+	for _, w := range l.startedAt {
+		oldest = min(oldest, w)
+	}
+	for o, w := range l.secretWrites {
+		if w <= oldest {
+			delete(l.secretWrites, o)
+		}
+	}
+}
+
+// unawait drops what it waited for.
+func (l *Loop) unawait(it item) {
+	o, ok := l.awaits[it]
+	if !ok {
+		return
+	}
+	delete(l.awaits, it)
+	delete(l.awaiting[o], it)
+	if len(l.awaiting[o]) == 0 {
+		delete(l.awaiting, o)
+	}
+}
+
+// secretWritten queues at once the requests that waited for the secret.
+func (l *Loop) secretWritten(namespace, name string, now time.Time) {
+	o := object{KindSecret, namespace, name}
+	l.writes++
+	if l.flying > 0 {
+		l.secretWrites[o] = l.writes
+	}
+	for it := range l.awaiting[o] {
+		delete(l.awaits, it)
+		l.queue.add(it, now)
+	}
+	delete(l.awaiting, o)
 }
 
 // done queues an item after a pass: at next when it succeeded, or after
@@ -410,6 +492,7 @@ func (l *Loop) follow(ctx context.Context, writes []Change, requestPass bool) {
 			it := item{KindRequest, ch.Namespace, ch.Name}
 			delete(l.refs, it) // told already
 			delete(l.failures, it)
+			l.unawait(it)
 			l.queue.remove(it) // nothing left to answer
 			l.dropped[it] = true
 			l.queueOwner(ch.Meta.OwnerUID)
@@ -501,6 +584,7 @@ func (l *Loop) concerns(ctx context.Context, ch Change) {
 		it := item{KindRequest, ch.Namespace, ch.Name}
 		switch {
 		case ch.Deleted:
+			l.unawait(it)
 			// Deleted by someone else: its issuer hears of it.
 			if _, seen := l.refs[it]; seen {
 				l.enqueue(item{kindForget, ch.Namespace, ch.Name}, now)
@@ -510,6 +594,9 @@ func (l *Loop) concerns(ctx context.Context, ch Change) {
 		}
 		l.queueOwner(ch.Meta.OwnerUID)
 	case KindSecret:
+		if !ch.Deleted {
+			l.secretWritten(ch.Namespace, ch.Name, now)
+		}
 		l.queueOwner(ch.Meta.OwnerUID)
 		// The certificates that name the secret.
 		certs, err := l.r.store.Certificates().List(ctx, ListOptions{Namespace: ch.Namespace, SecretName: ch.Name})

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"reflect"
 	"slices"
@@ -61,11 +62,18 @@ type Config struct {
 	// crypto/rand.
 	Rand io.Reader
 	// ARI, when set, is asked for the CA's suggested renewal window of a
-	// certificate's current leaf (acmeclient.Client.RenewalInfo) on every
-	// pass over a certificate that has one, and renewal follows it (RFC
-	// 9773). Cache its answers for as long as the CA's Retry-After says.
-	// An error is reported in the pass's Event (Warning) and the pass
-	// goes on without a window.
+	// certificate's current leaf on every pass over a certificate that
+	// has one, and renewal follows it (RFC 9773), instead of the
+	// certificate's issuer. Cache its answers for as long as the CA's
+	// Retry-After says. An error is reported in the pass's Event
+	// (Warning) and the pass goes on without a window. When nil, the
+	// issuer the certificate's issuerRef names is asked when it is a
+	// certificate.RenewalAdvisor — the ACME issuer (acmeclient.Issuer) is
+	// one, on by default where the CA's directory offers renewalInfo —
+	// and the certificate is looked at again by the time it says to ask
+	// again (for the ACME issuer, per certificate, at most once per the
+	// CA's Retry-After, 6 h at Let's Encrypt, within 1 min–12 h). To turn
+	// ARI off, set a func that returns nil, nil.
 	ARI func(ctx context.Context, c *certificate.Certificate, leaf *x509.Certificate) (*renewal.ARIWindow, error)
 	// Resync is how often a Loop queues every certificate and unanswered
 	// request again, and removes what deleted certificates owned,
@@ -77,6 +85,14 @@ type Config struct {
 	// certificate decision with what came of its actions, and each issuer
 	// step. It is called on the goroutine that made the pass.
 	Observe func(Event)
+	// Logger receives the same events as structured records (LogEvent):
+	// failures at Error and Warn — a pass that failed, an issuance that
+	// failed, an issuer that failed a request or could not reach its CA,
+	// a spec nothing can be issued for — and every other decision and
+	// issuer answer at Debug. Nil means slog.Default(), whose default
+	// handler shows Info and above: failures are logged unless the host
+	// opts out, with slog.New(slog.DiscardHandler).
+	Logger *slog.Logger
 }
 
 // Event is one pass over one object, for a log, a timeline or a test.
@@ -111,9 +127,24 @@ type Event struct {
 	// Request returned.
 	Err error
 	// Warning is what went wrong beside the pass without stopping it: an
-	// ARI read, telling an issuer that a request is gone.
+	// ARI read, telling an issuer that a request is gone, an issuer that
+	// could not reach its CA (certificate.ErrCAUnreachable) and will be
+	// called again at Next.
 	Warning error
+	// AwaitedSecret, after a request pass that left the request
+	// unanswered, names the secret its issuer waits for
+	// (certificate.SecretAwaiter); empty otherwise. A host with its own
+	// queue looks at the request again as soon as that secret is written,
+	// as a Loop does, besides at Next.
+	AwaitedSecret SecretKey
 }
+
+// SecretKey names a secret: its namespace and name. The zero value names
+// none.
+type SecretKey struct{ Namespace, Name string }
+
+// IsZero reports whether k names no secret.
+func (k SecretKey) IsZero() bool { return k.Name == "" }
 
 // Reconciler is the per-object core of a host, in the shape of
 // controller-runtime's reconciler contract: Certificate and Request each
@@ -280,7 +311,7 @@ func (r *Reconciler) certificate(ctx context.Context, ev Event, now time.Time) (
 		return ev, err
 	}
 	ev.Certificate = c
-	snap, ariErr, err := r.gather(ctx, c)
+	snap, ariNext, ariErr, err := r.gather(ctx, c, now)
 	if err != nil {
 		return ev, err
 	}
@@ -305,6 +336,9 @@ func (r *Reconciler) certificate(ctx context.Context, ev Event, now time.Time) (
 	}
 	ev.Writes, ev.Warning = p.writes, errors.Join(ev.Warning, p.warning)
 	ev.Next = res.RequeueAt
+	if !ariNext.IsZero() && (ev.Next.IsZero() || ariNext.Before(ev.Next)) {
+		ev.Next = ariNext // to ask the CA again
+	}
 	if len(p.writes) > 0 {
 		ev.Next = now
 	}
@@ -321,7 +355,12 @@ func (r *Reconciler) certificate(ctx context.Context, ev Event, now time.Time) (
 // Reconciler does not have is nothing to do: Event.Request is nil. A
 // request that is gone is forgotten by every issuer of Config.Issuers
 // that keeps state, and one whose status write finds it gone, by its
-// own.
+// own. An issuer that could not reach its CA (an error wrapping
+// certificate.ErrCAUnreachable, with a time to call again) is no failed
+// pass: its error is Event.Warning. When the request is left unanswered
+// by an issuer that waits for a secret (certificate.SecretAwaiter),
+// Event.AwaitedSecret names it: look at the request again as soon as
+// that secret is written.
 func (r *Reconciler) Request(ctx context.Context, namespace, name string) (Event, error) {
 	ev, err := r.requestPass(ctx, namespace, name)
 	r.observeIf(ev)
@@ -364,6 +403,15 @@ func (r *Reconciler) request(ctx context.Context, ev Event, now time.Time) (Even
 	next, aerr := iss.Answer(ctx, req, now)
 	ev.Request = req
 	ev.Next = next
+	if aw, ok := iss.(certificate.SecretAwaiter); ok && !certificate.Answered(req) {
+		if ns, name := aw.AwaitedSecret(req); name != "" {
+			ev.AwaitedSecret = SecretKey{Namespace: ns, Name: name}
+		}
+	}
+	if aerr != nil && !next.IsZero() && errors.Is(aerr, certificate.ErrCAUnreachable) {
+		// Not a failed pass: the issuer is called again at next.
+		ev.Warning, aerr = aerr, nil
+	}
 	if !reflect.DeepEqual(before, req.Status) {
 		made, err := reqs.Update(ctx, req)
 		switch {
@@ -539,11 +587,14 @@ func (r *Reconciler) observe(ev Event) {
 	if r.cfg.Observe != nil {
 		r.cfg.Observe(ev)
 	}
+	LogEvent(context.Background(), r.cfg.Logger, ev)
 }
 
 // gather reads everything a decision about c reads; nil for what is
-// missing. ariErr is a failed ARI read, which the pass goes on without.
-func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate) (s *certificate.Snapshot, ariErr, err error) {
+// missing. ariErr is a failed ARI read, which the pass goes on without;
+// ariNext is when the certificate's issuer asked to be asked again about
+// its renewal window.
+func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate, now time.Time) (s *certificate.Snapshot, ariNext time.Time, ariErr, err error) {
 	st := r.store
 	s = &certificate.Snapshot{Certificate: c}
 	// A secret name that is not valid names no secret, and nothing is
@@ -556,14 +607,14 @@ func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate) (s 
 		case errors.Is(err, ErrNotFound):
 			s.SecretAbsenceConfirmed = r.authoritative || errors.Is(err, ErrAbsenceConfirmed)
 		case err != nil:
-			return nil, nil, err
+			return nil, time.Time{}, nil, err
 		default:
 			s.Secret = sec
 		}
 	}
 	owned, err := st.Secrets().List(ctx, ListOptions{Namespace: c.Namespace, OwnerUID: c.UID})
 	if err != nil {
-		return nil, nil, err
+		return nil, time.Time{}, nil, err
 	}
 	for _, o := range owned {
 		if o.Labels[certificate.LabelNextPrivateKey] == "true" {
@@ -571,12 +622,12 @@ func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate) (s 
 		}
 	}
 	if s.Requests, err = st.Requests().List(ctx, ListOptions{Namespace: c.Namespace, OwnerUID: c.UID}); err != nil {
-		return nil, nil, err
+		return nil, time.Time{}, nil, err
 	}
 	if secretNamed {
 		others, err := st.Certificates().List(ctx, ListOptions{Namespace: c.Namespace, SecretName: c.Spec.SecretName})
 		if err != nil {
-			return nil, nil, err
+			return nil, time.Time{}, nil, err
 		}
 		for _, o := range others {
 			if o.Name != c.Name {
@@ -584,15 +635,24 @@ func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate) (s 
 			}
 		}
 	}
-	if r.cfg.ARI != nil && s.Secret != nil {
-		if leaf := leafOf(r.cfg.Certificate.ParseCache, s.Secret); leaf != nil {
-			s.ARI, ariErr = r.cfg.ARI(ctx, c, leaf)
-			if ariErr != nil {
-				s.ARI, ariErr = nil, fmt.Errorf("renewal information: %w", ariErr)
+	if s.Secret != nil {
+		switch adv, _ := r.issuer(c.Spec.IssuerRef).(certificate.RenewalAdvisor); {
+		case r.cfg.ARI != nil:
+			if leaf := leafOf(r.cfg.Certificate.ParseCache, s.Secret); leaf != nil {
+				if s.ARI, ariErr = r.cfg.ARI(ctx, c, leaf); ariErr != nil {
+					s.ARI = nil
+				}
+			}
+		case adv != nil:
+			if leaf := leafOf(r.cfg.Certificate.ParseCache, s.Secret); leaf != nil {
+				s.ARI, ariNext, ariErr = adv.RenewalWindow(ctx, leaf, now)
 			}
 		}
+		if ariErr != nil {
+			ariErr = fmt.Errorf("renewal information: %w", ariErr)
+		}
 	}
-	return s, ariErr, nil
+	return s, ariNext, ariErr, nil
 }
 
 // leafOf is the first certificate of the secret's tls.crt, nil when there

@@ -43,6 +43,9 @@ func (i caIssuer) Answer(_ context.Context, r *certificate.CertificateRequest, n
 // options cannot be used, requests stay Pending with the reason, and
 // Answer asks to be called again after NotReadyRecheck: replacing the
 // secret lets issuance go on, with no failure recorded and no backoff.
+// The issuer is a certificate.SecretAwaiter: a host that runs it answers
+// such requests again as soon as the CA secret is written (package host
+// does), and NotReadyRecheck is only the backstop.
 func FromSecret(get SecretGetter, namespace, name string, rnd io.Reader, opts ...Option) certificate.Issuer {
 	return secretIssuer{get: get, namespace: namespace, name: name, rand: orRand(rnd), opts: opts}
 }
@@ -52,6 +55,12 @@ type secretIssuer struct {
 	namespace, name string
 	rand            io.Reader
 	opts            []Option
+}
+
+// AwaitedSecret implements certificate.SecretAwaiter: a request the
+// issuer left unanswered waits for the CA secret.
+func (i secretIssuer) AwaitedSecret(*certificate.CertificateRequest) (namespace, name string) {
+	return i.namespace, i.name
 }
 
 func (i secretIssuer) Answer(ctx context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
@@ -85,7 +94,9 @@ func (i secretIssuer) Answer(ctx context.Context, r *certificate.CertificateRequ
 // AnnotationPrivateKeySecretName names, in the request's namespace, and
 // puts what opts ask into every certificate. While the options cannot be
 // used, requests stay Pending with the reason, looked at again after
-// NotReadyRecheck.
+// NotReadyRecheck; so do they while the key's secret cannot be read, and
+// the issuer is a certificate.SecretAwaiter of that secret: a host that
+// runs it answers them again as soon as the secret is written.
 func SelfSigned(get SecretGetter, rnd io.Reader, opts ...Option) certificate.Issuer {
 	return selfSigned{get: get, rand: orRand(rnd), opts: opts}
 }
@@ -94,6 +105,12 @@ type selfSigned struct {
 	get  SecretGetter
 	rand io.Reader
 	opts []Option
+}
+
+// AwaitedSecret implements certificate.SecretAwaiter: a request the
+// issuer left unanswered waits for its private key's secret.
+func (i selfSigned) AwaitedSecret(r *certificate.CertificateRequest) (namespace, name string) {
+	return r.Namespace, r.Annotations[certificate.AnnotationPrivateKeySecretName]
 }
 
 func (i selfSigned) Answer(ctx context.Context, r *certificate.CertificateRequest, now time.Time) (time.Time, error) {
@@ -135,3 +152,8 @@ func orRand(r io.Reader) io.Reader {
 	}
 	return r
 }
+
+var (
+	_ certificate.SecretAwaiter = secretIssuer{}
+	_ certificate.SecretAwaiter = selfSigned{}
+)

@@ -4,8 +4,10 @@
 // (a host.FileStore, and the ACME issuer's acmeclient.FileStore in its
 // subdirectory acme), so that a host that stops and starts again carries
 // on where it was. The CA's key pair is made on the first run, as cert-manager
-// users make theirs: a self-signed CA certificate the loop issues into the
-// secret the CA issuer signs with (localca.SelfSigned, localca.FromSecret).
+// users make theirs: a self-signed CA certificate the loop issues and
+// renews, into the secret the CA issuer signs with (localca.RootCertificate,
+// localca.SelfSigned, localca.FromSecret). The ACME account key is made on
+// the first run too, and kept in the store (acmeclient.AccountKey).
 //
 // To show it, the program stops its host while the ACME order is in
 // flight, as a crash or a deploy would, opens the store again with a new
@@ -23,8 +25,6 @@ package main
 
 import (
 	"context"
-	"crypto"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -40,7 +40,6 @@ import (
 	"github.com/certlife/certlife/certificate/host"
 	"github.com/certlife/certlife/certificate/host/hosttest"
 	"github.com/certlife/certlife/certificate/localca"
-	"github.com/certlife/certlife/keys"
 )
 
 const ns = "default"
@@ -154,7 +153,8 @@ func startHost(ctx context.Context, dir string, ca *acmetest.Server, clk *testin
 		return nil, nil, nil, err
 	}
 	store := stores.objects
-	accountKey, err := accountKey(ctx, store)
+	// The ACME account's key: made on the first run and kept in the store.
+	accountKey, err := acmeclient.AccountKey(ctx, store.Secrets().Get, store.Secrets().Create, ns, "acme-account", nil)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -178,37 +178,26 @@ func startHost(ctx context.Context, dir string, ca *acmetest.Server, clk *testin
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	// The CA's key pair: a self-signed CA certificate, issued into the
-	// secret the internal-ca issuer signs with. The others: 30 days from
-	// the CA, what the ACME CA gives (90 days at Pebble).
-	lifetime := map[string]*certificate.Duration{"self-signed": {Duration: 10 * 365 * 24 * time.Hour}, "internal-ca": {Duration: 30 * 24 * time.Hour}}
-	for _, c := range []struct{ name, issuer string }{{"internal-ca", "self-signed"}, {"api", "internal-ca"}, {"db", "internal-ca"}, {"web", "acme"}} {
-		_, err := store.Certificates().Create(ctx, &certificate.Certificate{ObjectMeta: certificate.ObjectMeta{Namespace: ns, Name: c.name},
-			Spec: certificate.Spec{SecretName: c.name, CommonName: c.name + ".example", DNSNames: []string{c.name + ".example"},
-				IsCA: c.issuer == "self-signed", IssuerRef: certificate.IssuerRef{Name: c.issuer}, Duration: lifetime[c.issuer]}})
-		if err != nil && !errors.Is(err, host.ErrAlreadyExists) {
+	// The CA's key pair: a self-signed CA certificate the loop issues
+	// and renews (localca.RootCertificate), into the secret the
+	// internal-ca issuer signs with; the requests of api and db wait for
+	// it and are answered as soon as it is written. The others: 30 days
+	// from the CA, what the ACME CA gives (90 days at Pebble).
+	certs := []*certificate.Certificate{localca.RootCertificate(ns, "internal-ca", "internal CA", certificate.IssuerRef{Name: "self-signed"})}
+	for _, c := range []struct{ name, issuer string }{{"api", "internal-ca"}, {"db", "internal-ca"}, {"web", "acme"}} {
+		spec := certificate.Spec{SecretName: c.name, CommonName: c.name + ".example", DNSNames: []string{c.name + ".example"},
+			IssuerRef: certificate.IssuerRef{Name: c.issuer}}
+		if c.issuer == "internal-ca" {
+			spec.Duration = &certificate.Duration{Duration: 30 * 24 * time.Hour}
+		}
+		certs = append(certs, &certificate.Certificate{ObjectMeta: certificate.ObjectMeta{Namespace: ns, Name: c.name}, Spec: spec})
+	}
+	for _, c := range certs {
+		if _, err := store.Certificates().Create(ctx, c); err != nil && !errors.Is(err, host.ErrAlreadyExists) {
 			return nil, nil, nil, err
 		}
 	}
 	return stores, loop, client, nil
-}
-
-// accountKey is the ACME account's key, made on the first run and kept in
-// the store as a secret.
-func accountKey(ctx context.Context, store host.Store) (crypto.Signer, error) {
-	if s, err := store.Secrets().Get(ctx, ns, "acme-account"); err == nil {
-		return keys.DecodePrivateKey(s.Data[keys.SecretPrivateKey])
-	}
-	key, err := keys.Generate(rand.Reader, keys.KeySpec{Algorithm: keys.AlgorithmECDSA})
-	if err != nil {
-		return nil, err
-	}
-	pem, err := keys.EncodePrivateKey(key, keys.EncodingPKCS8)
-	if err == nil {
-		_, err = store.Secrets().Create(ctx, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: ns, Name: "acme-account"},
-			Data: map[string][]byte{keys.SecretPrivateKey: pem}})
-	}
-	return key, err
 }
 
 // acmeOrder is the URL of the ACME order the issuer keeps in the store,

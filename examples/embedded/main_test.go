@@ -30,6 +30,15 @@ func TestEmbedded(t *testing.T) {
 	assert.Contains(t, text, "in flight; starting again")
 	assert.Contains(t, text, "the same order finished: no new order")
 	assert.Equal(t, 1, strings.Count(text, "creating request web-1 "), "web-1 made once:\n%s", text)
+	issuedAt := func(request string) string {
+		for line := range strings.Lines(text) {
+			if f := strings.Fields(line); len(f) > 2 && f[2] == request && strings.Contains(line, "certificate issued") {
+				return f[0] + " " + f[1]
+			}
+		}
+		return "never"
+	}
+	assert.Equal(t, issuedAt("internal-ca-1"), issuedAt("api-1"), "the CA's first certificates are issued as soon as it is:\n%s", text)
 
 	dirs, err := os.ReadDir(parent)
 	require.NoError(t, err)
