@@ -444,13 +444,18 @@ func (r *Reconciler) request(ctx context.Context, ev Event, now time.Time) (Even
 	next, aerr := iss.Answer(ctx, req, now)
 	ev.Request = req
 	ev.Next = next
+	if r.lease.leaser != nil && !certificate.Answered(req) {
+		// Before the write, so that a write that fails because another
+		// replica took the request over says why.
+		ev.Warning = r.extendLease(ctx, req, lease, next)
+	}
 	if !reflect.DeepEqual(before, req.Status) {
 		made, err := reqs.Update(ctx, req)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			// Deleted while it was answered: what the answer made for it
 			// goes with it.
-			ev.Warning = errors.Join(r.forget(ctx, iss, req.Spec.IssuerRef, ev.Namespace, ev.Name), r.releaseLease(ctx, ev.Namespace, ev.Name))
+			ev.Warning = errors.Join(ev.Warning, r.forget(ctx, iss, req.Spec.IssuerRef, ev.Namespace, ev.Name), r.releaseLease(ctx, ev.Namespace, ev.Name))
 			ev.Next = time.Time{}
 			return ev, nil
 		case err != nil:
@@ -458,12 +463,8 @@ func (r *Reconciler) request(ctx context.Context, ev Event, now time.Time) (Even
 		}
 		ev.Writes = append(ev.Writes, changeOf(KindRequest, made, false))
 	}
-	if r.lease.leaser != nil {
-		if certificate.Answered(req) {
-			ev.Warning = r.releaseLease(ctx, ev.Namespace, ev.Name)
-		} else if err := r.extendLease(ctx, req, lease, next); err != nil {
-			ev.Warning = err
-		}
+	if r.lease.leaser != nil && certificate.Answered(req) {
+		ev.Warning = errors.Join(ev.Warning, r.releaseLease(ctx, ev.Namespace, ev.Name))
 	}
 	return ev, aerr
 }
