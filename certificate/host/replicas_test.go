@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -33,16 +34,52 @@ import (
 // real time while an order waits on Pebble (replicaEnv.run).
 
 type replica struct {
-	id   string
-	loop *host.Loop
-	dead bool
+	id     string
+	loop   *host.Loop
+	client *acmeclient.Client
+	dead   bool
+}
+
+// newOrders counts, between the ACME clients and Pebble, the newOrder
+// requests sent and the orders Pebble created (201 Created): a request
+// that met a bad nonce or a 5xx is sent again by the ACME library, and
+// only the last makes an order. lost counts the requests whose answer
+// never came (the order may or may not have been made).
+type newOrders struct {
+	base    http.RoundTripper
+	mu      sync.Mutex
+	sent    int
+	created int
+	lost    int
+}
+
+func (n *newOrders) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := n.base.RoundTrip(r)
+	if wireKind(r.URL.Path) == "newOrder" {
+		n.mu.Lock()
+		n.sent++
+		switch {
+		case err != nil:
+			n.lost++
+		case resp.StatusCode == http.StatusCreated:
+			n.created++
+		}
+		n.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (n *newOrders) count() (sent, created int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.sent, n.created
 }
 
 type replicaEnv struct {
 	t     *testing.T
 	clk   *testingclock.FakeClock
 	srv   *acmetest.Server
-	wire  *wire
+	wire  *newOrders
 	store *host.MemoryStore
 	acme  *acmeclient.MemoryStore
 	reps  []*replica
@@ -86,7 +123,7 @@ func newReplicaEnv(t *testing.T, n int) *replicaEnv {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
 	base := srv.ClientConfig(key).HTTPClient.Transport
-	e.wire = &wire{base: base, seen: map[string]int{}}
+	e.wire = &newOrders{base: base}
 	for i := range n {
 		id := fmt.Sprintf("replica-%d", i)
 		cfg := srv.ClientConfig(key) // one account for every replica
@@ -102,7 +139,7 @@ func newReplicaEnv(t *testing.T, n int) *replicaEnv {
 			Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "pebble"}: iss},
 			Observe: func(ev host.Event) { e.observe(id, ev) }})
 		require.NoError(t, err)
-		e.reps = append(e.reps, &replica{id: id, loop: loop})
+		e.reps = append(e.reps, &replica{id: id, loop: loop, client: client})
 	}
 	return e
 }
@@ -255,7 +292,15 @@ func (e *replicaEnv) checkOneOrderPerRevision() int {
 		assert.Equal(e.t, 1, n, "%s was created %d times", order, n)
 	}
 	assert.Len(e.t, e.orders, len(e.made), "an order per request (per revision)")
-	assert.Equal(e.t, len(e.made), e.wire.count("newOrder"), "a newOrder per request (per revision) on the wire")
+	sent, created := e.wire.count()
+	badNonces := 0
+	for _, r := range e.reps {
+		badNonces += r.client.Transport().Counts().BadNonces
+	}
+	assert.Equal(e.t, len(e.made), created, "an order created at the CA per request (per revision); %d newOrder requests sent, %d bad nonces met", sent, badNonces)
+	e.wire.mu.Lock()
+	assert.Zero(e.t, e.wire.lost, "newOrder requests whose answer never came: the count of orders is unsure")
+	e.wire.mu.Unlock()
 	return len(e.made)
 }
 
@@ -351,7 +396,8 @@ func TestReplicasOrderEachRevisionOnceAndTakeOverADeadReplicasOrder(t *testing.T
 	require.NotEmpty(t, heldMessages, "the others said who held it")
 	assert.Contains(t, heldMessages[0], "held by "+victim.id+" until")
 	assert.Zero(t, e.srv.HTTP01Handler().Presented(), "no token left presented")
-	t.Logf("3 replicas, %d certificates, 2 revisions each: %d orders, 1 per revision; first issuance in %v of fake time, replicas at work: %d; "+
+	sent, created := e.wire.count()
+	t.Logf("3 replicas, %d certificates, 2 revisions each: %d orders (%d newOrder requests sent), 1 per revision; first issuance in %v of fake time, replicas at work: %d; "+
 		"request %s of killed %s taken over by %s %v after its last pass (lease %v); %d passes found a request held by another",
-		certs, e.wire.count("newOrder"), took.Round(100*time.Millisecond), len(workers), killed, victim.id, takeover.replica, waited, host.DefaultLeaseDuration, len(e.held))
+		certs, created, sent, took.Round(100*time.Millisecond), len(workers), killed, victim.id, takeover.replica, waited, host.DefaultLeaseDuration, len(e.held))
 }
