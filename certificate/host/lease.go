@@ -53,31 +53,36 @@ func defaultIdentity(rnd io.Reader) (string, error) {
 	return host + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b), nil
 }
 
-// leaseState is what a Reconciler over a Leaser keeps of its leases: the
-// key of each request lease it holds, by namespace and name, so that it
-// can release the lease of a request that is gone.
+// leaseState is what a Reconciler over a Leaser keeps of its leases: each
+// request lease it holds, by namespace and name, so that it can release
+// the lease of a request that is gone, and tell a renewal from a lease
+// taken anew.
 type leaseState struct {
 	leaser Leaser
-	held   map[objKey]string
+	held   map[objKey]Lease
 }
 
 // takeLease takes or renews the lease of req for the pass at now. ok is
-// false when another replica holds it: lease is theirs.
-func (r *Reconciler) takeLease(ctx context.Context, req *certificate.CertificateRequest, now time.Time) (lease Lease, ok bool, err error) {
+// false when another replica holds it: lease is theirs. fresh is true
+// when the lease was not held without a break since the last pass: the
+// request may have been answered meanwhile by the replica that held it,
+// after req was read.
+func (r *Reconciler) takeLease(ctx context.Context, req *certificate.CertificateRequest, now time.Time) (lease Lease, ok, fresh bool, err error) {
 	key := LeaseKey(KindRequest, req.Namespace, req.Name, req.UID)
 	lease, err = r.lease.leaser.Lease(ctx, key, r.identity, now, now.Add(r.leaseFor))
 	if err != nil {
-		return lease, false, fmt.Errorf("taking the lease of request %s: %w", key, err)
+		return lease, false, false, fmt.Errorf("taking the lease of request %s: %w", key, err)
 	}
 	k := objKey{req.Namespace, req.Name}
 	r.leaseMu.Lock()
 	defer r.leaseMu.Unlock()
 	if lease.Holder != r.identity {
 		delete(r.lease.held, k)
-		return lease, false, nil
+		return lease, false, false, nil
 	}
-	r.lease.held[k] = key
-	return lease, true, nil
+	last, had := r.lease.held[k]
+	r.lease.held[k] = lease
+	return lease, true, !had || last.Key != key || !now.Before(last.Until), nil
 }
 
 // extendLease renews the lease of req after its issuer answered at now,
@@ -98,6 +103,11 @@ func (r *Reconciler) extendLease(ctx context.Context, req *certificate.Certifica
 	if err != nil {
 		return fmt.Errorf("renewing the lease of request %s: %w", lease.Key, err)
 	}
+	r.leaseMu.Lock()
+	if got.Holder == r.identity {
+		r.lease.held[objKey{req.Namespace, req.Name}] = got
+	}
+	r.leaseMu.Unlock()
 	if got.Holder != r.identity {
 		r.forgetLease(req.Namespace, req.Name)
 		return fmt.Errorf("the %s: it expired while the issuer answered (Config.LeaseDuration %v must exceed the issuer's longest call)", got, r.leaseFor)
@@ -127,9 +137,9 @@ func (r *Reconciler) forgetLease(namespace, name string) (string, bool) {
 	r.leaseMu.Lock()
 	defer r.leaseMu.Unlock()
 	k := objKey{namespace, name}
-	key, ok := r.lease.held[k]
+	l, ok := r.lease.held[k]
 	delete(r.lease.held, k)
-	return key, ok
+	return l.Key, ok
 }
 
 // heldElsewhere is the error-free outcome of a pass over a request that

@@ -320,3 +320,67 @@ func TestTwoReconcilersDecidingOneCertificateMakeOneRequestPerRevision(t *testin
 	}
 	t.Logf("%d revisions, %d requests made, %d passes met a conflict", revisions, len(made), conflicts)
 }
+
+// afterGet is a MemoryStore whose request reads call then once, after
+// reading.
+type afterGet struct {
+	*host.MemoryStore
+	then func()
+}
+
+func (s *afterGet) Requests() host.Collection[*certificate.CertificateRequest] {
+	return afterGetColl{s.MemoryStore.Requests(), s}
+}
+
+type afterGetColl struct {
+	host.Collection[*certificate.CertificateRequest]
+	s *afterGet
+}
+
+func (c afterGetColl) Get(ctx context.Context, ns, name string) (*certificate.CertificateRequest, error) {
+	r, err := c.Collection.Get(ctx, ns, name)
+	if then := c.s.then; then != nil {
+		c.s.then = nil
+		then()
+	}
+	return r, err
+}
+
+// A replica that read a request before another answered it and released
+// its lease does not hand it to its issuer when it then takes the lease:
+// a lease taken anew is followed by a fresh read.
+func TestALeaseTakenAnewIsFollowedByAFreshRead(t *testing.T) {
+	ctx := context.Background()
+	clk := testingclock.NewFakeClock(t0)
+	store := &afterGet{MemoryStore: host.NewMemoryStore(clk)}
+	answering := &scripted{answer: func(r *certificate.CertificateRequest, now time.Time) time.Time {
+		certificate.SetFailed(r, "the CA said no", now, time.Time{})
+		return time.Time{}
+	}}
+	late := &scripted{}
+	newR := func(id string, iss certificate.Issuer) *host.Reconciler {
+		r, err := host.NewReconciler(host.Config{Store: store, Clock: clk, Identity: id,
+			Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: iss}})
+		require.NoError(t, err)
+		return r
+	}
+	a, b := newR("replica-a", answering), newR("replica-b", late)
+	_, err := store.MemoryStore.Requests().Create(ctx, &certificate.CertificateRequest{
+		ObjectMeta: certificate.ObjectMeta{Namespace: "default", Name: "web-1"},
+		Spec:       certificate.RequestSpec{IssuerRef: certificate.IssuerRef{Name: "ca"}, Request: []byte("csr")},
+	})
+	require.NoError(t, err)
+	store.then = func() {
+		// b has read the request unanswered; a answers it now.
+		_, err := a.Request(ctx, "default", "web-1")
+		require.NoError(t, err)
+	}
+	ev, err := b.Request(ctx, "default", "web-1")
+	require.NoError(t, err)
+	assert.Equal(t, 1, answering.count())
+	assert.Zero(t, late.count(), "the request answered meanwhile is not handed to the issuer again")
+	assert.Nil(t, ev.Request)
+	got, err := store.MemoryStore.Lease(ctx, host.LeaseKey(host.KindRequest, "default", "web-1", "uid-00000001"), "newcomer", t0, t0.Add(time.Minute))
+	require.NoError(t, err)
+	assert.Equal(t, "newcomer", got.Holder, "b released the lease it took")
+}

@@ -220,7 +220,7 @@ func NewReconciler(cfg Config) (*Reconciler, error) {
 		r.synced.Store(true)
 	}
 	if l, ok := base.(Leaser); ok {
-		r.lease = leaseState{leaser: l, held: map[objKey]string{}}
+		r.lease = leaseState{leaser: l, held: map[objKey]Lease{}}
 	}
 	r.leaseFor = cmp.Or(cfg.LeaseDuration, DefaultLeaseDuration)
 	r.identity = cfg.Identity
@@ -431,13 +431,25 @@ func (r *Reconciler) request(ctx context.Context, ev Event, now time.Time) (Even
 	}
 	var lease Lease
 	if r.lease.leaser != nil {
-		var mine bool
-		lease, mine, err = r.takeLease(ctx, req, now)
+		var mine, fresh bool
+		lease, mine, fresh, err = r.takeLease(ctx, req, now)
 		switch {
 		case err != nil:
 			return ev, err
 		case !mine:
 			return heldElsewhere(ev, lease), nil
+		case fresh:
+			// The replica that held the lease may have answered the
+			// request and released it since it was read: read it again,
+			// now that nobody else works on it.
+			req, err = reqs.Get(ctx, ev.Namespace, ev.Name)
+			switch {
+			case errors.Is(err, ErrNotFound) || err == nil && (certificate.Answered(req) || LeaseKey(KindRequest, req.Namespace, req.Name, req.UID) != lease.Key):
+				ev.Warning = r.releaseLease(ctx, ev.Namespace, ev.Name)
+				return ev, nil // the next pass (a write brings it) sees
+			case err != nil:
+				return ev, err
+			}
 		}
 	}
 	before := cloneRequestStatus(req.Status)
