@@ -116,3 +116,77 @@ func BenchmarkLogEvent(b *testing.B) {
 		})
 	}
 }
+
+// unleased is a MemoryStore without its Leaser: a store the Reconciler
+// leases nothing over.
+type unleased struct{ s *host.MemoryStore }
+
+func (u unleased) Certificates() host.Collection[*certificate.Certificate] {
+	return u.s.Certificates()
+}
+func (u unleased) Secrets() host.Collection[*certificate.Secret] { return u.s.Secrets() }
+func (u unleased) Requests() host.Collection[*certificate.CertificateRequest] {
+	return u.s.Requests()
+}
+func (u unleased) Authoritative() bool { return true }
+
+// BenchmarkRequestPassLease is one pass over a request in flight whose
+// issuer has nothing new to say (the pass a replica makes at each poll
+// of an order): over a MemoryStore, which is a Leaser, so the pass
+// renews the request's lease, and over the same store without leases.
+// The difference is what the lease costs a pass.
+func BenchmarkRequestPassLease(b *testing.B) {
+	for _, name := range []string{"leased", "unleased"} {
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			clk := testingclock.NewFakeClock(t0)
+			mem := host.NewMemoryStore(clk)
+			var store host.Store = mem
+			if name == "unleased" {
+				store = unleased{mem}
+			}
+			iss := &scripted{answer: func(r *certificate.CertificateRequest, now time.Time) time.Time {
+				certificate.SetPending(r, "ordering", t0)
+				return now.Add(5 * time.Second)
+			}}
+			r, err := host.NewReconciler(host.Config{Store: store, Clock: clk, Identity: "replica-a",
+				Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: iss}})
+			require.NoError(b, err)
+			_, err = mem.Requests().Create(ctx, &certificate.CertificateRequest{
+				ObjectMeta: certificate.ObjectMeta{Namespace: "default", Name: "web-1"},
+				Spec:       certificate.RequestSpec{IssuerRef: certificate.IssuerRef{Name: "ca"}, Request: []byte("csr")},
+			})
+			require.NoError(b, err)
+			_, err = r.Request(ctx, "default", "web-1") // writes the Pending status once
+			require.NoError(b, err)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				ev, err := r.Request(ctx, "default", "web-1")
+				if err != nil || len(ev.Writes) > 0 || ev.Held != nil {
+					b.Fatalf("the pass wrote %v, held %v: %v", ev.Writes, ev.Held, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkMemoryStoreLease is a renewal of a lease held, with 10,000
+// other leases held.
+func BenchmarkMemoryStoreLease(b *testing.B) {
+	ctx := context.Background()
+	s := host.NewMemoryStore(nil)
+	for i := range 10000 {
+		_, err := s.Lease(ctx, fmt.Sprint("key-", i), "replica-b", t0, t0.Add(time.Hour))
+		require.NoError(b, err)
+	}
+	key := host.LeaseKey(host.KindRequest, "default", "web-1", "uid-1")
+	b.ReportAllocs()
+	for i := range b.N {
+		now := t0.Add(time.Duration(i) * time.Millisecond)
+		l, err := s.Lease(ctx, key, "replica-a", now, now.Add(2*time.Minute))
+		if err != nil || l.Holder != "replica-a" {
+			b.Fatal(l, err)
+		}
+	}
+}

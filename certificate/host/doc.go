@@ -99,6 +99,27 @@
 // nothing is decided on it until it has synced, as a controller waits
 // for its informers' first list.
 //
+// # Replicas
+//
+// Several processes of one service may share one Store — a database —
+// each with a Reconciler (or Loop) of its own. Every replica decides on
+// every certificate: a certificate's writes name the version they read,
+// and its requests are named after their revision, so two replicas that
+// decide at once make one request per revision, and the one that loses
+// reads again. A request is different: two issuers answering it at once
+// would each order a certificate. So over a Store that implements Leaser,
+// a replica hands a request to its issuer only while it holds the
+// request's lease, which it takes or renews on every pass (for
+// Config.LeaseDuration, under Config.Identity) and releases when the
+// request is answered or deleted; the others' passes say who holds it
+// until when (Event.Held) and look again just after. A replica that dies
+// holding a lease holds it until its deadline; then another takes the
+// request over and carries on the same order, whose state the issuers
+// keep in the store the replicas share (the ACME issuers of all replicas
+// use one account, whose orders they are). MemoryStore and FileStore are
+// Leasers for the hosts of one process; hosttest.TestStore checks a
+// Leaser of yours.
+//
 // # Time
 //
 // The clock is the host's (Config.Clock); decisions and issuers are given
@@ -111,8 +132,8 @@
 //
 // # Stability
 //
-// The interfaces Store, Collection, Watcher and Authoritative, and the
-// exported fields and methods of Config, Event, Reconciler, Loop,
+// The interfaces Store, Collection, Watcher, Authoritative and Leaser,
+// and the exported fields and methods of Config, Event, Reconciler, Loop,
 // ReadYourWrites, MemoryStore and FileStore, change only with a note in
 // CHANGELOG.md; new fields and methods may be added.
 package host

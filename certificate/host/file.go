@@ -1,12 +1,14 @@
 package host
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/utils/clock"
 
@@ -48,6 +50,7 @@ var (
 	_ Store         = (*FileStore)(nil)
 	_ Watcher       = (*FileStore)(nil)
 	_ Authoritative = (*FileStore)(nil)
+	_ Leaser        = (*FileStore)(nil)
 )
 
 // The directories of a FileStore, one per kind.
@@ -158,6 +161,17 @@ func (s *FileStore) Watch(f func(Change)) { s.mem.Watch(f) }
 
 // Authoritative implements Authoritative.
 func (s *FileStore) Authoritative() bool { return true }
+
+// Lease implements Leaser, in memory, as MemoryStore's does: one process
+// uses a directory at a time, so its leases need not outlive it.
+func (s *FileStore) Lease(ctx context.Context, key, holder string, now, until time.Time) (Lease, error) {
+	return s.mem.Lease(ctx, key, holder, now, until)
+}
+
+// Release implements Leaser.
+func (s *FileStore) Release(ctx context.Context, key, holder string) error {
+	return s.mem.Release(ctx, key, holder)
+}
 
 // Close releases the directory's lock. The store must not be used after.
 func (s *FileStore) Close() error { return s.disk.unlock() }

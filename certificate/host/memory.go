@@ -22,7 +22,8 @@ import (
 // database would, so nothing is shared between what it returns and what
 // it holds; it indexes objects by owner and certificates by secret name,
 // reports every write to its watchers, and its reads always show every
-// write (Authoritative). It keys objects by namespace and name apart, and
+// write (Authoritative); it keeps leases (Leaser) for the hosts that
+// share it in one process. It keys objects by namespace and name apart, and
 // refuses a namespace or name no object can have (certificate.
 // ValidateNamespace, certificate.ValidateObjectName) with an error
 // wrapping certificate.ErrInvalidName. Safe for concurrent use.
@@ -32,6 +33,7 @@ type MemoryStore struct {
 	version  int64
 	tables   map[Kind]*table
 	watchers []func(Change)
+	leases   leases
 
 	// For a FileStore: the prefix of every resource version and UID (the
 	// store's epoch, so that no version is ever given twice across

@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto"
 	"crypto/rand"
@@ -14,6 +15,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -82,8 +84,9 @@ type Config struct {
 	// Loop reads it.
 	Resync time.Duration
 	// Observe, when set, sees every pass that did something: each
-	// certificate decision with what came of its actions, and each issuer
-	// step. It is called on the goroutine that made the pass.
+	// certificate decision with what came of its actions, each issuer
+	// step, and each pass over a request that another replica holds
+	// (Event.Held). It is called on the goroutine that made the pass.
 	Observe func(Event)
 	// Logger receives the same events as structured records (LogEvent):
 	// failures at Error and Warn — a pass that failed, an issuance that
@@ -93,6 +96,25 @@ type Config struct {
 	// handler shows Info and above: failures are logged unless the host
 	// opts out, with slog.New(slog.DiscardHandler).
 	Logger *slog.Logger
+	// Identity names this host among the replicas of one service that
+	// share the Store, when the Store is a Leaser: it is the holder of
+	// the leases the Reconciler takes, and what the others' Events say
+	// holds a request ("held by web-2 until …"). Give each replica its
+	// own — the pod or machine name — and never two at once the same:
+	// two replicas of one identity would each take the other's lease for
+	// its own. A replica restarted under the same identity takes its
+	// leases back at once; under a new one, it waits for them to expire
+	// as the others do. Empty means the host name, the process ID and a
+	// random part, new for every Reconciler (Reconciler.Identity).
+	Identity string
+	// LeaseDuration is how long a request's lease lasts (see Reconciler.
+	// Request): how long the other replicas wait for a replica that died
+	// holding it. It must exceed the longest single call of any issuer
+	// (an ACME issuer's may last a few of its client's request timeouts,
+	// 30 s each by default), or another replica may take a request over
+	// while its issuer is still at work. Zero means DefaultLeaseDuration
+	// (2 minutes); only a Store that is a Leaser is leased.
+	LeaseDuration time.Duration
 }
 
 // Event is one pass over one object, for a log, a timeline or a test.
@@ -127,9 +149,9 @@ type Event struct {
 	// Request returned.
 	Err error
 	// Warning is what went wrong beside the pass without stopping it: an
-	// ARI read, telling an issuer that a request is gone, an issuer that
-	// could not reach its CA (certificate.ErrCAUnreachable) and will be
-	// called again at Next.
+	// ARI read, telling an issuer that a request is gone, releasing a
+	// lease, an issuer that could not reach its CA
+	// (certificate.ErrCAUnreachable) and will be called again at Next.
 	Warning error
 	// AwaitedSecret, after a request pass that left the request
 	// unanswered, names the secret its issuer waits for
@@ -137,6 +159,12 @@ type Event struct {
 	// queue looks at the request again as soon as that secret is written,
 	// as a Loop does, besides at Next.
 	AwaitedSecret SecretKey
+	// Held is set on a request pass over a Leaser store that did not
+	// hand the request to its issuer because another replica holds its
+	// lease (Held.Holder, until Held.Until; Held.String says so): Next is
+	// then just after the lease expires, when this replica takes the
+	// request over unless the holder renewed it.
+	Held *Lease
 }
 
 // SecretKey names a secret: its namespace and name. The zero value names
@@ -152,8 +180,8 @@ func (k SecretKey) IsZero() bool { return k.Name == "" }
 // decide, carry out the actions — and return when to look again and an
 // error. It keeps no queue, starts no goroutine and holds no state
 // between calls beyond what makes them cheaper (the read-your-writes
-// record of a lagging Store, parsed keys); whoever owns the queue owns
-// the retries. It is safe for concurrent use, as long as no two calls
+// record of a lagging Store, parsed keys, and over a Leaser store which
+// request leases it holds); whoever owns the queue owns the retries. It is safe for concurrent use, as long as no two calls
 // work on the same object at once (a workqueue's guarantee; a Loop's, as
 // it has one goroutine).
 type Reconciler struct {
@@ -173,6 +201,12 @@ type Reconciler struct {
 	// Syncer; synced turns true the first time it says it synced.
 	syncer Syncer
 	synced atomic.Bool
+	// Over a Leaser store: the Reconciler's identity, how long its leases
+	// last, and the leases it holds.
+	identity string
+	leaseFor time.Duration
+	leaseMu  sync.Mutex
+	lease    leaseState
 }
 
 // NewReconciler returns a Reconciler over cfg.Store; it reads nothing
@@ -189,6 +223,9 @@ func NewReconciler(cfg Config) (*Reconciler, error) {
 	}
 	if cfg.Certificate.ParseCache == nil {
 		cfg.Certificate.ParseCache = keys.NewParseCache(0)
+	}
+	if cfg.LeaseDuration < 0 {
+		return nil, fmt.Errorf("host: Config.LeaseDuration is %v: it must not be negative", cfg.LeaseDuration)
 	}
 	r := &Reconciler{cfg: cfg, clock: cfg.Clock, rand: cfg.Rand, store: cfg.Store, issuers: map[certificate.IssuerRef]certificate.Issuer{}}
 	if r.rand == nil {
@@ -211,6 +248,18 @@ func NewReconciler(cfg Config) (*Reconciler, error) {
 		r.syncer = s
 	} else {
 		r.synced.Store(true)
+	}
+	if l, ok := base.(Leaser); ok {
+		r.lease = leaseState{leaser: l, held: map[objKey]Lease{}}
+	}
+	r.leaseFor = cmp.Or(cfg.LeaseDuration, DefaultLeaseDuration)
+	r.identity = cfg.Identity
+	if r.identity == "" {
+		id, err := defaultIdentity(r.rand)
+		if err != nil {
+			return nil, err
+		}
+		r.identity = id
 	}
 	if _, ok := cfg.Store.(*ReadYourWrites); !ok && !r.authoritative {
 		r.store = NewReadYourWrites(cfg.Store)
@@ -235,6 +284,10 @@ func describeRef(r certificate.IssuerRef) string {
 // Store is the store the Reconciler reads and writes through: Config.Store,
 // or the ReadYourWrites over it.
 func (r *Reconciler) Store() Store { return r.store }
+
+// Identity is the name of the Reconciler's leases' holder: Config.
+// Identity, or the one made for it when that is empty.
+func (r *Reconciler) Identity() string { return r.identity }
 
 // Now is the Reconciler's clock's time.
 func (r *Reconciler) Now() time.Time { return r.clock.Now() }
@@ -297,7 +350,7 @@ func (r *Reconciler) certificatePass(ctx context.Context, namespace, name string
 
 // observeIf tells Config.Observe of a pass that did something.
 func (r *Reconciler) observeIf(ev Event) {
-	if ev.Result != nil || ev.Request != nil || ev.Err != nil || ev.Warning != nil {
+	if ev.Result != nil || ev.Request != nil || ev.Err != nil || ev.Warning != nil || ev.Held != nil {
 		r.observe(ev)
 	}
 }
@@ -361,6 +414,20 @@ func (r *Reconciler) certificate(ctx context.Context, ev Event, now time.Time) (
 // by an issuer that waits for a secret (certificate.SecretAwaiter),
 // Event.AwaitedSecret names it: look at the request again as soon as
 // that secret is written.
+//
+// Over a Store that is a Leaser (replicas of one service sharing one
+// database), one replica at a time works on a request: before it hands
+// the request to its issuer, the pass takes or renews the request's
+// lease (LeaseKey) for Config.LeaseDuration, as Config.Identity — and
+// beyond the time the issuer asks to be called again, when that is
+// later — and releases it when the request is answered or deleted. A
+// request whose lease another replica holds is not handed to the issuer:
+// the pass is no error, Event.Held says who holds it until when, and
+// Event.Next is just after that, when this replica takes the request
+// over unless the holder renewed the lease meanwhile. So a replica that
+// dies mid-order holds up its requests for one lease at most, and the
+// replica that takes one over carries on the same order (the issuer's
+// state is in the store they share).
 func (r *Reconciler) Request(ctx context.Context, namespace, name string) (Event, error) {
 	ev, err := r.requestPass(ctx, namespace, name)
 	r.observeIf(ev)
@@ -388,16 +455,40 @@ func (r *Reconciler) request(ctx context.Context, ev Event, now time.Time) (Even
 		// Whoever deleted it, nothing an issuer keeps for it may outlive
 		// it: tell those that keep state. (Those IssuerFor gives sweep
 		// what nobody steps.)
-		ev.Warning = r.forgetEverywhere(ctx, ev.Namespace, ev.Name)
+		ev.Warning = errors.Join(r.forgetEverywhere(ctx, ev.Namespace, ev.Name), r.releaseLease(ctx, ev.Namespace, ev.Name))
 		return ev, nil
 	case err != nil:
 		return ev, err
 	case certificate.Answered(req):
+		ev.Warning = r.releaseLease(ctx, ev.Namespace, ev.Name)
 		return ev, nil
 	}
 	iss := r.issuer(req.Spec.IssuerRef)
 	if iss == nil {
 		return ev, nil // not ours: whoever serves its issuer answers it
+	}
+	var lease Lease
+	if r.lease.leaser != nil {
+		var mine, fresh bool
+		lease, mine, fresh, err = r.takeLease(ctx, req, now)
+		switch {
+		case err != nil:
+			return ev, err
+		case !mine:
+			return heldElsewhere(ev, lease), nil
+		case fresh:
+			// The replica that held the lease may have answered the
+			// request and released it since it was read: read it again,
+			// now that nobody else works on it.
+			req, err = reqs.Get(ctx, ev.Namespace, ev.Name)
+			switch {
+			case errors.Is(err, ErrNotFound) || err == nil && (certificate.Answered(req) || LeaseKey(KindRequest, req.Namespace, req.Name, req.UID) != lease.Key):
+				ev.Warning = r.releaseLease(ctx, ev.Namespace, ev.Name)
+				return ev, nil // the next pass (a write brings it) sees
+			case err != nil:
+				return ev, err
+			}
+		}
 	}
 	before := cloneRequestStatus(req.Status)
 	next, aerr := iss.Answer(ctx, req, now)
@@ -412,19 +503,27 @@ func (r *Reconciler) request(ctx context.Context, ev Event, now time.Time) (Even
 		// Not a failed pass: the issuer is called again at next.
 		ev.Warning, aerr = aerr, nil
 	}
+	if r.lease.leaser != nil && !certificate.Answered(req) {
+		// Before the write, so that a write that fails because another
+		// replica took the request over says why.
+		ev.Warning = errors.Join(ev.Warning, r.extendLease(ctx, req, lease, next))
+	}
 	if !reflect.DeepEqual(before, req.Status) {
 		made, err := reqs.Update(ctx, req)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			// Deleted while it was answered: what the answer made for it
 			// goes with it.
-			ev.Warning = r.forget(ctx, iss, req.Spec.IssuerRef, ev.Namespace, ev.Name)
+			ev.Warning = errors.Join(ev.Warning, r.forget(ctx, iss, req.Spec.IssuerRef, ev.Namespace, ev.Name), r.releaseLease(ctx, ev.Namespace, ev.Name))
 			ev.Next = time.Time{}
 			return ev, nil
 		case err != nil:
 			return ev, errors.Join(aerr, err)
 		}
 		ev.Writes = append(ev.Writes, changeOf(KindRequest, made, false))
+	}
+	if r.lease.leaser != nil && certificate.Answered(req) {
+		ev.Warning = errors.Join(ev.Warning, r.releaseLease(ctx, ev.Namespace, ev.Name))
 	}
 	return ev, aerr
 }
@@ -562,12 +661,11 @@ func (r *Reconciler) deleteRequest(ctx context.Context, namespace, name string, 
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return false, err
 	}
+	ferr := r.releaseLease(ctx, namespace, name)
 	if iss := r.issuer(ref); iss != nil {
-		if ferr := r.forget(ctx, iss, ref, namespace, name); ferr != nil {
-			return err == nil, ferr
-		}
+		ferr = errors.Join(r.forget(ctx, iss, ref, namespace, name), ferr)
 	}
-	return err == nil, nil
+	return err == nil, ferr
 }
 
 func (r *Reconciler) issuer(ref certificate.IssuerRef) certificate.Issuer {

@@ -49,6 +49,16 @@
 //     reported.
 //   - An Authoritative store's reads show every write that returned, at
 //     once.
+//   - A Leaser gives a key's lease to a holder when nobody else holds it
+//     unexpired at the now given (a lease expires at its deadline), and
+//     renews (or shortens) the holder's own; it refuses another holder
+//     without an error, returning the lease as it stands; after the
+//     deadline it gives the lease to whoever asks first, and refuses the
+//     holder it expired on; Release by the holder ends the lease at once,
+//     and Release of a lease another holds, or of none, is no error and
+//     changes nothing; of many concurrent Lease calls for one key, at
+//     most one gets the lease, and all succeed. The suite gives times of
+//     the real clock, to the second.
 //
 // A store whose reads lag behind its writes (a cache in front of an API,
 // as a Kubernetes informer is) keeps the rules once its reads have caught
@@ -237,6 +247,7 @@ var subtests = []struct {
 	{"SecretsExact", testSecretsExact},
 	{"Watch", testWatch},
 	{"Authoritative", testAuthoritative},
+	{"Lease", testLease},
 }
 
 func run(t tb, open func(t *testing.T) host.Store, cfg Config) {

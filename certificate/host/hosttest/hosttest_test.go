@@ -90,6 +90,11 @@ func TestSuitePassesStoresThatKeepTheContract(t *testing.T) {
 			open: faulty(func(f *faultyStore) { f.split = true }),
 			cfg:  Config{SplitUpdates: true},
 		},
+		"a Leaser of its own": {
+			open: func(*testing.T) host.Store {
+				return faulty(withLeaser(&mapLeaser{grant: rightly}))(nil)
+			},
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if errs := runFake(t, tc.open, tc.cfg); len(errs) > 0 {
@@ -261,6 +266,68 @@ func TestSuiteReportsEachDeparture(t *testing.T) {
 			open: faulty(func(f *faultyStore) { f.twice = true }),
 			want: "a Watcher must report only the writes made, each once",
 		},
+		"a Leaser that gives a held lease to anyone": {
+			open: faulty(withLeaser(&mapLeaser{grant: func(host.Lease, bool, string, time.Time) bool { return true }})),
+			want: "Lease of a key another holds unexpired must be refused, returning the holder's lease, and no error",
+		},
+		"a Leaser whose lease never expires": {
+			open: faulty(withLeaser(&mapLeaser{grant: func(cur host.Lease, ok bool, holder string, _ time.Time) bool {
+				return !ok || cur.Holder == holder
+			}})),
+			want: "Lease of a key whose lease expired (at its deadline) must give it to the new holder",
+		},
+		"a Leaser whose lease lasts until just after its deadline": {
+			open: faulty(withLeaser(&mapLeaser{grant: func(cur host.Lease, ok bool, holder string, now time.Time) bool {
+				return !ok || cur.Holder == holder || now.After(cur.Until)
+			}})),
+			want: "Lease of a key whose lease expired (at its deadline) must give it to the new holder",
+		},
+		"a Leaser that takes a renewal for a refusal": {
+			open: faulty(withLeaser(&mapLeaser{grant: func(cur host.Lease, ok bool, _ string, now time.Time) bool {
+				return !ok || !cur.Until.After(now)
+			}})),
+			want: "Lease by the holder must renew it to the new deadline",
+		},
+		"a Leaser whose Release ends anyone's lease": {
+			open: faulty(func(f *faultyStore) {
+				m := &mapLeaser{grant: rightly}
+				f.lease = m.Lease
+				f.release = func(_ context.Context, key, _ string) error {
+					m.mu.Lock()
+					defer m.mu.Unlock()
+					delete(m.held, key)
+					return nil
+				}
+			}),
+			want: "Release of a lease another holds must leave it as it is",
+		},
+		"a Leaser whose Release of a lease nobody holds fails": {
+			open: faulty(func(f *faultyStore) {
+				m := &mapLeaser{grant: rightly}
+				f.lease = m.Lease
+				f.release = func(ctx context.Context, key, holder string) error {
+					m.mu.Lock()
+					_, ok := m.held[key]
+					m.mu.Unlock()
+					if !ok {
+						return host.ErrNotFound
+					}
+					return m.Release(ctx, key, holder)
+				}
+			}),
+			want: "Release of a key nobody holds must be no error",
+		},
+		"a Leaser whose Lease reads, then writes": {
+			open: func(*testing.T) host.Store {
+				b := newBarrier(leaseReplicas)
+				return faulty(withLeaser(&mapLeaser{grant: rightly, between: func(key string) {
+					if strings.Contains(key, "/concurrent/") {
+						b.wait() // every caller has read the lease as free
+					}
+				}}))(nil)
+			},
+			want: "concurrent Lease calls of one key must give it to one holder at most",
+		},
 		"an Authoritative store whose reads lag": {
 			open: func(t *testing.T) host.Store { return newLagging(t, true, false) },
 			cfg:  Config{Timeout: time.Millisecond},
@@ -315,6 +382,104 @@ type faultyStore struct {
 	// split reports each update of a certificate as two writes: a step
 	// at a version of its own, then the write.
 	split bool
+	// lease and release, when set, replace the MemoryStore's.
+	lease   func(ctx context.Context, key, holder string, now, until time.Time) (host.Lease, error)
+	release func(ctx context.Context, key, holder string) error
+}
+
+func (f *faultyStore) Lease(ctx context.Context, key, holder string, now, until time.Time) (host.Lease, error) {
+	if f.lease != nil {
+		return f.lease(ctx, key, holder, now, until)
+	}
+	return f.MemoryStore.Lease(ctx, key, holder, now, until)
+}
+
+func (f *faultyStore) Release(ctx context.Context, key, holder string) error {
+	if f.release != nil {
+		return f.release(ctx, key, holder)
+	}
+	return f.MemoryStore.Release(ctx, key, holder)
+}
+
+// mapLeaser is a Leaser over a map whose rules a test bends: grant
+// decides whether holder may have the lease cur (ok: there is one).
+type mapLeaser struct {
+	mu    sync.Mutex
+	held  map[string]host.Lease
+	grant func(cur host.Lease, ok bool, holder string, now time.Time) bool
+	// between, when set, runs between the read and the write of a Lease
+	// call, outside the lock: a store whose Lease is not atomic.
+	between func(key string)
+}
+
+func (m *mapLeaser) Lease(_ context.Context, key, holder string, now, until time.Time) (host.Lease, error) {
+	m.mu.Lock()
+	if m.held == nil {
+		m.held = map[string]host.Lease{}
+	}
+	cur, ok := m.held[key]
+	m.mu.Unlock()
+	if !m.grant(cur, ok, holder, now) {
+		return cur, nil
+	}
+	if m.between != nil {
+		m.between(key)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := host.Lease{Key: key, Holder: holder, Until: until}
+	m.held[key] = l
+	return l, nil
+}
+
+func (m *mapLeaser) Release(_ context.Context, key, holder string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.held[key].Holder == holder {
+		delete(m.held, key)
+	}
+	return nil
+}
+
+// rightly is the Leaser contract's grant.
+func rightly(cur host.Lease, ok bool, holder string, now time.Time) bool {
+	return !ok || cur.Holder == holder || !cur.Until.After(now)
+}
+
+// withLeaser makes f's leases m's.
+func withLeaser(m *mapLeaser) func(f *faultyStore) {
+	return func(f *faultyStore) { f.lease, f.release = m.Lease, m.Release }
+}
+
+// barrier holds each of n callers until all n have come, round after
+// round.
+type barrier struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	n     int
+	count int
+	round int
+}
+
+func newBarrier(n int) *barrier {
+	b := &barrier{n: n}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+func (b *barrier) wait() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	round := b.round
+	b.count++
+	if b.count == b.n {
+		b.count, b.round = 0, b.round+1
+		b.cond.Broadcast()
+		return
+	}
+	for b.round == round {
+		b.cond.Wait()
+	}
 }
 
 func faulty(set func(f *faultyStore)) func(t *testing.T) host.Store {
