@@ -81,7 +81,11 @@ type IssuerConfig struct {
 	// expired without a Step since. The scheduler never counts such a
 	// state's challenges, so no other request waits for a slot it holds.
 	// Zero means 15 minutes. A host that deletes a request calls Forget,
-	// which removes its state at once.
+	// which removes its state at once. Replicas that share the Store:
+	// a state is read again before it is removed as stale, and one that
+	// another issuer wrote since this one last saw it (State.SteppedAt)
+	// is kept, for 1 h 15 min past that write — past the longest wait
+	// on the server's Retry-After — since that replica is at work on it.
 	StaleAfter time.Duration
 	// Trace, when set, sees every decision that had effects.
 	Trace func(Event)
@@ -568,6 +572,8 @@ func (i *Issuer) step(ctx context.Context, r *certificate.CertificateRequest, ke
 
 // put writes a state and keeps the index in step.
 func (i *Issuer) put(ctx context.Context, key string, st *State, now time.Time) error {
+	stepped := now
+	st.SteppedAt = &stepped
 	if err := i.cfg.Store.Put(ctx, key, st); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -871,8 +877,17 @@ func (i *Issuer) sweep(ctx context.Context, now time.Time, limit int) (time.Time
 			x.mu.Unlock()
 			continue
 		}
-		key, why := e.key, i.whyGone(e, now)
+		key, why, stale, ref, seen := e.key, i.whyGone(e, now), e.answeredAt == nil, e.request, e.lastStep
 		x.mu.Unlock()
+		if stale {
+			// A replica sharing the store may be at work on the order:
+			// read it again before it goes.
+			if kept, err := i.steppedElsewhere(ctx, ref, key, seen, now); kept || err != nil {
+				first = firstErr(first, err)
+				release()
+				continue
+			}
+		}
 		if err := i.remove(ctx, key, why, now); err != nil {
 			first = firstErr(first, err)
 			x.mu.Lock()
@@ -891,6 +906,44 @@ func (i *Issuer) sweep(ctx context.Context, now time.Time, limit int) (time.Time
 		return time.Time{}, first
 	}
 	return x.due[0].sweepAt, first
+}
+
+// foreignGrace is how long after another replica last wrote a state it
+// is kept: past the longest wait an order makes on the server's
+// Retry-After (order.Config.MaxRetryAfter, 1 h by default), so that no
+// replica removes an order that another is waiting on.
+const foreignGrace = time.Hour + 15*time.Minute
+
+// steppedElsewhere reads the state of key again before a stale sweep
+// removes it, and reports whether it was kept because it changed since
+// this issuer last saw it (at seen): written by another replica that
+// shares the store, or answered. Such a state is indexed again, due for
+// a sweep foreignGrace after that write. A state gone from the store is
+// not kept (its removal cleans up what this issuer presented).
+func (i *Issuer) steppedElsewhere(ctx context.Context, ref RequestRef, key string, seen, now time.Time) (bool, error) {
+	st, err := i.cfg.Store.Get(ctx, ref, key)
+	if err != nil {
+		x := i.idx
+		x.mu.Lock()
+		if e := x.entries[key]; e != nil {
+			e.retryAt = now.Add(sweepRetry)
+			x.fixLocked(e, i.sweepAt)
+		}
+		x.mu.Unlock()
+		return true, fmt.Errorf("acmeclient: reading the state of %s before removing it: %w", key, err)
+	}
+	if st == nil || st.AnsweredAt == nil && (st.SteppedAt == nil || !st.SteppedAt.After(seen)) {
+		return false, nil
+	}
+	x := i.idx
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.setLocked(key, st, now, i.sweepAt)
+	if e := x.entries[key]; e != nil && st.AnsweredAt == nil {
+		e.lastStep, e.nextStep = *st.SteppedAt, st.SteppedAt.Add(foreignGrace)
+		x.fixLocked(e, i.sweepAt)
+	}
+	return true, nil
 }
 
 // whyGone says why a state is removed, for the trace.

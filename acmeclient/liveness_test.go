@@ -641,3 +641,51 @@ func TestAStateWhoseOrderExpiredGoes(t *testing.T) {
 	assert.Nil(t, st, "a state whose order expired is kept")
 	assert.Zero(t, e.srv.HTTP01Handler().Presented(), "its token is still served")
 }
+
+// Replicas share one store: an issuer does not remove as stale a state
+// that another issuer (another replica) wrote since it last saw it; that
+// replica is at work on the order, and removing its state would make it
+// order again.
+func TestAStateAnotherReplicaStepsIsNotStale(t *testing.T) {
+	e := newFaultEnvWith(t, acmetest.Options{}, func(c *acmeclient.IssuerConfig) { c.Solvers.HTTP01Check = notYet{} })
+	ctx := timeout(t)
+	r, _ := newRequest(t, "shared", "shared.example")
+	e.stepUntil(t, r, challengeInFlight) // replica A starts the order
+	other, err := acmeclient.NewIssuer(acmeclient.IssuerConfig{Client: e.client, Store: e.store, Solvers: e.srv.Solvers(),
+		Account: acmeclient.AccountOptions{AgreeToTerms: true}})
+	require.NoError(t, err)
+	key := acmeclient.OrderName(r)
+	before, err := e.store.Get(ctx, acmeclient.RequestRef{}, key)
+	require.NoError(t, err)
+	require.NotNil(t, before.SteppedAt)
+
+	// Replica B carries on with it ten minutes later, and again every
+	// ten minutes; A, which stepped it no more, sweeps all the while.
+	for range 3 {
+		require.NoError(t, e.clock.wait(ctx, e.clock.Now().Add(10*time.Minute)))
+		_, err := other.Step(ctx, r)
+		require.NoError(t, err)
+		st, err := e.store.Get(ctx, acmeclient.RequestRef{}, key)
+		require.NoError(t, err)
+		require.NotNil(t, st, "B's state is gone after its step")
+		require.True(t, st.SteppedAt.After(*before.SteppedAt), "B's step wrote no SteppedAt")
+		_, err = e.issuer.Sweep(ctx, e.clock.Now().Add(6*time.Minute))
+		require.NoError(t, err)
+		st, err = e.store.Get(ctx, acmeclient.RequestRef{}, key)
+		require.NoError(t, err)
+		require.NotNil(t, st, "A removed the state B is at work on")
+	}
+	assert.Equal(t, map[string]int{"shared.example": 1}, e.srv.OrdersCreated(), "one order")
+
+	// Once nobody steps it, it goes: after the grace for another
+	// replica's waits.
+	next, err := e.issuer.Sweep(ctx, e.clock.Now())
+	require.NoError(t, err)
+	require.False(t, next.IsZero())
+	require.NoError(t, e.clock.wait(ctx, next))
+	_, err = e.issuer.Sweep(ctx, e.clock.Now())
+	require.NoError(t, err)
+	st, err := e.store.Get(ctx, acmeclient.RequestRef{}, key)
+	require.NoError(t, err)
+	assert.Nil(t, st, "a state nobody steps is kept for ever")
+}

@@ -34,6 +34,11 @@ type State struct {
 	// so that a host that crashed before it wrote the answer gets the
 	// same answer again instead of a second order.
 	AnsweredAt *time.Time `json:"answeredAt,omitempty"`
+	// SteppedAt is when an issuer last wrote the state. Replicas that
+	// share one store tell from it that another replica is at work on an
+	// order, which none of them then removes as stale (see
+	// IssuerConfig.StaleAfter).
+	SteppedAt *time.Time `json:"steppedAt,omitempty"`
 }
 
 // RequestRef names a certificate request: its namespace and name, and
