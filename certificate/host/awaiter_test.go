@@ -342,7 +342,10 @@ func TestUnderRunAPassThatReadTheSecretBeforeItWasWrittenIsNotLeftWaiting(t *tes
 		mem := host.NewMemoryStore(clock.RealClock{})
 		g := &gate{store: mem, read: make(chan struct{}), written: make(chan struct{})}
 		st := gatedStore{mem, g}
-		cfg := host.Config{Store: st, Issuers: map[certificate.IssuerRef]certificate.Issuer{
+		// One identity before and after the restart: the new loop takes
+		// back at once the request's lease the old one held (MemoryStore
+		// is a Leaser).
+		cfg := host.Config{Store: st, Identity: "host-a", Issuers: map[certificate.IssuerRef]certificate.Issuer{
 			{Name: "self-signed"}: heldSelfSigned{localca.SelfSigned(st.Secrets().Get, nil), g},
 			{Name: "internal-ca"}: localca.FromSecret(g.get, "default", "internal-ca", nil),
 		}}
