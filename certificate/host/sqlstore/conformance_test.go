@@ -1,0 +1,22 @@
+package sqlstore_test
+
+import (
+	"testing"
+
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/certlife/certlife/certificate/host"
+	"github.com/certlife/certlife/certificate/host/hosttest"
+	"github.com/certlife/certlife/certificate/host/sqlstore"
+)
+
+// The store keeps the whole contract on both dialects, with the zero
+// Config: it is Authoritative and a Watcher, copies all it takes and
+// gives, and refuses invalid names.
+func TestStoreConformance(t *testing.T) {
+	eachDialect(t, func(t *testing.T, d sqlstore.Dialect) {
+		hosttest.TestStore(t, func(t *testing.T) host.Store {
+			return newDB(t, d).open(t, testingclock.NewFakeClock(t0))
+		}, hosttest.Config{})
+	})
+}
