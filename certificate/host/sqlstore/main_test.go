@@ -25,6 +25,7 @@ var t0 = time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
 // database is an empty database of a dialect.
 type database struct {
 	dialect sqlstore.Dialect
+	dsn     string
 	db      *sql.DB
 }
 
@@ -33,19 +34,31 @@ type database struct {
 // PostgreSQL server.
 func newDB(t testing.TB, d sqlstore.Dialect) database {
 	t.Helper()
-	var db *sql.DB
-	var err error
+	dsn := ""
 	switch d {
 	case sqlstore.SQLite:
-		db, err = sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "certlife.db")+"?_pragma=busy_timeout(10000)")
+		dsn = "file:" + filepath.Join(t.TempDir(), "certlife.db") + "?_pragma=busy_timeout(10000)"
 	case sqlstore.PostgreSQL:
-		db, err = sql.Open("pgx", pgtest.Start(t))
+		dsn = pgtest.Start(t)
 	}
+	return database{dialect: d, dsn: dsn}.another(t)
+}
+
+// another is the database through a *sql.DB of its own, as another
+// process has, closed in t's clean-up.
+func (d database) another(t testing.TB) database {
+	t.Helper()
+	driver := "sqlite"
+	if d.dialect == sqlstore.PostgreSQL {
+		driver = "pgx"
+	}
+	db, err := sql.Open(driver, d.dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return database{d, db}
+	d.db = db
+	return d
 }
 
 // open opens a Store in the database, closed in t's clean-up.

@@ -74,23 +74,8 @@ func (c collection[T]) List(ctx context.Context, opts host.ListOptions) ([]T, er
 			return nil, fmt.Errorf("sqlstore: listing: ListOptions.SecretName: %w", err)
 		}
 	}
-	var conds []string
-	var args []any
-	if opts.Namespace != "" {
-		conds, args = append(conds, "namespace = ?"), append(args, opts.Namespace)
-	}
-	if opts.OwnerUID != "" {
-		conds, args = append(conds, "owner_uid = ?"), append(args, opts.OwnerUID)
-	}
-	if opts.SecretName != "" {
-		// Only certificates have one; no other object matches.
-		conds, args = append(conds, "secret_name = ?"), append(args, opts.SecretName)
-	}
-	q := c.selectData()
-	if len(conds) > 0 {
-		q += " WHERE " + strings.Join(conds, " AND ")
-	}
-	rows, err := c.s.db.QueryContext(ctx, c.s.rebind(q+" ORDER BY namespace, name"), args...)
+	q, args := c.listQuery(opts)
+	rows, err := c.s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: listing %ss: %w", c.kind, err)
 	}
@@ -115,6 +100,28 @@ func (c collection[T]) List(ctx context.Context, opts host.ListOptions) ([]T, er
 		out = append(out, obj)
 	}
 	return out, nil
+}
+
+// listQuery is the query of List and its arguments: each option that is
+// set is a condition on an indexed column.
+func (c collection[T]) listQuery(opts host.ListOptions) (string, []any) {
+	var conds []string
+	var args []any
+	if opts.Namespace != "" {
+		conds, args = append(conds, "namespace = ?"), append(args, opts.Namespace)
+	}
+	if opts.OwnerUID != "" {
+		conds, args = append(conds, "owner_uid = ?"), append(args, opts.OwnerUID)
+	}
+	if opts.SecretName != "" {
+		// Only certificates have one; no other object matches.
+		conds, args = append(conds, "secret_name = ?"), append(args, opts.SecretName)
+	}
+	q := c.selectData()
+	if len(conds) > 0 {
+		q += " WHERE " + strings.Join(conds, " AND ")
+	}
+	return c.s.rebind(q + " ORDER BY namespace, name"), args
 }
 
 // Create implements host.Collection.

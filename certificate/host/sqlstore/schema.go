@@ -31,12 +31,13 @@ var migrations = []migration{
 			pruned_through BIGINT NOT NULL)`,
 		`INSERT INTO certlife_counter (id, version, pruned_through) VALUES (1, 0, 0)`,
 		objectTable("certlife_certificates"),
-		`CREATE INDEX certlife_certificates_owner ON certlife_certificates (owner_uid)`,
-		`CREATE INDEX certlife_certificates_secret ON certlife_certificates (namespace, secret_name)`,
+		// Each index ends with the columns List orders by.
+		`CREATE INDEX certlife_certificates_owner ON certlife_certificates (owner_uid, namespace, name)`,
+		`CREATE INDEX certlife_certificates_secret ON certlife_certificates (namespace, secret_name, name)`,
 		objectTable("certlife_secrets"),
-		`CREATE INDEX certlife_secrets_owner ON certlife_secrets (owner_uid)`,
+		`CREATE INDEX certlife_secrets_owner ON certlife_secrets (owner_uid, namespace, name)`,
 		objectTable("certlife_requests"),
-		`CREATE INDEX certlife_requests_owner ON certlife_requests (owner_uid)`,
+		`CREATE INDEX certlife_requests_owner ON certlife_requests (owner_uid, namespace, name)`,
 		`CREATE TABLE certlife_changes (
 			version BIGINT PRIMARY KEY,
 			kind TEXT NOT NULL,
