@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	"github.com/certlife/certlife/certificate/host"
@@ -32,3 +33,6 @@ func (s *Store) PollerStopped() bool {
 func ListQuery[T host.Object](c host.Collection[T], opts host.ListOptions) (string, []any) {
 	return c.(collection[T]).listQuery(opts)
 }
+
+// DB is the store's database.
+func DB(s *Store) *sql.DB { return s.db }
