@@ -25,23 +25,24 @@ func (s *Store) Lease(ctx context.Context, key, holder string, now, until time.T
 	}
 	got := host.Lease{Key: key}
 	var ns int64
-	err := s.db.QueryRowContext(ctx, s.rebind(`INSERT INTO certlife_leases (lease_key, holder, until_ns) VALUES (?, ?, ?)
-		ON CONFLICT (lease_key) DO UPDATE SET holder = excluded.holder, until_ns = excluded.until_ns
-		WHERE certlife_leases.holder = excluded.holder OR certlife_leases.until_ns <= ?
-		RETURNING holder, until_ns`), key, holder, until.UnixNano(), now.UnixNano()).Scan(&got.Holder, &ns)
-	if errors.Is(err, sql.ErrNoRows) {
-		// Another holds it: say who, and until when.
-		err = s.db.QueryRowContext(ctx, s.rebind(`SELECT holder, until_ns FROM certlife_leases WHERE lease_key = ?`), key).Scan(&got.Holder, &ns)
+	for attempt := 0; ; attempt++ {
+		err := s.db.QueryRowContext(ctx, s.rebind(`INSERT INTO certlife_leases (lease_key, holder, until_ns) VALUES (?, ?, ?)
+			ON CONFLICT (lease_key) DO UPDATE SET holder = excluded.holder, until_ns = excluded.until_ns
+			WHERE certlife_leases.holder = excluded.holder OR certlife_leases.until_ns <= ?
+			RETURNING holder, until_ns`), key, holder, until.UnixNano(), now.UnixNano()).Scan(&got.Holder, &ns)
 		if errors.Is(err, sql.ErrNoRows) {
-			// Released since: ask again.
-			return s.Lease(ctx, key, holder, now, until)
+			// Another holds it: say who, and until when.
+			err = s.db.QueryRowContext(ctx, s.rebind(`SELECT holder, until_ns FROM certlife_leases WHERE lease_key = ?`), key).Scan(&got.Holder, &ns)
+			if errors.Is(err, sql.ErrNoRows) && attempt < 3 {
+				continue // released since: ask again
+			}
 		}
+		if err != nil {
+			return host.Lease{}, fmt.Errorf("sqlstore: lease %q: %w", key, err)
+		}
+		got.Until = time.Unix(0, ns).UTC()
+		return got, nil
 	}
-	if err != nil {
-		return host.Lease{}, fmt.Errorf("sqlstore: lease %q: %w", key, err)
-	}
-	got.Until = time.Unix(0, ns).UTC()
-	return got, nil
 }
 
 // Release implements host.Leaser.

@@ -69,8 +69,9 @@ var migrations = []migration{
 }
 
 // SchemaVersion is the version of the schema this package makes and
-// reads: the number of the last upgrade it knows.
-var SchemaVersion = migrations[len(migrations)-1].version
+// reads: the number of the last upgrade it knows. Open refuses a
+// database whose schema is newer (made by a later certlife).
+const SchemaVersion = 1
 
 func objectTable(name string) string {
 	return `CREATE TABLE ` + name + ` (
@@ -114,8 +115,8 @@ func (s *Store) migrate(ctx context.Context) error {
 		} else if err != nil {
 			return err
 		}
-		if have > SchemaVersion {
-			return fmt.Errorf("the database's schema is at version %d, newer than this certlife knows (%d): upgrade certlife", have, SchemaVersion)
+		if latest := migrations[len(migrations)-1].version; have > latest {
+			return fmt.Errorf("the database's schema is at version %d, newer than this certlife knows (%d): upgrade certlife", have, latest)
 		}
 		for _, m := range migrations {
 			if m.version <= have {

@@ -114,7 +114,9 @@ type Options struct {
 	// change log entry; nil means the real clock.
 	Clock clock.PassiveClock
 	// PollInterval is how often the store reads the change log for what
-	// other processes wrote. Zero means DefaultPollInterval.
+	// other processes wrote (on the real clock, whatever Clock is): one
+	// small query each time, and a read of the new entries. Zero means
+	// DefaultPollInterval.
 	PollInterval time.Duration
 	// ChangeRetention is how long the change log keeps each change
 	// (by Clock): a process whose polls fall further behind than that
