@@ -100,4 +100,3 @@ func BenchmarkIssuance(b *testing.B) {
 		})
 	}
 }
-
