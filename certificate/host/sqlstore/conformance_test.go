@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"database/sql"
 	"testing"
 
 	testingclock "k8s.io/utils/clock/testing"
@@ -17,6 +18,18 @@ func TestStoreConformance(t *testing.T) {
 	eachDialect(t, func(t *testing.T, d sqlstore.Dialect) {
 		hosttest.TestStore(t, func(t *testing.T) host.Store {
 			return newDB(t, d).open(t, testingclock.NewFakeClock(t0))
+		}, hosttest.Config{})
+	})
+	// An in-memory SQLite database, on its one connection.
+	t.Run("SQLiteInMemory", func(t *testing.T) {
+		hosttest.TestStore(t, func(t *testing.T) host.Store {
+			db, err := sql.Open("sqlite", "file::memory:")
+			if err != nil {
+				t.Fatal(err)
+			}
+			db.SetMaxOpenConns(1)
+			t.Cleanup(func() { db.Close() })
+			return database{dialect: sqlstore.SQLite, db: db}.open(t, testingclock.NewFakeClock(t0))
 		}, hosttest.Config{})
 	})
 }
