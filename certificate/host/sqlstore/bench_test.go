@@ -90,10 +90,11 @@ func BenchmarkIssuance(b *testing.B) {
 			ctx := b.Context()
 			clk := testingclock.NewFakeClock(t0)
 			s := newDB(b, d).open(b, clk)
+			loop := newLoop(b, s, clk)
 			b.ReportAllocs()
 			writes, i := 0, 0
 			for b.Loop() {
-				writes += issue(b, ctx, s, clk, fmt.Sprintf("web%d", i))
+				writes += issue(b, ctx, s, loop, clk, fmt.Sprintf("web%d", i))
 				i++
 			}
 			b.ReportMetric(float64(writes)/float64(i), "writes/issuance")
