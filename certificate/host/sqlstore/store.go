@@ -322,7 +322,9 @@ func (s *Store) inTx(ctx context.Context, lock int64, f func(t *tx) error) (err 
 		}
 		_, err = conn.ExecContext(ctx, "BEGIN IMMEDIATE")
 	} else {
-		_, err = conn.ExecContext(ctx, "BEGIN")
+		// Whatever the server's default: a writer that waited for the
+		// counter row reads what the one before it wrote.
+		_, err = conn.ExecContext(ctx, "BEGIN ISOLATION LEVEL READ COMMITTED")
 	}
 	if err != nil {
 		return err
