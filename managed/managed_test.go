@@ -129,4 +129,3 @@ func dial(t *testing.T, addr, name string, roots *x509.CertPool) *x509.Certifica
 	require.NoError(t, err)
 	return leaf
 }
-
