@@ -142,6 +142,10 @@ type Config struct {
 	// Identity names this process among replicas sharing the store
 	// (host.Config.Identity); empty makes one up.
 	Identity string
+	// LeaseDuration is how long a replica holds a request it works on
+	// (host.Config.LeaseDuration): how long the others wait for one that
+	// died. Zero means host.DefaultLeaseDuration.
+	LeaseDuration time.Duration
 }
 
 // Manager keeps the configured certificates issued and renewed and
@@ -224,7 +228,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 			return nil, err
 		}
 	}
-	loop, err := host.New(host.Config{Store: store, Clock: clk, Issuers: issuers, Logger: cfg.Logger, Identity: cfg.Identity})
+	loop, err := host.New(host.Config{Store: store, Clock: clk, Issuers: issuers, Logger: cfg.Logger, Identity: cfg.Identity, LeaseDuration: cfg.LeaseDuration})
 	if err != nil {
 		return nil, err
 	}
