@@ -1,7 +1,10 @@
 package sqlstore_test
 
 import (
+	"context"
+	"crypto/rand"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -9,6 +12,9 @@ import (
 
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/certificate/host"
+	"github.com/certlife/certlife/certificate/host/sqlstore"
+	"github.com/certlife/certlife/certificate/localca"
+	"github.com/certlife/certlife/keys"
 )
 
 // benchCertificates is how many certificates the benchmarks' store holds,
@@ -66,6 +72,21 @@ func BenchmarkStore(b *testing.B) {
 					}
 				}
 			})
+			b.Run("Pass", func(b *testing.B) {
+				// A certificate pass over a Ready certificate, as a
+				// host makes at each resync, with 10,000 others in
+				// the store: its reads through the indexes, no write.
+				clk := testingclock.NewFakeClock(t0)
+				r := newReconciler(b, s, clk)
+				issueByPasses(b, ctx, s, r, "web")
+				b.ReportAllocs()
+				for b.Loop() {
+					ev, err := r.Certificate(ctx, "default", "web")
+					if err != nil || len(ev.Writes) > 0 {
+						b.Fatal(ev.Writes, err)
+					}
+				}
+			})
 			b.Run("ListByOwner", func(b *testing.B) {
 				b.ReportAllocs()
 				i := 0
@@ -100,4 +121,54 @@ func BenchmarkIssuance(b *testing.B) {
 			b.ReportMetric(float64(writes)/float64(i), "writes/issuance")
 		})
 	}
+}
+
+// newReconciler is a Reconciler over s with a local CA as issuer "ca".
+func newReconciler(t testing.TB, s *sqlstore.Store, clk *testingclock.FakeClock) *host.Reconciler {
+	t.Helper()
+	ca, err := localca.NewRoot(rand.Reader, "sqlstore bench CA", keys.KeySpec{Algorithm: keys.AlgorithmECDSA}, clk.Now().Add(-time.Hour), 10*365*24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := host.NewReconciler(host.Config{Store: s, Clock: clk, Logger: slog.New(slog.DiscardHandler),
+		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: ca.Issuer(nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// issueByPasses creates certificate name and makes passes over it and
+// its requests, as a host's queue would for that key alone, until it is
+// Ready and a pass over it writes nothing.
+func issueByPasses(t testing.TB, ctx context.Context, s *sqlstore.Store, r *host.Reconciler, name string) {
+	t.Helper()
+	c, err := s.Certificates().Create(ctx, newCert("default", name, name+"-tls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		ev, err := r.Certificate(ctx, "default", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs, err := s.Requests().List(ctx, host.ListOptions{Namespace: "default", OwnerUID: c.UID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, req := range reqs {
+			if _, err := r.Request(ctx, "default", req.Name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := s.Certificates().Get(ctx, "default", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ready, issuing := got.Status.Condition(certificate.ConditionReady), got.Status.Condition(certificate.ConditionIssuing)
+		if len(ev.Writes) == 0 && ready != nil && ready.Status == certificate.StatusTrue && (issuing == nil || issuing.Status != certificate.StatusTrue) {
+			return
+		}
+	}
+	t.Fatalf("%s: not Ready after 50 rounds of passes", name)
 }
