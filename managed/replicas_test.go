@@ -630,6 +630,12 @@ func checkLeases(t *testing.T, log []leaseWrite, kills []kill, lease time.Durati
 	}
 	state := map[string]current{}
 	for _, w := range log {
+		// No lease is written to run more than lease past the time it is
+		// written (its holder's clock, read before the write).
+		if w.op != "DELETE" {
+			assert.False(t, w.until.After(w.at.Add(lease)), "%s wrote %s at %v until %v: longer than %v",
+				w.holder, w.key, w.at.Format(time.RFC3339Nano), w.until.Format(time.RFC3339Nano), lease)
+		}
 		cur := state[w.key]
 		if w.op != "DELETE" && cur.live && cur.holder != w.holder {
 			assert.False(t, w.at.Before(cur.until), "%s took %s at %v, held by %s until %v",
