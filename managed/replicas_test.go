@@ -206,6 +206,9 @@ func TestReplicasKilledAtRandom(t *testing.T) {
 	}
 	fleet.stopAll()
 	issuedAt := time.Since(began)
+	for _, cmd := range fleet.all {
+		require.NotNil(t, cmd.ProcessState, "replica process %d left behind", cmd.Process.Pid)
+	}
 
 	// Every certificate issued, its chain verified against Pebble's roots.
 	certs, err := store.Certificates().List(ctx, host.ListOptions{Namespace: "default"})
@@ -237,13 +240,13 @@ func TestReplicasKilledAtRandom(t *testing.T) {
 	assert.Len(t, orders, replicaCerts, "orders for every name and no other")
 
 	// Leases, from every write of the lease table.
-	longest, heldAtDeath := checkLeases(t, log, kills, replicaLease, answeredRequests(t, ctx, store))
+	longest, lag, heldAtDeath := checkLeases(t, log, kills, replicaLease, answeredRequests(t, ctx, store))
 
 	t.Logf("figures: %d replica starts, %d kills, %d certificates issued, %d orders for %d names (%d duplicates), "+
-		"%d requests held by a replica when it was killed, longest wait for a dead replica's lease %v (lease %v), "+
+		"%d requests held by a replica when it was killed, longest wait for a dead replica's lease %v (lease %v; %v after it ended), "+
 		"%d lease writes, %d HTTP-01 validations through the balancer (%d tried a dead replica first), all issued after %v",
 		fleet.starts, len(kills), len(certs), sum(orders), len(orders), dup, heldAtDeath, longest.Round(10*time.Millisecond),
-		replicaLease, len(log), fleet.lb.served(), fleet.lb.failovers(), issuedAt.Round(100*time.Millisecond))
+		replicaLease, lag.Round(10*time.Millisecond), len(log), fleet.lb.served(), fleet.lb.failovers(), issuedAt.Round(100*time.Millisecond))
 }
 
 // leaseHistory is every write of the leases of certificate cert's
@@ -285,6 +288,7 @@ type fleet struct {
 	starts  int
 
 	live map[int]*replicaProc
+	all  []*exec.Cmd // every process started
 }
 
 type replicaProc struct {
@@ -314,6 +318,7 @@ func (f *fleet) start(slot int) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", id, err)
 	}
+	f.all = append(f.all, cmd)
 	p := &replicaProc{identity: id, cmd: cmd, logPath: logPath}
 	if f.live == nil {
 		f.live = map[int]*replicaProc{}
@@ -617,9 +622,10 @@ func answeredRequests(t *testing.T, ctx context.Context, store host.Store) map[s
 // unexpired when it died was taken over by another replica (no sooner
 // than it expired) or is of a request it had answered; and no replica
 // ever took a lease another held unexpired. It returns the longest a
-// request waited, from a kill, for another replica to take it over, and
-// how many requests the killed replicas held.
-func checkLeases(t *testing.T, log []leaseWrite, kills []kill, lease time.Duration, answered map[string]bool) (longest time.Duration, held int) {
+// request waited, from a kill, for another replica to take it over, the
+// longest from the end of the dead replica's lease, and how many
+// requests the killed replicas held.
+func checkLeases(t *testing.T, log []leaseWrite, kills []kill, lease time.Duration, answered map[string]bool) (longest, lag time.Duration, held int) {
 	t.Helper()
 	// Mutual exclusion: a write by another holder comes no sooner than
 	// the lease it replaced expired, unless that was released.
@@ -669,11 +675,12 @@ func checkLeases(t *testing.T, log []leaseWrite, kills []kill, lease time.Durati
 				if w.key == key && w.op != "DELETE" && w.holder != k.identity {
 					taken = true
 					longest = max(longest, w.at.Sub(k.at))
+					lag = max(lag, w.at.Sub(cur.until))
 					break
 				}
 			}
 			assert.True(t, taken || answered[key], "%s held %s when it was killed: no other replica took it over, and the request is not answered", k.identity, key)
 		}
 	}
-	return longest, held
+	return longest, lag, held
 }
