@@ -89,6 +89,10 @@ type Client struct {
 	mu         sync.Mutex
 	accountURL string
 	dir        *Directory
+	// orders is the account's orders URL ("" when the server keeps
+	// none), once ordersKnown (FindOrder).
+	orders      string
+	ordersKnown bool
 	// nonces are the Replay-Nonces of the responses to signedPost's own
 	// requests, newest last (x/crypto/acme keeps those of its own).
 	nonces []string
@@ -519,7 +523,18 @@ func (c *Client) sign(payload []byte, kid, nonce, url string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []byte(obj.FullSerialize()), nil
+	out := []byte(obj.FullSerialize())
+	if len(payload) == 0 {
+		// A POST-as-GET carries an empty payload (RFC 8555 §6.3), which
+		// go-jose leaves out of the JSON serialization: put it back.
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(out, &fields); err != nil {
+			return nil, err
+		}
+		fields["payload"] = json.RawMessage(`""`)
+		return json.Marshal(fields)
+	}
+	return out, nil
 }
 
 // String describes the config without its key.

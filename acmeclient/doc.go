@@ -18,7 +18,9 @@
 // ordered. The order and challenges live in a Store the host implements
 // (MemoryStore for tests) and the Issuer owns, so a restarted host
 // resumes each request's order instead of creating another, and presents
-// again what the lost process served. A renewal names the certificate it
+// again what the lost process served — even an order whose newOrder
+// answer it never wrote down, which it finds among the account's orders
+// where the server lists them (Client.FindOrder). A renewal names the certificate it
 // replaces (RFC 9773 §5) when the request carries
 // certificate.AnnotationReplaces — the certificate stages set it on a
 // renewal from the same issuer that shares a name with the certificate it

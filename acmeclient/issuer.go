@@ -610,7 +610,7 @@ func (i *Issuer) round(ctx context.Context, key string, st *State, now time.Time
 	w.reason, w.message = ores.Reason, ores.Message
 	if len(ores.Actions) > 0 {
 		acted = true
-		w.err = i.carryOutOrder(ctx, st, ores, now)
+		w.err = i.carryOutOrder(ctx, key, st, ores, now)
 		if err := i.put(ctx, key, st, now); err != nil {
 			return false, time.Time{}, w, err
 		}
@@ -1001,7 +1001,7 @@ func (i *Issuer) remove(ctx context.Context, key, why string, now time.Time) err
 	return nil
 }
 
-func (i *Issuer) carryOutOrder(ctx context.Context, st *State, res order.Result, now time.Time) error {
+func (i *Issuer) carryOutOrder(ctx context.Context, key string, st *State, res order.Result, now time.Time) error {
 	ev := Event{Time: now, Resource: "order/" + st.Order.Name, Reason: res.Reason, Message: res.Message}
 	c := i.cfg.Client
 	var err error
@@ -1010,7 +1010,7 @@ func (i *Issuer) carryOutOrder(ctx context.Context, st *State, res order.Result,
 		o := &st.Order
 		switch a := a.(type) {
 		case order.CreateOrder:
-			o.Status, err = c.CreateOrder(ctx, o.Status, a)
+			err = i.createOrder(ctx, key, st, a, now)
 		case order.GetAuthorization:
 			o.Status, err = c.GetAuthorization(ctx, o.Status, a)
 		case order.Sync:
@@ -1040,6 +1040,79 @@ func (i *Issuer) carryOutOrder(ctx context.Context, st *State, res order.Result,
 	ev.Err = err
 	i.trace(ev)
 	return err
+}
+
+// createOrder carries out order.CreateOrder so that a newOrder whose
+// answer was lost — the connection dropped, or the process died, after
+// the server created the order — costs no second order where the server
+// lists the account's orders: the state records that a newOrder was sent
+// (OrderRequestedAt) before it is, and a later CreateOrder of a state
+// that records one looks for the order among the account's orders
+// (Client.FindOrder) before it orders again.
+func (i *Issuer) createOrder(ctx context.Context, key string, st *State, a order.CreateOrder, now time.Time) error {
+	c := i.cfg.Client
+	if st.OrderRequestedAt != nil {
+		found, ok, err := c.FindOrder(ctx, st.Order.Status, a, i.orderTaken(ctx, key))
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		ev := Event{Time: now, Resource: "order/" + st.Order.Name, Reason: ReasonOrderFound, Err: err}
+		switch {
+		case ok:
+			ev.Message = "the order a newOrder sent at " + stampOf(*st.OrderRequestedAt) + " created, whose answer was lost, is carried on: " + found.URL
+			st.Order.Status, st.OrderRequestedAt = found, nil
+			i.trace(ev)
+			return nil
+		case err != nil:
+			ev.Message = "could not look for the order a newOrder sent at " + stampOf(*st.OrderRequestedAt) + " may have created (its answer was lost); ordering again"
+			i.trace(ev)
+		}
+	}
+	sent := now
+	st.OrderRequestedAt = &sent
+	if err := i.put(ctx, key, st, now); err != nil {
+		return err
+	}
+	status, err := c.CreateOrder(ctx, st.Order.Status, a)
+	st.Order.Status = status
+	if err == nil || !mayHaveCreated(err) {
+		st.OrderRequestedAt = nil
+	}
+	return err
+}
+
+// ReasonOrderFound is the Event.Reason of a CreateOrder that found the
+// order an earlier newOrder created, whose answer was lost (or says why
+// it could not look).
+const ReasonOrderFound = "OrderFound"
+
+// mayHaveCreated reports whether a newOrder that failed with err may yet
+// have created the order: unless the server answered with a refusal
+// (4xx), it may have.
+func mayHaveCreated(err error) bool {
+	var e *Error
+	return !errors.As(err, &e) || e.Status < 400 || e.Status >= 500
+}
+
+// orderTaken is FindOrder's skip for the state key: the URL of an order
+// that another of the store's states records.
+func (i *Issuer) orderTaken(ctx context.Context, key string) func(string) bool {
+	var taken map[string]bool
+	return func(url string) bool {
+		if taken == nil {
+			taken = map[string]bool{}
+			all, err := i.cfg.Store.List(ctx)
+			if err != nil {
+				return false
+			}
+			for k, st := range all {
+				if k != key && st != nil && st.Order.Status.URL != "" {
+					taken[st.Order.Status.URL] = true
+				}
+			}
+		}
+		return taken[url]
+	}
 }
 
 func findChallenge(st *State, name string) int {

@@ -58,6 +58,12 @@ func (c *Client) CreateOrder(ctx context.Context, st order.Status, a order.Creat
 	if err != nil {
 		return failOrder(ctx, st, err, now), err
 	}
+	return created(st, o, a, now), nil
+}
+
+// created writes the order o, created for a, into st, as CreateOrder
+// says.
+func created(st order.Status, o *wireOrder, a order.CreateOrder, now time.Time) order.Status {
 	st.URL = o.URL
 	st.SpecHash = a.SpecHash
 	st.Authorizations = nil
@@ -66,7 +72,7 @@ func (c *Client) CreateOrder(ctx context.Context, st order.Status, a order.Creat
 	}
 	st = applyOrder(st, o, now)
 	st.FailedAttempts = 0 // created: the order moved on
-	return st, nil
+	return st
 }
 
 // checkOrder refuses an order that names a URL the client may not send
@@ -108,7 +114,15 @@ type wireOrder struct {
 	Replaces       string       `json:"replaces"`
 	Profile        string       `json:"profile"`
 	Expires        time.Time    `json:"expires"`
-	RetryAfter     time.Time    `json:"-"`
+	Identifiers    []struct {
+		Type  string `json:"type"`
+		Value string `json:"value"`
+	} `json:"identifiers"`
+	// NotBefore and NotAfter as the server wrote them (FindOrder
+	// compares them; nothing else reads them).
+	NotBefore  string    `json:"notBefore"`
+	NotAfter   string    `json:"notAfter"`
+	RetryAfter time.Time `json:"-"`
 }
 
 type wireProblem struct {

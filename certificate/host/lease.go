@@ -85,34 +85,37 @@ func (r *Reconciler) takeLease(ctx context.Context, req *certificate.Certificate
 	return lease, true, !had || last.Key != key || !now.Before(last.Until), nil
 }
 
-// extendLease renews the lease of req after its issuer answered at now,
-// when the issuer asked to be called again (next) later than the lease
-// would last: a replica at work keeps its request, and another takes it
-// over LeaseDuration after it stops, whenever that is. A lease found
-// lost — the issuer's call outlasted it — is reported.
-func (r *Reconciler) extendLease(ctx context.Context, req *certificate.CertificateRequest, lease Lease, next time.Time) error {
-	from := r.clock.Now()
-	if next.After(from) {
-		from = next
+// extendLease renews the lease of req after its issuer answered, when
+// the call took long enough that the lease taken at the pass's start
+// has run more than half its course; it never runs past LeaseDuration
+// from the clock's time, so a replica that dies holds its requests up
+// for one LeaseDuration at most. It returns when the holder should look
+// at the request again to renew the lease before it ends: next, or,
+// when next is later than that (the issuer asked to be called after
+// the lease would end), half a lease before the lease's end. A lease
+// found lost — the issuer's call outlasted it — is reported.
+func (r *Reconciler) extendLease(ctx context.Context, req *certificate.CertificateRequest, lease Lease, next time.Time) (time.Time, error) {
+	now := r.clock.Now()
+	if now.Sub(lease.Until) > -r.leaseFor/2 {
+		got, err := r.lease.leaser.Lease(ctx, lease.Key, r.identity, now, now.Add(r.leaseFor))
+		if err != nil {
+			return next, fmt.Errorf("renewing the lease of request %s: %w", lease.Key, err)
+		}
+		r.leaseMu.Lock()
+		if got.Holder == r.identity {
+			r.lease.held[objKey{req.Namespace, req.Name}] = got
+		}
+		r.leaseMu.Unlock()
+		if got.Holder != r.identity {
+			r.forgetLease(req.Namespace, req.Name)
+			return next, fmt.Errorf("the %s: it expired while the issuer answered (Config.LeaseDuration %v must exceed the issuer's longest call)", got, r.leaseFor)
+		}
+		lease = got
 	}
-	until := from.Add(r.leaseFor)
-	if until.Sub(lease.Until) <= r.leaseFor/2 {
-		return nil
+	if renew := lease.Until.Add(-r.leaseFor / 2); !next.IsZero() && next.After(renew) {
+		return renew, nil
 	}
-	got, err := r.lease.leaser.Lease(ctx, lease.Key, r.identity, r.clock.Now(), until)
-	if err != nil {
-		return fmt.Errorf("renewing the lease of request %s: %w", lease.Key, err)
-	}
-	r.leaseMu.Lock()
-	if got.Holder == r.identity {
-		r.lease.held[objKey{req.Namespace, req.Name}] = got
-	}
-	r.leaseMu.Unlock()
-	if got.Holder != r.identity {
-		r.forgetLease(req.Namespace, req.Name)
-		return fmt.Errorf("the %s: it expired while the issuer answered (Config.LeaseDuration %v must exceed the issuer's longest call)", got, r.leaseFor)
-	}
-	return nil
+	return next, nil
 }
 
 // releaseLease ends the lease this Reconciler holds of the request

@@ -182,10 +182,12 @@ func TestALeaseIsReleasedWhenItsRequestIsDeleted(t *testing.T) {
 	assert.Equal(t, host.Lease{}, s.holder(t, req))
 }
 
-// A holder whose issuer asks to be called again after the lease would
-// end keeps the request until then: nobody takes over a request whose
-// next step is not due.
-func TestALeaseLastsUntilTheIssuersNextCall(t *testing.T) {
+// A holder whose issuer asks to be called again after its lease would
+// end comes back to renew the lease halfway through it, rather than
+// take a lease as long as the wait: nobody takes over a request whose
+// holder lives, and a holder that dies holds the request up for one
+// LeaseDuration at most.
+func TestALeaseNeverOutlastsItsHolderByMoreThanItsDuration(t *testing.T) {
 	ctx := context.Background()
 	s := newReplicaSet(t, 2, 2*time.Minute)
 	req := s.request(t, "web-1")
@@ -193,13 +195,40 @@ func TestALeaseLastsUntilTheIssuersNextCall(t *testing.T) {
 		certificate.SetPending(r, "the CA asked us to wait an hour", now)
 		return now.Add(time.Hour)
 	}
-	_, err := s.rs[0].Request(ctx, "default", "web-1")
+	ev, err := s.rs[0].Request(ctx, "default", "web-1")
 	require.NoError(t, err)
-	assert.Equal(t, t0.Add(time.Hour+2*time.Minute), s.holder(t, req).Until)
-	ev, err := s.rs[1].Request(ctx, "default", "web-1")
+	assert.Equal(t, t0.Add(2*time.Minute), s.holder(t, req).Until, "one lease, not an hour's")
+	assert.Equal(t, t0.Add(time.Minute), ev.Next, "back halfway through the lease to renew it")
+	ev, err = s.rs[1].Request(ctx, "default", "web-1")
 	require.NoError(t, err)
 	require.NotNil(t, ev.Held)
-	assert.Equal(t, t0.Add(time.Hour+2*time.Minute+time.Second), ev.Next)
+	assert.Equal(t, t0.Add(2*time.Minute+time.Second), ev.Next)
+
+	// The holder renews on time, again and again: the other never gets
+	// the request while it lives.
+	for i := 1; i <= 3; i++ {
+		s.clk.SetTime(t0.Add(time.Duration(i) * time.Minute))
+		ev, err = s.rs[0].Request(ctx, "default", "web-1")
+		require.NoError(t, err)
+		require.Nil(t, ev.Held)
+		assert.Equal(t, s.clk.Now().Add(time.Minute), ev.Next)
+		assert.Equal(t, s.clk.Now().Add(2*time.Minute), s.holder(t, req).Until)
+		s.clk.SetTime(t0.Add(time.Duration(i)*time.Minute + 30*time.Second))
+		ev, err = s.rs[1].Request(ctx, "default", "web-1")
+		require.NoError(t, err)
+		require.NotNil(t, ev.Held, "renewed at %d min", i)
+	}
+	assert.Equal(t, 4, s.iss[0].count(), "each renewal called the issuer early, as a write would")
+	assert.Zero(t, s.iss[1].count())
+
+	// It dies after its last renewal at 3 min: the other takes the
+	// request over one lease later, not an hour.
+	s.clk.SetTime(t0.Add(5*time.Minute + time.Second))
+	ev, err = s.rs[1].Request(ctx, "default", "web-1")
+	require.NoError(t, err)
+	require.Nil(t, ev.Held)
+	assert.Equal(t, 1, s.iss[1].count())
+	assert.Equal(t, "replica-b", s.holder(t, req).Holder)
 }
 
 // An issuer call that outlasts the lease is reported: another replica

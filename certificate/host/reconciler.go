@@ -418,11 +418,14 @@ func (r *Reconciler) certificate(ctx context.Context, ev Event, now time.Time) (
 // Over a Store that is a Leaser (replicas of one service sharing one
 // database), one replica at a time works on a request: before it hands
 // the request to its issuer, the pass takes or renews the request's
-// lease (LeaseKey) for Config.LeaseDuration, as Config.Identity — and
-// beyond the time the issuer asks to be called again, when that is
-// later — and releases it when the request is answered or deleted. A
-// request whose lease another replica holds is not handed to the issuer:
-// the pass is no error, Event.Held says who holds it until when, and
+// lease (LeaseKey) for Config.LeaseDuration, as Config.Identity, and
+// releases it when the request is answered or deleted. A lease never
+// runs more than Config.LeaseDuration past the holder's clock: when the
+// issuer asks to be called again later than half a lease before the
+// lease ends, Event.Next is then instead, and that pass renews it (and
+// hands the request to the issuer early, as a write would). A request
+// whose lease another replica holds is not handed to the issuer: the
+// pass is no error, Event.Held says who holds it until when, and
 // Event.Next is just after that, when this replica takes the request
 // over unless the holder renewed the lease meanwhile. So a replica that
 // dies mid-order holds up its requests for one lease at most, and the
@@ -506,7 +509,9 @@ func (r *Reconciler) request(ctx context.Context, ev Event, now time.Time) (Even
 	if r.lease.leaser != nil && !certificate.Answered(req) {
 		// Before the write, so that a write that fails because another
 		// replica took the request over says why.
-		ev.Warning = errors.Join(ev.Warning, r.extendLease(ctx, req, lease, next))
+		var lost error
+		ev.Next, lost = r.extendLease(ctx, req, lease, next)
+		ev.Warning = errors.Join(ev.Warning, lost)
 	}
 	if !reflect.DeepEqual(before, req.Status) {
 		made, err := reqs.Update(ctx, req)
