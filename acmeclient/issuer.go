@@ -521,14 +521,20 @@ func (i *Issuer) step(ctx context.Context, r *certificate.CertificateRequest, ke
 		certificate.SetFailed(r, "the ACME account: "+err.Error(), now, at)
 		return Result{Answered: true, Changed: true, Reason: ReasonRegisteringAccount, Message: err.Error(), Err: err}, nil
 	}
+	created := false
 	if st == nil {
 		spec, problem := i.orderSpec(r, account, now)
 		if problem != "" {
 			certificate.SetInvalid(r, problem, now)
 			return Result{Answered: true, Changed: true, Reason: order.ReasonInvalidSpec, Message: problem}, nil
 		}
-		st = &State{Request: ref,
+		// The state's first write says that a newOrder may be sent
+		// (OrderRequestedAt), so that the CreateOrder of this step
+		// needs no write of its own before it sends one.
+		requested := now
+		st = &State{Request: ref, OrderRequestedAt: &requested,
 			Order: order.Order{Name: key, Namespace: r.Namespace, CreationTimestamp: now, Labels: r.Labels, Spec: spec}}
+		created = true
 		if err := i.put(ctx, key, st, now); err != nil {
 			return retry, err
 		}
@@ -554,7 +560,7 @@ func (i *Issuer) step(ctx context.Context, r *certificate.CertificateRequest, ke
 			res.RequeueAt = now
 			return res, nil
 		}
-		acted, next, why, err := i.round(ctx, key, st, now)
+		acted, next, why, err := i.round(ctx, key, st, now, created && round == 0)
 		if err != nil {
 			return retry, err
 		}
@@ -572,8 +578,10 @@ func (i *Issuer) step(ctx context.Context, r *certificate.CertificateRequest, ke
 
 // put writes a state and keeps the index in step.
 func (i *Issuer) put(ctx context.Context, key string, st *State, now time.Time) error {
-	stepped := now
-	st.SteppedAt = &stepped
+	if st.SteppedAt == nil || now.Sub(*st.SteppedAt) >= steppedEvery {
+		stepped := now
+		st.SteppedAt = &stepped
+	}
 	if err := i.cfg.Store.Put(ctx, key, st); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -601,7 +609,9 @@ type why struct {
 // round decides once for the order and each of its challenges and carries
 // out the actions. acted reports whether any action was carried out; next
 // is the earliest time a machine asked to be looked at again.
-func (i *Issuer) round(ctx context.Context, key string, st *State, now time.Time) (acted bool, next time.Time, w why, err error) {
+// fresh is set when the state was created in this step, with its
+// OrderRequestedAt, and nothing was sent since.
+func (i *Issuer) round(ctx context.Context, key string, st *State, now time.Time, fresh bool) (acted bool, next time.Time, w why, err error) {
 	owned := make([]*challenge.Challenge, len(st.Challenges))
 	for j := range st.Challenges {
 		owned[j] = &st.Challenges[j]
@@ -610,7 +620,7 @@ func (i *Issuer) round(ctx context.Context, key string, st *State, now time.Time
 	w.reason, w.message = ores.Reason, ores.Message
 	if len(ores.Actions) > 0 {
 		acted = true
-		w.err = i.carryOutOrder(ctx, key, st, ores, now)
+		w.err = i.carryOutOrder(ctx, key, st, ores, now, fresh)
 		if err := i.put(ctx, key, st, now); err != nil {
 			return false, time.Time{}, w, err
 		}
@@ -908,6 +918,12 @@ func (i *Issuer) sweep(ctx context.Context, now time.Time, limit int) (time.Time
 	return x.due[0].sweepAt, first
 }
 
+// steppedEvery is how often a write of a state moves its SteppedAt on:
+// often enough for another replica's stale sweep (StaleAfter, 15 min by
+// default, past the last write it saw) to see it, seldom enough that a
+// store which writes only what changed writes nothing more for it.
+const steppedEvery = 5 * time.Minute
+
 // foreignGrace is how long after another replica last wrote a state it
 // is kept: past the longest wait an order makes on the server's
 // Retry-After (order.Config.MaxRetryAfter, 1 h by default), so that no
@@ -1001,7 +1017,7 @@ func (i *Issuer) remove(ctx context.Context, key, why string, now time.Time) err
 	return nil
 }
 
-func (i *Issuer) carryOutOrder(ctx context.Context, key string, st *State, res order.Result, now time.Time) error {
+func (i *Issuer) carryOutOrder(ctx context.Context, key string, st *State, res order.Result, now time.Time, fresh bool) error {
 	ev := Event{Time: now, Resource: "order/" + st.Order.Name, Reason: res.Reason, Message: res.Message}
 	c := i.cfg.Client
 	var err error
@@ -1010,7 +1026,7 @@ func (i *Issuer) carryOutOrder(ctx context.Context, key string, st *State, res o
 		o := &st.Order
 		switch a := a.(type) {
 		case order.CreateOrder:
-			err = i.createOrder(ctx, key, st, a, now)
+			err = i.createOrder(ctx, key, st, a, now, fresh)
 		case order.GetAuthorization:
 			o.Status, err = c.GetAuthorization(ctx, o.Status, a)
 		case order.Sync:
@@ -1049,9 +1065,9 @@ func (i *Issuer) carryOutOrder(ctx context.Context, key string, st *State, res o
 // (OrderRequestedAt) before it is, and a later CreateOrder of a state
 // that records one looks for the order among the account's orders
 // (Client.FindOrder) before it orders again.
-func (i *Issuer) createOrder(ctx context.Context, key string, st *State, a order.CreateOrder, now time.Time) error {
+func (i *Issuer) createOrder(ctx context.Context, key string, st *State, a order.CreateOrder, now time.Time, fresh bool) error {
 	c := i.cfg.Client
-	if st.OrderRequestedAt != nil {
+	if st.OrderRequestedAt != nil && !fresh {
 		found, ok, err := c.FindOrder(ctx, st.Order.Status, a, i.orderTaken(ctx, key))
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -1068,10 +1084,12 @@ func (i *Issuer) createOrder(ctx context.Context, key string, st *State, a order
 			i.trace(ev)
 		}
 	}
-	sent := now
-	st.OrderRequestedAt = &sent
-	if err := i.put(ctx, key, st, now); err != nil {
-		return err
+	if !fresh {
+		sent := now
+		st.OrderRequestedAt = &sent
+		if err := i.put(ctx, key, st, now); err != nil {
+			return err
+		}
 	}
 	status, err := c.CreateOrder(ctx, st.Order.Status, a)
 	st.Order.Status = status

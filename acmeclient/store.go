@@ -34,13 +34,15 @@ type State struct {
 	// so that a host that crashed before it wrote the answer gets the
 	// same answer again instead of a second order.
 	AnsweredAt *time.Time `json:"answeredAt,omitempty"`
-	// OrderRequestedAt is when a newOrder was sent for the state whose
-	// answer it does not hold: the server may have created the order
+	// OrderRequestedAt is when a newOrder was sent (or, from the state's
+	// first write, may be sent) for the state whose answer it does not
+	// hold: the server may have created the order
 	// (the answer was lost, or the process died before it wrote it), so
 	// the issuer looks for it among the account's orders before it
 	// orders again (Client.FindOrder).
 	OrderRequestedAt *time.Time `json:"orderRequestedAt,omitempty"`
-	// SteppedAt is when an issuer last wrote the state. Replicas that
+	// SteppedAt is when an issuer last wrote the state, to five minutes
+	// (it moves on with a write at most that often). Replicas that
 	// share one store tell from it that another replica is at work on an
 	// order, which none of them then removes as stale (see
 	// IssuerConfig.StaleAfter).

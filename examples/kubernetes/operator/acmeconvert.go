@@ -36,6 +36,8 @@ type orderState struct {
 	Status            order.Status          `json:"status"`
 	AnsweredAt        *time.Time            `json:"answeredAt,omitempty"`
 	Request           acmeclient.RequestRef `json:"request,omitzero"`
+	SteppedAt         *time.Time            `json:"steppedAt,omitempty"`
+	OrderRequestedAt  *time.Time            `json:"orderRequestedAt,omitempty"`
 }
 
 // challengeState is what AnnotationACMEState holds on a Challenge.
@@ -51,7 +53,8 @@ type challengeState struct {
 // Owner references and the store's own labels are the caller's.
 func OrderFromCore(st *acmeclient.State) *cmacme.Order {
 	o := &st.Order
-	b, _ := json.Marshal(orderState{CreationTimestamp: o.CreationTimestamp, Spec: o.Spec, Status: o.Status, AnsweredAt: st.AnsweredAt, Request: st.Request})
+	b, _ := json.Marshal(orderState{CreationTimestamp: o.CreationTimestamp, Spec: o.Spec, Status: o.Status, AnsweredAt: st.AnsweredAt, Request: st.Request,
+		SteppedAt: st.SteppedAt, OrderRequestedAt: st.OrderRequestedAt})
 	out := &cmacme.Order{
 		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, Labels: maps.Clone(o.Labels),
 			Annotations: map[string]string{AnnotationACMEState: string(b)}},
@@ -107,6 +110,7 @@ func OrderToCore(o *cmacme.Order, storeLabels ...string) acmeclient.State {
 	if raw, ok := o.Annotations[AnnotationACMEState]; ok && json.Unmarshal([]byte(raw), &saved) == nil {
 		st.Order.CreationTimestamp, st.Order.Spec, st.Order.Status = saved.CreationTimestamp, saved.Spec, saved.Status
 		st.AnsweredAt, st.Request = saved.AnsweredAt, saved.Request
+		st.SteppedAt, st.OrderRequestedAt = saved.SteppedAt, saved.OrderRequestedAt
 		return st
 	}
 	st.Order.CreationTimestamp = o.CreationTimestamp.Time

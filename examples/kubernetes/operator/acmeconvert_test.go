@@ -37,7 +37,8 @@ func fullOrder() *order.Order {
 			IPAddresses: []string{"192.0.2.1"},
 			Solvers: []order.SolverConfig{{
 				Selector: &order.Selector{DNSNames: []string{"web.example"}, DNSZones: []string{"example"}, MatchLabels: map[string]string{"team": "a"}},
-				Solver:   challenge.Solver{HTTP01: &challenge.HTTP01Solver{Options: map[string]string{"ingress": "x"}}, DNS01: &challenge.DNS01Solver{Provider: "rfc2136", Config: map[string]string{"ns": "1"}}},
+				Solver: challenge.Solver{HTTP01: &challenge.HTTP01Solver{Options: map[string]string{"ingress": "x"}}, DNS01: &challenge.DNS01Solver{Provider: "rfc2136", Config: map[string]string{"ns": "1"}},
+					TLSALPN01: &challenge.TLSALPN01Solver{Options: map[string]string{"port": "443"}}},
 			}},
 			Profile: "shortlived", NotBefore: at(0), NotAfter: at(time.Hour), Replaces: "aki.serial", PreferredChain: "Root X2",
 		},
@@ -62,7 +63,8 @@ func fullChallenge() *challenge.Challenge {
 		Spec: challenge.Spec{AuthorizationURL: "https://ca/authz/1", URL: "https://ca/chall/1", Type: challenge.TypeDNS01,
 			DNSName: "web.example", Token: "tok", Key: "tok.thumb", Wildcard: true,
 			Solver: challenge.Solver{DNS01: &challenge.DNS01Solver{Provider: "rfc2136", Config: map[string]string{"nameserver": "ns1:53", "tsigKeyName": "k.",
-				"tsigAlgorithm": "HMACSHA256", "tsigSecretName": "tsig", "tsigSecretKey": "secret"}}, HTTP01: &challenge.HTTP01Solver{Options: map[string]string{"o": "1"}}},
+				"tsigAlgorithm": "HMACSHA256", "tsigSecretName": "tsig", "tsigSecretKey": "secret"}}, HTTP01: &challenge.HTTP01Solver{Options: map[string]string{"o": "1"}},
+				TLSALPN01: &challenge.TLSALPN01Solver{Options: map[string]string{"o": "2"}}},
 			Issuer: challenge.Issuer{Name: "le", Kind: "Issuer", Group: "cert-manager.io"}, Account: "https://ca/acct/1", Expires: at(8 * time.Second)},
 		Status: challenge.Status{Processing: true, Presented: true, PresentedAt: at(time.Second), State: challenge.StateValid,
 			Reason: "r", SyncedAt: at(2 * time.Second), ChangedAt: at(3 * time.Second), SelfCheckAt: at(4 * time.Second),
@@ -87,9 +89,14 @@ func viaJSON[T any](t *testing.T, in *T) *T {
 // the creation time certlife gave them rather than the API server's — in
 // the annotation the operator reads back.
 func TestACMERoundTripThroughTheAPITypes(t *testing.T) {
-	st := &acmeclient.State{Order: *fullOrder(), AnsweredAt: at(9 * time.Second), Request: acmeclient.RequestRef{Namespace: "apps", Name: "web-1", UID: "uid-r"}}
+	st := &acmeclient.State{Order: *fullOrder(), AnsweredAt: at(9 * time.Second), Request: acmeclient.RequestRef{Namespace: "apps", Name: "web-1", UID: "uid-r"},
+		SteppedAt: at(10 * time.Second), OrderRequestedAt: at(11 * time.Second)}
 	st.Order.UID = "uid-o"
-	require.True(t, allFieldsSet(reflect.ValueOf(st.Order)) && st.AnsweredAt != nil && allFieldsSet(reflect.ValueOf(st.Request)),
+	withoutChallenges := *st
+	c0 := *fullChallenge()
+	c0.UID = "uid-c"
+	withoutChallenges.Challenges = []challenge.Challenge{c0} // only to check every other field is set
+	require.True(t, allFieldsSet(reflect.ValueOf(withoutChallenges)),
 		"the fixture sets every field of the order and the state (its challenges are Challenges of their own)")
 	obj := viaJSON(t, operator.OrderFromCore(st))
 	obj.UID = "uid-o"
