@@ -408,25 +408,27 @@ type mapLeaser struct {
 	held  map[string]host.Lease
 	grant func(cur host.Lease, ok bool, holder string, now time.Time) bool
 	// between, when set, runs between the read and the write of a Lease
-	// call, outside the lock: a store whose Lease is not atomic.
+	// call, outside the lock: a store whose Lease is not atomic. Without
+	// it, a Lease call holds the lock from its read to its write.
 	between func(key string)
 }
 
 func (m *mapLeaser) Lease(_ context.Context, key, holder string, now, until time.Time) (host.Lease, error) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.held == nil {
 		m.held = map[string]host.Lease{}
 	}
 	cur, ok := m.held[key]
-	m.mu.Unlock()
 	if !m.grant(cur, ok, holder, now) {
 		return cur, nil
 	}
 	if m.between != nil {
+		// Not atomic: the write comes after others may have written.
+		m.mu.Unlock()
 		m.between(key)
+		m.mu.Lock()
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	l := host.Lease{Key: key, Holder: holder, Until: until}
 	m.held[key] = l
 	return l, nil
