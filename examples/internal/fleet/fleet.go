@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"log/slog"
 	"runtime"
 	"runtime/pprof"
 	"sort"
@@ -419,6 +420,9 @@ func (s *shard) start() error {
 		Issuers:     map[certificate.IssuerRef]certificate.Issuer{issuerRef: iss},
 		Certificate: certificate.Config{Renewal: renewal.Options{Timing: renewal.Timing{Jitter: s.cfg.Jitter}}, Backoff: s.cfg.backoff},
 		Observe:     s.observe,
+		// The simulation counts and checks every failure it provokes
+		// itself (Observe); a log line for each is noise.
+		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		return err
