@@ -30,7 +30,8 @@
 // TLS-ALPN-01 (answered by TLSConfig on port 443) and uses the first
 // the CA offers; renewals follow the CA's renewal information (ARI)
 // where it has it. Failures are logged through Config.Logger
-// (slog.Default() when nil).
+// (slog.Default() when nil), which also receives at Debug every decision
+// of the host and of the ACME issuer's orders and challenges.
 package managed
 
 import (
@@ -273,11 +274,40 @@ func (m *Manager) acmeIssuer(ctx context.Context, cfg Config, ns string, clk clo
 	iss, err := acmeclient.NewIssuer(acmeclient.IssuerConfig{Client: client, Store: state,
 		Account:         acmeclient.AccountOptions{Contact: contact, AgreeToTerms: cfg.ACME.AgreeToTerms},
 		Solvers:         acmeclient.Solvers{HTTP01: m.http, TLSALPN01: m.alpn},
-		RequestValidity: cfg.ACME.RequestValidity})
+		RequestValidity: cfg.ACME.RequestValidity,
+		Trace:           acmeTrace(m.log)})
 	if err != nil {
 		return nil, fmt.Errorf("managed: %w", err)
 	}
 	return iss, nil
+}
+
+// acmeTrace logs the ACME issuer's order and challenge decisions through
+// the Manager's logger: those that met an error at Warn, the others at
+// Debug, so that the one logger shows every decision the host and the
+// issuer make.
+func acmeTrace(log *slog.Logger) func(acmeclient.Event) {
+	return func(ev acmeclient.Event) {
+		level := slog.LevelDebug
+		if ev.Err != nil {
+			level = slog.LevelWarn
+		}
+		ctx := context.Background()
+		if !log.Enabled(ctx, level) {
+			return
+		}
+		attrs := []slog.Attr{slog.String("resource", ev.Resource), slog.String("reason", ev.Reason), slog.Time("at", ev.Time)}
+		if ev.Message != "" {
+			attrs = append(attrs, slog.String("message", ev.Message))
+		}
+		if len(ev.Actions) > 0 {
+			attrs = append(attrs, slog.Any("actions", ev.Actions))
+		}
+		if ev.Err != nil {
+			attrs = append(attrs, slog.String("error", ev.Err.Error()))
+		}
+		log.LogAttrs(ctx, level, "certlife: ACME issuer", attrs...)
+	}
 }
 
 // Run keeps the certificates until ctx ends (host.Loop.Run), then stops

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/certlife/certlife/acmeclient/acmetest"
+	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/certificate/host"
 	"github.com/certlife/certlife/certificate/host/hosttest"
 	"github.com/certlife/certlife/keys"
@@ -128,4 +131,50 @@ func dial(t *testing.T, addr, name string, roots *x509.CertPool) *x509.Certifica
 	_, err = leaf.Verify(x509.VerifyOptions{DNSName: name, Roots: roots, CurrentTime: leaf.NotBefore.Add(time.Minute)})
 	require.NoError(t, err)
 	return leaf
+}
+
+// recorder keeps the messages of the records it is given, at every
+// level.
+type recorder struct {
+	mu   sync.Mutex
+	msgs map[string]int
+}
+
+func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs[rec.Message]++
+	return nil
+}
+func (r *recorder) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *recorder) WithGroup(string) slog.Handler      { return r }
+
+// One logger shows the host's decisions and the ACME issuer's order and
+// challenge decisions.
+func TestOneLoggerShowsTheACMEIssuersDecisions(t *testing.T) {
+	ca, err := acmetest.Start(acmetest.Options{})
+	require.NoError(t, err)
+	defer ca.Close()
+	ctx := context.Background()
+	clk := testingclock.NewFakeClock(time.Now().UTC().Truncate(time.Second))
+	rec := &recorder{msgs: map[string]int{}}
+	m, err := managed.New(ctx, managed.Config{Store: host.NewMemoryStore(clk), Clock: clk, Logger: slog.New(rec),
+		ACME:         &managed.ACME{DirectoryURL: ca.DirectoryURL, HTTPClient: ca.Client(), AgreeToTerms: true, RequestValidity: true},
+		Certificates: []managed.Certificate{{Name: "web", DNSNames: []string{"web.example"}}}})
+	require.NoError(t, err)
+	defer m.Close()
+	ca.SetHTTP01Handler(m.HTTPHandler(nil))
+	ready := func() bool {
+		c, err := m.Store().Certificates().Get(ctx, "default", "web")
+		require.NoError(t, err)
+		r := c.Status.Condition(certificate.ConditionReady)
+		return r != nil && r.Status == certificate.StatusTrue
+	}
+	require.NoError(t, hosttest.Advance(ctx, m.Loop(), clk, clk.Now().Add(5*time.Minute), hosttest.AdvanceOptions{Pace: 10 * time.Second, Until: ready}))
+	require.True(t, ready())
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	assert.Positive(t, rec.msgs["certlife: ACME issuer"], "the ACME issuer's decisions: %v", rec.msgs)
+	assert.Greater(t, len(rec.msgs), 1, "the host's decisions too: %v", rec.msgs)
 }
