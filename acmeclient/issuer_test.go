@@ -352,6 +352,28 @@ func markRenewal(t testing.TB, r *certificate.CertificateRequest, leaf *x509.Cer
 // notYet is a self-check that never passes.
 type notYet struct{}
 
+// gatedCheck fails the self-check of one name until released, and passes
+// every other.
+type gatedCheck struct {
+	name string
+	once sync.Once
+	open chan struct{}
+}
+
+func (g *gatedCheck) release() { g.once.Do(func() { close(g.open) }) }
+
+func (g *gatedCheck) Check(_ context.Context, p acmeclient.Presentation) error {
+	if p.Identifier != g.name {
+		return nil
+	}
+	select {
+	case <-g.open:
+		return nil
+	default:
+		return errors.New("not served yet")
+	}
+}
+
 func (notYet) Check(context.Context, acmeclient.Presentation) error {
 	return errors.New("not served yet")
 }
@@ -468,7 +490,14 @@ func TestNewIssuerChecksTheConfigByField(t *testing.T) {
 // request waits for it — saying when to look again, never silently — and
 // both are issued.
 func TestIssuerSchedulesChallengesAcrossRequests(t *testing.T) {
-	e := newEnv(t, acmetest.Options{}, func(c *acmeclient.IssuerConfig) { c.Scheduler.MaxInFlight = 1 })
+	// a's self-check passes only once b's challenge was seen waiting, so
+	// that a holds the one slot while b is stepped, however fast Pebble
+	// validates.
+	gate := &gatedCheck{name: "a.example", open: make(chan struct{})}
+	e := newEnv(t, acmetest.Options{}, func(c *acmeclient.IssuerConfig) {
+		c.Scheduler.MaxInFlight = 1
+		c.Solvers.HTTP01Check = gate
+	})
 	ctx := timeout(t)
 	a, keyA := newRequest(t, "a", "a.example")
 	b, keyB := newRequest(t, "b", "b.example")
@@ -489,6 +518,9 @@ func TestIssuerSchedulesChallengesAcrossRequests(t *testing.T) {
 				for _, c := range st.Challenges {
 					waited = waited || (!c.Status.Processing && !c.Status.State.Final())
 				}
+			}
+			if waited {
+				gate.release()
 			}
 			if next.IsZero() || res.RequeueAt.Before(next) {
 				next = res.RequeueAt
