@@ -149,6 +149,9 @@ type Config struct {
 	LeaseDuration time.Duration
 }
 
+// ErrClosed is returned by ListenAndServe after Close.
+var ErrClosed = errors.New("managed: the Manager is closed")
+
 // Manager keeps the configured certificates issued and renewed and
 // serves them. Make it with New, run it with Run.
 type Manager struct {
@@ -166,6 +169,7 @@ type Manager struct {
 	addrs     []net.Addr
 	serveErrs []error
 	serving   sync.WaitGroup
+	closed    bool
 }
 
 // New checks cfg, creates the certificates it lists (and the local CA and
@@ -372,11 +376,16 @@ func (m *Manager) ACMEClient() *acmeclient.Client { return m.acme }
 // Close stops serving: the servers Serve started shut down (requests in
 // flight get up to five seconds), TLSConfig answers no more handshakes,
 // and the store the Manager opened over Config.DB is closed. Call it
-// after Run returned.
+// after Run returned; a second Close does nothing.
 func (m *Manager) Close() error { return m.close() }
 
 func (m *Manager) close() error {
 	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
 	servers := m.servers
 	m.servers = nil
 	m.mu.Unlock()
@@ -404,7 +413,8 @@ func (m *Manager) close() error {
 // and TLS-ALPN-01) and, when plain is not nil, HTTP-01 and a redirect of
 // everything else to https on plain (HTTPHandler(nil)), in the
 // background, until Close. A server that fails is logged (Config.Logger)
-// and its error returned by Close. Run the Manager (Run) beside it.
+// and its error returned by Close. Run the Manager (Run) beside it. After
+// Close, Serve closes the listeners and serves nothing.
 func (m *Manager) Serve(https, plain net.Listener, h http.Handler) {
 	m.serveOne(&http.Server{Handler: h, TLSConfig: m.TLSConfig(), ReadHeaderTimeout: 10 * time.Second}, https)
 	if plain != nil {
@@ -416,6 +426,12 @@ func (m *Manager) Serve(https, plain net.Listener, h http.Handler) {
 // empty, plainAddr (":443" and ":80" in production; port 0 picks one,
 // and Addrs says which) and serves on them as Serve does.
 func (m *Manager) ListenAndServe(httpsAddr, plainAddr string, h http.Handler) error {
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
 	https, err := net.Listen("tcp", httpsAddr)
 	if err != nil {
 		return fmt.Errorf("managed: %w", err)
@@ -442,6 +458,11 @@ func (m *Manager) Addrs() []net.Addr {
 func (m *Manager) serveOne(srv *http.Server, ln net.Listener) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		ln.Close()
+		m.log.Error("certlife: Serve after Close: not serving", "addr", ln.Addr().String())
+		return
+	}
 	m.servers = append(m.servers, srv)
 	m.addrs = append(m.addrs, ln.Addr())
 	m.serving.Add(1)

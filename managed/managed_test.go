@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -177,4 +178,29 @@ func TestOneLoggerShowsTheACMEIssuersDecisions(t *testing.T) {
 	defer rec.mu.Unlock()
 	assert.Positive(t, rec.msgs["certlife: ACME issuer"], "the ACME issuer's decisions: %v", rec.msgs)
 	assert.Greater(t, len(rec.msgs), 1, "the host's decisions too: %v", rec.msgs)
+}
+
+// Close shuts the servers down and is safe to call again; a Serve after
+// it serves nothing.
+func TestCloseStopsServingOnce(t *testing.T) {
+	m, err := managed.New(context.Background(), managed.Config{Store: host.NewMemoryStore(nil), Logger: quiet})
+	require.NoError(t, err)
+	require.NoError(t, m.ListenAndServe("127.0.0.1:0", "127.0.0.1:0", http.NotFoundHandler()))
+	plain := m.Addrs()[1].String()
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get("http://" + plain + "/x")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusFound, resp.StatusCode)
+	require.NoError(t, m.Close())
+	require.NoError(t, m.Close(), "a second Close")
+	_, err = noFollow.Get("http://" + plain + "/x")
+	assert.Error(t, err, "still serving after Close")
+	assert.ErrorIs(t, m.ListenAndServe("127.0.0.1:0", "", http.NotFoundHandler()), managed.ErrClosed)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	m.Serve(ln, nil, http.NotFoundHandler())
+	_, err = noFollow.Get("http://" + ln.Addr().String() + "/x")
+	assert.Error(t, err, "a Serve after Close serves")
+	assert.Len(t, m.Addrs(), 2, "a Serve after Close started a server")
 }
