@@ -74,8 +74,9 @@
 // get, list, create, update and delete, each object carrying a resource
 // version that an update must name (ErrConflict otherwise). Implement it
 // over your storage and check it with hosttest.TestStore, or use
-// MemoryStore (tests, simulations) or FileStore (a directory on the local
-// disk that survives a crash at any point). A store that implements
+// MemoryStore (tests, simulations), FileStore (a directory on the local
+// disk that survives a crash at any point) or package sqlstore's (SQLite,
+// or PostgreSQL shared by replicas). A store that implements
 // Watcher reports writes made by anyone, and a Loop reacts at once; one
 // that is Authoritative lets the decisions trust that a secret it did not
 // find is gone, and one that is not can say so of one miss
