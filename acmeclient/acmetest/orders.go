@@ -2,8 +2,6 @@ package acmetest
 
 import (
 	"bytes"
-	"encoding/base64"
-	"encoding/json"
 	"io"
 	"net/http"
 	"sort"
@@ -57,22 +55,12 @@ func (s *Server) countOrders(next http.Handler) http.Handler {
 // orderKey is the sorted, comma-joined identifier values in the payload
 // of a newOrder JWS (RFC 8555 §7.4); "?" when it cannot be read.
 func orderKey(body []byte) string {
-	var jws struct {
-		Payload string `json:"payload"`
-	}
-	if json.Unmarshal(body, &jws) != nil {
-		return "?"
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(jws.Payload)
-	if err != nil {
-		return "?"
-	}
 	var p struct {
 		Identifiers []struct {
 			Value string `json:"value"`
 		} `json:"identifiers"`
 	}
-	if json.Unmarshal(raw, &p) != nil || len(p.Identifiers) == 0 {
+	if !jwsPart(body, "payload", &p) || len(p.Identifiers) == 0 {
 		return "?"
 	}
 	vals := make([]string, len(p.Identifiers))

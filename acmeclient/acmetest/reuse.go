@@ -50,20 +50,10 @@ func (s *Server) withoutReuse(next http.Handler) http.Handler {
 // accountOf is the account ID in the "kid" of a JWS request body (RFC
 // 8555 §6.2), empty when there is none.
 func accountOf(body []byte) string {
-	var jws struct {
-		Protected string `json:"protected"`
-	}
-	if json.Unmarshal(body, &jws) != nil {
-		return ""
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(jws.Protected)
-	if err != nil {
-		return ""
-	}
 	var h struct {
 		KID string `json:"kid"`
 	}
-	if json.Unmarshal(raw, &h) != nil {
+	if !jwsPart(body, "protected", &h) {
 		return ""
 	}
 	_, id, ok := strings.Cut(h.KID, accountPath)
@@ -71,6 +61,21 @@ func accountOf(body []byte) string {
 		return ""
 	}
 	return id
+}
+
+// jwsPart decodes the part ("protected" or "payload") of a flattened JWS
+// request body (RFC 8555 §6.2) into v, unverified; false when it cannot.
+func jwsPart(body []byte, part string, v any) bool {
+	var jws map[string]json.RawMessage
+	if json.Unmarshal(body, &jws) != nil {
+		return false
+	}
+	var enc string
+	if json.Unmarshal(jws[part], &enc) != nil {
+		return false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(enc)
+	return err == nil && json.Unmarshal(raw, v) == nil
 }
 
 // hideValidAuthorizations gives the account's valid authorizations an
