@@ -28,6 +28,13 @@ import (
 // 10 × MaxPending; what goes beyond that costs at most a decision on a
 // stale read.
 //
+// A Delete names no version. When another writer deleted an object and
+// made it again since the last write through ReadYourWrites of its name,
+// a Delete through it removes an object it never saw, and a read may
+// show that object until the watch reports the deletion — as a read of
+// the store behind would. Every other deletion through it reads as done
+// at once.
+//
 // A Reconciler reads a Store that is not Authoritative through one of
 // its own; share one ReadYourWrites among everything that writes
 // through the same store in a process, so that each sees the others'
@@ -157,7 +164,11 @@ type written struct {
 	// come yet: an earlier deletion's event, arriving late, does not end
 	// the keeping of a later one.
 	deletes int
-	seq     uint64
+	// deletedUID is the UID of the object the last deletion written
+	// removed, when known: a watch event of the deletion of another
+	// object of the name (an earlier one) does not end the keeping.
+	deletedUID string
+	seq        uint64
 	// evicted: the object written was let go (MaxPending); obj is nil
 	// though the write was a create or an update.
 	evicted bool
@@ -230,6 +241,12 @@ func (s *ReadYourWrites) seen(ch Change) {
 	case !e.wrote && (ch.Deleted || !e.old(rv)):
 		s.drop(o) // past the versions found stale
 	case !e.wrote:
+	case ch.Deleted && e.deletion() && e.deletedUID != "" && ch.Meta.UID != "":
+		if ch.Meta.UID == e.deletedUID {
+			s.drop(o) // the deletion written
+		} else if e.deletes > 1 {
+			e.deletes-- // an earlier deletion's event
+		}
 	case ch.Deleted && e.deletion() && e.deletes > 1:
 		e.deletes-- // an earlier deletion's event; a later one is to come
 	case ch.Deleted && (e.deletion() || rv == e.rv || e.ours(ch.Meta.UID)):
@@ -297,7 +314,13 @@ func (s *ReadYourWrites) record(o object, obj any, rv, uid, over string, created
 		e.unseenDelete = true
 		if counted {
 			e.deletes++
+			// The object deleted is the one last written through
+			// ReadYourWrites, when that was a create or an update and
+			// nobody made it again since; "" when not known.
+			e.deletedUID = e.uid
 		}
+	} else {
+		e.deletedUID = ""
 	}
 	if created {
 		e.created = true
