@@ -182,6 +182,21 @@ func TestALeaseIsReleasedWhenItsRequestIsDeleted(t *testing.T) {
 	assert.Equal(t, host.Lease{}, s.holder(t, req))
 }
 
+// A request another replica deleted while this one holds it: told of the
+// deletion (Forget, as a host with a watch is), the holder releases the
+// lease and keeps no record of it.
+func TestForgetReleasesTheLeaseOfADeletedRequest(t *testing.T) {
+	ctx := context.Background()
+	s := newReplicaSet(t, 1, 0)
+	req := s.request(t, "web-1")
+	_, err := s.rs[0].Request(ctx, "default", "web-1")
+	require.NoError(t, err)
+	require.Equal(t, "replica-a", s.holder(t, req).Holder)
+	require.NoError(t, s.store.Requests().Delete(ctx, "default", "web-1"))
+	require.NoError(t, s.rs[0].Forget(ctx, certificate.IssuerRef{Name: "ca"}, "default", "web-1"))
+	assert.Equal(t, host.Lease{}, s.holder(t, req), "released when forgotten")
+}
+
 // A holder whose issuer asks to be called again after its lease would
 // end comes back to renew the lease halfway through it, rather than
 // take a lease as long as the wait: nobody takes over a request whose

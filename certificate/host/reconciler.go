@@ -647,13 +647,15 @@ func (r *Reconciler) removeOwned(ctx context.Context, namespace, ownerUID string
 // (certificate.Forgetter), that the request namespace/name is gone: for
 // a host that learns of a deletion together with the deleted object (a
 // Kubernetes watch's delete event carries it), whoever deleted it. The
-// Reconciler tells issuers itself of the deletions it makes.
+// Reconciler tells issuers itself of the deletions it makes. Over a
+// Leaser store it also releases the request's lease, when it holds it.
 func (r *Reconciler) Forget(ctx context.Context, ref certificate.IssuerRef, namespace, name string) error {
+	lerr := r.releaseLease(ctx, namespace, name)
 	iss := r.issuer(ref)
 	if iss == nil {
-		return nil
+		return lerr
 	}
-	return r.forget(ctx, iss, ref, namespace, name)
+	return errors.Join(r.forget(ctx, iss, ref, namespace, name), lerr)
 }
 
 // deleteRequest deletes a request, then tells its issuer. Deleting first
