@@ -1,8 +1,6 @@
 package acmetest
 
 import (
-	"bytes"
-	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -31,12 +29,10 @@ func (s *Server) countOrders(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		if err != nil {
-			http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
+		body, ok := requestBody(w, r)
+		if !ok {
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
 		if rec.status != http.StatusCreated {

@@ -34,17 +34,27 @@ func (s *Server) withoutReuse(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		if err != nil {
-			http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
+		body, ok := requestBody(w, r)
+		if !ok {
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		s.newOrders.Lock()
 		defer s.newOrders.Unlock()
 		defer s.hideValidAuthorizations(accountOf(body))()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// requestBody reads r's body (up to 1 MiB) and puts it back for the
+// handler after; when it cannot, it answers 400 and reports false.
+func requestBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return body, true
 }
 
 // accountOf is the account ID in the "kid" of a JWS request body (RFC
