@@ -11,6 +11,7 @@ import (
 	"errors"
 	"math/big"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -70,6 +71,25 @@ func (s *stuckToken) CleanUp(ctx context.Context, p acmeclient.Presentation) err
 	return s.Presenter.CleanUp(ctx, p)
 }
 
+// firstTokenBlocked is a self-check that never passes for the first
+// token it is asked about and passes for every other.
+type firstTokenBlocked struct {
+	mu    sync.Mutex
+	first string
+}
+
+func (f *firstTokenBlocked) Check(_ context.Context, p acmeclient.Presentation) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.first == "" {
+		f.first = p.Token
+	}
+	if p.Token == f.first {
+		return errors.New("not served yet")
+	}
+	return nil
+}
+
 func challengeInFlight(st *acmeclient.State) bool {
 	return len(st.Challenges) == 1 && st.Challenges[0].Status.Processing && st.Challenges[0].Status.Presented
 }
@@ -110,9 +130,12 @@ func TestAnOrphanedStateNeverWedgesItsName(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			stuck := &stuckToken{Presenter: nil}
-			e := newFaultEnvWith(t, acmetest.Options{ValidationSleep: 2 * time.Second}, func(c *acmeclient.IssuerConfig) {
+			e := newFaultEnvWith(t, acmetest.Options{}, func(c *acmeclient.IssuerConfig) {
 				stuck.Presenter = c.Solvers.HTTP01
 				c.Solvers.HTTP01 = stuck
+				// a-1's challenge stays in flight however soon Pebble
+				// would validate it: its self-check never passes.
+				c.Solvers.HTTP01Check = &firstTokenBlocked{}
 			})
 			ctx := timeout(t)
 			old, _ := newRequest(t, "a-1", "a.example")
