@@ -122,14 +122,58 @@ func readiness(p *pass, now time.Time, cfg Config) Result {
 		st.NotBefore, st.NotAfter = &nb, &na
 		st.RenewalTime, st.Renewal = &rt, &rs
 		st.Conditions = setRenewalConditions(st.Conditions, renewalCond, now, c.Generation)
+		st.RenewalInfo = renewalInfo(c.Status.RenewalInfo, p, now)
 	} else {
-		st.NotBefore, st.NotAfter, st.RenewalTime = nil, nil, nil
+		st.NotBefore, st.NotAfter, st.RenewalTime, st.RenewalInfo = nil, nil, nil, nil
 	}
 	st.Conditions = setCondition(st.Conditions, ready, now, c.Generation)
 	if !statusEqual(st, c.Status) {
 		res.Actions = []Action{UpdateStatus{Status: st}}
 	}
 	return res
+}
+
+// renewalInfo is the status's record of what the CA said of the current
+// certificate's renewal window: nil when the snapshot carries nothing
+// of it (an issuer that gives none). LastChecked is now when the next
+// check differs from the one recorded — the host asked the CA in this
+// pass — and is kept otherwise, so that a pass answered from the host's
+// memory writes nothing.
+func renewalInfo(was *RenewalInfoStatus, p *pass, now time.Time) *RenewalInfoStatus {
+	if p.ari == nil && p.ariNext.IsZero() && p.ariErr == "" {
+		return nil
+	}
+	out := &RenewalInfoStatus{LastError: p.ariErr}
+	if w := p.ari; w != nil {
+		out.SuggestedWindow = &renewal.ARIWindow{Start: wholeSecond(w.Start), End: wholeSecond(w.End), ExplanationURL: w.ExplanationURL}
+	}
+	if !p.ariNext.IsZero() {
+		next := wholeSecond(p.ariNext)
+		out.NextCheck = &next
+		if was != nil && was.NextCheck != nil && was.NextCheck.Equal(next) && was.LastChecked != nil {
+			last := *was.LastChecked
+			out.LastChecked = &last
+		} else {
+			checked := wholeSecond(now)
+			out.LastChecked = &checked
+		}
+	}
+	return out
+}
+
+// wholeSecond is t truncated to the second, in UTC.
+func wholeSecond(t time.Time) time.Time { return t.Truncate(time.Second).UTC() }
+
+func renewalInfoEqual(a, b *RenewalInfoStatus) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if (a.SuggestedWindow == nil) != (b.SuggestedWindow == nil) ||
+		a.SuggestedWindow != nil && (!a.SuggestedWindow.Start.Equal(b.SuggestedWindow.Start) ||
+			!a.SuggestedWindow.End.Equal(b.SuggestedWindow.End) || a.SuggestedWindow.ExplanationURL != b.SuggestedWindow.ExplanationURL) {
+		return false
+	}
+	return timePtrEqual(a.LastChecked, b.LastChecked) && timePtrEqual(a.NextCheck, b.NextCheck) && a.LastError == b.LastError
 }
 
 // setRenewalConditions sets the renewal conditions a decision lists and
@@ -172,7 +216,7 @@ func statusEqual(a, b Status) bool {
 		!timePtrEqual(a.LastFailureTime, b.LastFailureTime) || !intPtrEqual(a.FailedIssuanceAttempts, b.FailedIssuanceAttempts) ||
 		!timePtrEqual(a.RetryAfter, b.RetryAfter) || !timePtrEqual(a.NotBefore, b.NotBefore) ||
 		!timePtrEqual(a.NotAfter, b.NotAfter) || !timePtrEqual(a.RenewalTime, b.RenewalTime) ||
-		!renewalStatusEqual(a.Renewal, b.Renewal) {
+		!renewalStatusEqual(a.Renewal, b.Renewal) || !renewalInfoEqual(a.RenewalInfo, b.RenewalInfo) {
 		return false
 	}
 	for i := range a.Conditions {

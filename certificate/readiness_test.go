@@ -96,3 +96,46 @@ func TestReadinessWritesNothingTwice(t *testing.T) {
 	require.Empty(t, again.Actions, "second pass wrote again")
 	require.True(t, again.RequeueAt.Equal(*s.Certificate.Status.NotAfter), "requeue at %v, want notAfter %v", again.RequeueAt, *s.Certificate.Status.NotAfter)
 }
+
+// The status records what the CA said of the renewal window, in whole
+// seconds: asked again later, from the host's memory (the same next
+// check), it writes nothing; a new check writes the new times; an
+// issuer that gives no renewal information leaves none.
+func TestReadinessRecordsRenewalInfo(t *testing.T) {
+	f := newFixture(t)
+	s, _ := f.healthy(t0.Add(-10 * 24 * time.Hour))
+	now := t0.Add(1500 * time.Millisecond)
+	s.ARI = &renewal.ARIWindow{Start: t0.Add(40*24*time.Hour + 300*time.Millisecond), End: t0.Add(41 * 24 * time.Hour), ExplanationURL: "https://ca.example/why"}
+	s.ARINextCheck = now.Add(6*time.Hour + 700*time.Millisecond)
+	res := Readiness(s, now, Config{})
+	require.Len(t, res.Actions, 1)
+	st := res.Actions[0].(UpdateStatus).Status
+	second := func(d time.Duration) *time.Time { v := t0.Add(d).UTC(); return &v }
+	want := &RenewalInfoStatus{
+		SuggestedWindow: &renewal.ARIWindow{Start: *second(40 * 24 * time.Hour), End: *second(41 * 24 * time.Hour), ExplanationURL: "https://ca.example/why"},
+		LastChecked:     second(time.Second),
+		NextCheck:       second(6*time.Hour + 2*time.Second),
+	}
+	require.Equal(t, want, st.RenewalInfo)
+
+	// Answered from the host's memory: the same next check, nothing to write.
+	s.Certificate.Status = st
+	require.Empty(t, Readiness(s, now.Add(time.Hour), Config{}).Actions, "a pass that did not ask the CA wrote the status")
+
+	// A new check that failed: the window kept, the error and the new times recorded.
+	later := now.Add(6 * time.Hour)
+	s.ARINextCheck, s.ARIError = later.Add(time.Minute), "renewal information: 503 Service Unavailable"
+	res = Readiness(s, later, Config{})
+	require.Len(t, res.Actions, 1)
+	got := res.Actions[0].(UpdateStatus).Status.RenewalInfo
+	require.Equal(t, want.SuggestedWindow, got.SuggestedWindow)
+	require.Equal(t, "renewal information: 503 Service Unavailable", got.LastError)
+	require.Equal(t, later.Truncate(time.Second).UTC(), *got.LastChecked)
+	require.Equal(t, later.Add(time.Minute).Truncate(time.Second).UTC(), *got.NextCheck)
+
+	// No renewal information (another issuer): none recorded.
+	s.ARI, s.ARINextCheck, s.ARIError = nil, time.Time{}, ""
+	res = Readiness(s, later, Config{})
+	require.Len(t, res.Actions, 1)
+	require.Nil(t, res.Actions[0].(UpdateStatus).Status.RenewalInfo)
+}

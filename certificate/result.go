@@ -219,6 +219,10 @@ func setCondition(conds []Condition, c Condition, now time.Time, generation int6
 // cloneStatus deep-copies what the stages change.
 func cloneStatus(s Status) Status {
 	s.Conditions = append([]Condition(nil), s.Conditions...)
+	if s.RenewalInfo != nil {
+		ri := *s.RenewalInfo
+		s.RenewalInfo = &ri
+	}
 	return s
 }
 

@@ -49,6 +49,14 @@ type Snapshot struct {
 	OtherOwners []*Certificate
 	// ARI is the CA's suggested renewal window for the current certificate.
 	ARI *renewal.ARIWindow
+	// ARINextCheck is when the host will next ask the CA for the
+	// current certificate's renewal window (zero when it does not ask),
+	// and ARIError why its last request failed (empty when it did not).
+	// With ARI they make the status's RenewalInfo; a NextCheck that
+	// differs from the one the status records means the host asked the
+	// CA in this pass.
+	ARINextCheck time.Time
+	ARIError     string
 }
 
 // ErrInvalidInput is wrapped by the error of a result whose snapshot or
@@ -99,6 +107,9 @@ type pass struct {
 	cert   *Certificate
 	others []*Certificate
 	ari    *renewal.ARIWindow
+	// ariNext and ariErr are the snapshot's ARINextCheck and ARIError.
+	ariNext time.Time
+	ariErr  string
 
 	// secret is the target secret, nil when missing; parsed is its data's
 	// parse (nil when secret is nil). absenceConfirmed is the snapshot's
@@ -148,7 +159,7 @@ type nextKey struct {
 
 func newPass(s *Snapshot, now time.Time, cfg Config) *pass {
 	c := s.Certificate
-	p := &pass{cert: c, others: s.OtherOwners, ari: s.ARI, secret: s.Secret, absenceConfirmed: s.SecretAbsenceConfirmed, now: now, cfg: cfg}
+	p := &pass{cert: c, others: s.OtherOwners, ari: s.ARI, ariNext: s.ARINextCheck, ariErr: s.ARIError, secret: s.Secret, absenceConfirmed: s.SecretAbsenceConfirmed, now: now, cfg: cfg}
 	p.specErr = Validate(&c.Spec)
 	if r := c.Spec.Renewal; r != nil && len(r.Windows) > 0 {
 		p.schedule, _ = renewal.Compile(r.Windows)
@@ -319,7 +330,7 @@ func (p *pass) applyWrite(w WriteSecret) {
 	p.drift = nil
 	if w.KeySecretName != w.Name {
 		// A new certificate: the snapshot's ARI window was the old one's.
-		p.ari = nil
+		p.ari, p.ariNext, p.ariErr = nil, time.Time{}, ""
 	}
 	p.renewal = decideRenewal(p)
 }

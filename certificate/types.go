@@ -305,6 +305,27 @@ type Status struct {
 	// Renewal is the renewal policy in effect and its windows, for users to
 	// read.
 	Renewal *renewal.Status `json:"renewal,omitempty"`
+	// RenewalInfo is what the CA last said of the current certificate's
+	// renewal window (ACME Renewal Information, RFC 9773), for users to
+	// read; nil when the certificate's issuer gives none.
+	RenewalInfo *RenewalInfoStatus `json:"renewalInfo,omitempty"`
+}
+
+// RenewalInfoStatus is what the CA last said of a certificate's renewal
+// window, and when it is asked again. Its times are whole seconds, as
+// stores that keep RFC 3339 times (the Kubernetes API) keep them, so
+// that a status read back compares equal to the one written.
+type RenewalInfoStatus struct {
+	// SuggestedWindow is the CA's suggested renewal window; nil before
+	// the CA has given one.
+	SuggestedWindow *renewal.ARIWindow `json:"suggestedWindow,omitempty"`
+	// LastChecked is when the CA was last asked, NextCheck when it will
+	// be asked again.
+	LastChecked *time.Time `json:"lastChecked,omitempty"`
+	NextCheck   *time.Time `json:"nextCheck,omitempty"`
+	// LastError says why the last request failed; empty after one that
+	// did not.
+	LastError string `json:"lastError,omitempty"`
 }
 
 // Condition returns the condition of type t, or nil.

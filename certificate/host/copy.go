@@ -120,6 +120,7 @@ func copyCertificate(c *certificate.Certificate) *certificate.Certificate {
 	st.NotAfter = ptr(st.NotAfter)
 	st.RenewalTime = ptr(st.RenewalTime)
 	st.Renewal = deep(st.Renewal)
+	st.RenewalInfo = deep(st.RenewalInfo)
 	return out
 }
 

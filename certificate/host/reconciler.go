@@ -753,8 +753,10 @@ func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate, now
 				s.ARI, ariNext, ariErr = adv.RenewalWindow(ctx, leaf, now)
 			}
 		}
+		s.ARINextCheck = ariNext
 		if ariErr != nil {
 			ariErr = fmt.Errorf("renewal information: %w", ariErr)
+			s.ARIError = ariErr.Error()
 		}
 	}
 	return s, ariNext, ariErr, nil

@@ -302,6 +302,7 @@ func statusToCore(c *cmapi.Certificate, spec *certificate.Spec) certificate.Stat
 	if s.FailedIssuanceAttempts != nil {
 		out.FailedIssuanceAttempts = new(*s.FailedIssuanceAttempts)
 	}
+	out.RenewalInfo = renewalInfoToCore(s.ACME)
 	out.Renewal = impliedRenewal(&out, spec)
 	if raw, ok := c.Annotations[AnnotationRenewalStatus]; ok {
 		var rs *renewal.Status
@@ -310,6 +311,42 @@ func statusToCore(c *cmapi.Certificate, spec *certificate.Spec) certificate.Stat
 		}
 	}
 	return out
+}
+
+// renewalInfoToCore reads status.acme.ari, the fields cert-manager
+// writes for ACME Renewal Information, as certlife's RenewalInfo.
+func renewalInfoToCore(a *cmapi.CertificateACMEStatus) *certificate.RenewalInfoStatus {
+	if a == nil || a.ARI == nil {
+		return nil
+	}
+	out := &certificate.RenewalInfoStatus{
+		LastChecked: timeToCore(a.ARI.LastChecked),
+		NextCheck:   timeToCore(a.ARI.NextCheck),
+		LastError:   a.ARI.LastError,
+	}
+	if w := a.ARI.SuggestedWindow; w != nil && w.Start != nil && w.End != nil {
+		out.SuggestedWindow = &renewal.ARIWindow{Start: w.Start.UTC(), End: w.End.UTC(), ExplanationURL: a.ARI.ExplanationURL}
+	}
+	return out
+}
+
+// renewalInfoFromCore is certlife's RenewalInfo as status.acme.ari; nil
+// for none.
+func renewalInfoFromCore(ri *certificate.RenewalInfoStatus) *cmapi.CertificateACMEStatus {
+	if ri == nil {
+		return nil
+	}
+	ari := &cmapi.CertificateACMEARIStatus{
+		LastChecked: timeFromCore(ri.LastChecked),
+		NextCheck:   timeFromCore(ri.NextCheck),
+		LastError:   ri.LastError,
+	}
+	if w := ri.SuggestedWindow; w != nil {
+		start, end := metav1.NewTime(w.Start), metav1.NewTime(w.End)
+		ari.SuggestedWindow = &cmapi.ACMERenewalWindow{Start: &start, End: &end}
+		ari.ExplanationURL = w.ExplanationURL
+	}
+	return &cmapi.CertificateACMEStatus{ARI: ari}
 }
 
 // impliedRenewal is the renewal status certlife records for a certificate
@@ -329,8 +366,9 @@ func impliedRenewal(s *certificate.Status, spec *certificate.Spec) *renewal.Stat
 }
 
 // CertificateStatusFromCore writes certlife's status s into c: its
-// status fields (status.acme, which certlife does not keep, stays as it
-// is), times to the second, and the annotations for what
+// status fields (status.acme.ari from s.RenewalInfo, as cert-manager
+// writes it when it uses ACME Renewal Information), times to the
+// second, and the annotations for what
 // cert-manager.io/v1's status has no field for (AnnotationRetryAfter,
 // AnnotationRenewalStatus), removed when there is nothing to say. spec
 // is c's spec in certlife's terms.
@@ -350,6 +388,7 @@ func CertificateStatusFromCore(c *cmapi.Certificate, s certificate.Status, spec 
 	st.NotBefore = timeFromCore(s.NotBefore)
 	st.NotAfter = timeFromCore(s.NotAfter)
 	st.RenewalTime = timeFromCore(s.RenewalTime)
+	st.ACME = renewalInfoFromCore(s.RenewalInfo)
 	st.Revision, st.NextPrivateKeySecretName, st.FailedIssuanceAttempts = nil, nil, nil
 	if s.Revision != nil {
 		st.Revision = new(*s.Revision)

@@ -85,8 +85,7 @@ func TestStatusRoundTrip(t *testing.T) {
 
 // A status the API server holds (the reference operator's, or certlife's
 // own) converts to certlife's and back to what was read, every field of
-// cert-manager's status but status.acme, which certlife does not keep and
-// leaves as it is.
+// cert-manager's status, status.acme.ari included.
 func TestStatusFromTheAPIRoundTrips(t *testing.T) {
 	in := cmapi.CertificateStatus{
 		Conditions: []cmapi.CertificateCondition{{Type: cmapi.CertificateConditionReady, Status: cmmeta.ConditionTrue, Reason: "Ready", Message: "ok",
@@ -326,6 +325,9 @@ func fullStatus() certificate.Status {
 		LastFailureTime: new(t0.Add(time.Minute)), FailedIssuanceAttempts: new(2), RetryAfter: new(t0.Add(time.Hour)),
 		NotBefore: new(t0), NotAfter: new(t0.Add(90 * 24 * time.Hour)), RenewalTime: new(t0.Add(60 * 24 * time.Hour)),
 		Renewal: &renewal.Status{Policy: renewal.PolicyScheduled, Windows: &renewal.WindowsStatus{Valid: "True", MatchedWindow: "windows[0]"}},
+		RenewalInfo: &certificate.RenewalInfoStatus{
+			SuggestedWindow: &renewal.ARIWindow{Start: t0.Add(59 * 24 * time.Hour), End: t0.Add(61 * 24 * time.Hour), ExplanationURL: "https://ca.example/why"},
+			LastChecked:     new(t0.Add(2 * time.Minute)), NextCheck: new(t0.Add(6 * time.Hour)), LastError: "renewal information: 503"},
 	}
 }
 
