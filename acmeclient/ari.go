@@ -129,7 +129,7 @@ const ariMinPrune = 1024
 // The last window the server gave is kept across failures. What the
 // issuer remembers of certificates it is no longer asked about is
 // dropped.
-func (i *Issuer) RenewalWindow(ctx context.Context, leaf *x509.Certificate, now time.Time) (*renewal.ARIWindow, time.Time, error) {
+func (i *Issuer) RenewalWindow(ctx context.Context, _ *certificate.Certificate, leaf *x509.Certificate, now time.Time) (*renewal.ARIWindow, time.Time, error) {
 	if i.cfg.DisableRenewalInfo || leaf == nil || len(leaf.AuthorityKeyId) == 0 {
 		return nil, time.Time{}, nil
 	}

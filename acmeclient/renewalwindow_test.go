@@ -30,7 +30,7 @@ func TestRenewalWindowAsksOncePerPoll(t *testing.T) {
 	asked := func() int { return e.client.Transport().Counts().ByKind[acmeclient.KindRenewalInfo] }
 	now := time.Now()
 
-	w, next, err := e.issuer.RenewalWindow(ctx, leaf, now)
+	w, next, err := e.issuer.RenewalWindow(ctx, nil, leaf, now)
 	require.NoError(t, err)
 	require.NotNil(t, w)
 	assert.True(t, w.Start.After(leaf.NotBefore) && w.End.Before(leaf.NotAfter), "a window inside the validity: %+v", w)
@@ -38,7 +38,7 @@ func TestRenewalWindowAsksOncePerPoll(t *testing.T) {
 	assert.Equal(t, 1, asked())
 
 	for _, at := range []time.Duration{time.Minute, time.Hour, renewal.DefaultPoll - time.Second} {
-		again, n, err := e.issuer.RenewalWindow(ctx, leaf, now.Add(at))
+		again, n, err := e.issuer.RenewalWindow(ctx, nil, leaf, now.Add(at))
 		require.NoError(t, err)
 		assert.Equal(t, w, again)
 		assert.Equal(t, next, n)
@@ -47,7 +47,7 @@ func TestRenewalWindowAsksOncePerPoll(t *testing.T) {
 
 	start, end := now.Add(time.Hour), now.Add(2*time.Hour)
 	require.NoError(t, e.srv.SetRenewalInfo(leaf, start, end, ""))
-	moved, n, err := e.issuer.RenewalWindow(ctx, leaf, next)
+	moved, n, err := e.issuer.RenewalWindow(ctx, nil, leaf, next)
 	require.NoError(t, err)
 	assert.Equal(t, 2, asked())
 	assert.Equal(t, next.Add(renewal.DefaultPoll), n)
@@ -62,13 +62,13 @@ func TestRenewalWindowAsksOncePerPoll(t *testing.T) {
 	require.NotNil(t, b)
 	otherLeaf, err := x509.ParseCertificate(b.Bytes)
 	require.NoError(t, err)
-	none, n, err := e.issuer.RenewalWindow(ctx, otherLeaf, now)
+	none, n, err := e.issuer.RenewalWindow(ctx, nil, otherLeaf, now)
 	require.NoError(t, err)
 	assert.Nil(t, none)
 	assert.Equal(t, now.Add(renewal.DefaultPoll), n)
 
 	off := newEnv(t, acmetest.Options{}, func(c *acmeclient.IssuerConfig) { c.DisableRenewalInfo = true })
-	none, n, err = off.issuer.RenewalWindow(ctx, leaf, now)
+	none, n, err = off.issuer.RenewalWindow(ctx, nil, leaf, now)
 	require.NoError(t, err)
 	assert.Nil(t, none)
 	assert.True(t, n.IsZero())

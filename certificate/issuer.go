@@ -68,9 +68,10 @@ type SecretAwaiter interface {
 
 // RenewalAdvisor is an Issuer that can say when its CA suggests renewing
 // a certificate it issued, as ACME Renewal Information (RFC 9773) does.
-// On each pass over a certificate whose issuerRef names the issuer and
+// On each pass over a certificate c whose issuerRef names the issuer and
 // whose secret holds a certificate, a host asks RenewalWindow about that
-// certificate (leaf), gives the window to the decision
+// certificate (leaf; c says whose it is, for an issuer that serves
+// several namespaces), gives the window to the decision
 // (Snapshot.ARI), and looks at the certificate again by next to ask
 // again (zero: no need). A nil window means the CA suggests none. An
 // error is reported by the host, which asks again by next; the window
@@ -78,7 +79,7 @@ type SecretAwaiter interface {
 // The advisor bounds how often it asks its CA: a host may ask on every
 // pass.
 type RenewalAdvisor interface {
-	RenewalWindow(ctx context.Context, leaf *x509.Certificate, now time.Time) (w *renewal.ARIWindow, next time.Time, err error)
+	RenewalWindow(ctx context.Context, c *Certificate, leaf *x509.Certificate, now time.Time) (w *renewal.ARIWindow, next time.Time, err error)
 }
 
 // ErrCAUnreachable is wrapped by the error of an Answer that could not

@@ -750,7 +750,7 @@ func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate, now
 			}
 		case adv != nil:
 			if leaf := leafOf(r.cfg.Certificate.ParseCache, s.Secret); leaf != nil {
-				s.ARI, ariNext, ariErr = adv.RenewalWindow(ctx, leaf, now)
+				s.ARI, ariNext, ariErr = adv.RenewalWindow(ctx, c, leaf, now)
 			}
 		}
 		s.ARINextCheck = ariNext

@@ -164,6 +164,18 @@ func TestACMEIssuerIssuesAndRenews(t *testing.T) {
 	t.Logf("ACME requests, account registration and first issuance: %v", acmeCounts)
 	assert.Equal(t, float64(1), op.metric("certlife_issuer_answers_total", h.ns, "Issuer", "le", certificate.RequestReasonIssued))
 	assert.Equal(t, 0, cs.Presented(), "no token is served once the order is done")
+	// The renewal information Pebble gave, where cert-manager writes it.
+	ari := h.get("web").Status.ACME
+	require.NotNil(t, ari, "status.acme")
+	require.NotNil(t, ari.ARI, "status.acme.ari")
+	require.NotNil(t, ari.ARI.SuggestedWindow, "status.acme.ari.suggestedWindow")
+	assert.True(t, ari.ARI.SuggestedWindow.Start.Before(ari.ARI.SuggestedWindow.End), "the window: %v", ari.ARI.SuggestedWindow)
+	assert.True(t, leaf.NotBefore.Before(ari.ARI.SuggestedWindow.Start.Time) && ari.ARI.SuggestedWindow.End.Time.Before(leaf.NotAfter),
+		"the window %v lies within the certificate's validity", ari.ARI.SuggestedWindow)
+	require.NotNil(t, ari.ARI.LastChecked)
+	require.NotNil(t, ari.ARI.NextCheck)
+	assert.True(t, ari.ARI.NextCheck.After(ari.ARI.LastChecked.Time), "next check %v after the last %v", ari.ARI.NextCheck, ari.ARI.LastChecked)
+	assert.Empty(t, ari.ARI.LastError)
 
 	// Renewal, by hand: the new order names the certificate it replaces.
 	crt := h.get("web")

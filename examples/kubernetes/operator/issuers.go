@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/certificate/host"
 	"github.com/certlife/certlife/certificate/localca"
+	"github.com/certlife/certlife/renewal"
 )
 
 // issuers serves the issuers of group cert-manager.io — Issuer and
@@ -180,9 +182,28 @@ type issuerOf struct {
 }
 
 var (
-	_ certificate.Issuer    = issuerOf{}
-	_ certificate.Forgetter = issuerOf{}
+	_ certificate.Issuer         = issuerOf{}
+	_ certificate.Forgetter      = issuerOf{}
+	_ certificate.RenewalAdvisor = issuerOf{}
 )
+
+// RenewalWindow asks an ACME issuer's CA for its suggested renewal window
+// of leaf, c's certificate (ACME Renewal Information, RFC 9773), at most
+// as often as the CA asks; CA and SelfSigned issuers, an ACME issuer left
+// to another controller, and one that cannot be used give none. The
+// window moves the renewal time, and the status records it
+// (status.acme.ari).
+func (i issuerOf) RenewalWindow(ctx context.Context, c *certificate.Certificate, leaf *x509.Certificate, now time.Time) (*renewal.ARIWindow, time.Time, error) {
+	spec, secretsNS, err := i.is.lookup(ctx, c.Namespace, i.ref)
+	if err != nil || spec.ACME == nil || len(issuerNotServed(spec)) > 0 || i.is.leaves(spec) {
+		return nil, time.Time{}, nil
+	}
+	rt, err := i.is.acme.get(ctx, i.ref.Kind, c.Namespace, i.ref.Name, spec.ACME, secretsNS)
+	if err != nil {
+		return nil, time.Time{}, nil
+	}
+	return rt.issuer.RenewalWindow(ctx, c, leaf, now)
+}
 
 // Answer approves r (unless the approver is off: then an unapproved r
 // waits), then answers it with the issuer its issuerRef names: a ca
