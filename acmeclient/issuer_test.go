@@ -223,7 +223,7 @@ func TestIssuerRenewsWithReplaces(t *testing.T) {
 	require.Eventually(t, func() bool {
 		replaced, err := e.srv.Replaced(first)
 		return err == nil && replaced
-	}, 5*time.Second, 5*time.Millisecond, "the server did not record the replacement")
+	}, 30*time.Second, 5*time.Millisecond, "the server did not record the replacement")
 
 	r3, _ := newRequest(t, "web-3", "renew.example")
 	r3.Annotations = map[string]string{certificate.AnnotationReplaces: "not an identifier"}
