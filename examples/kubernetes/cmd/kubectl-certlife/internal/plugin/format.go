@@ -85,11 +85,13 @@ func (w *writer) section(title string, fields [][2]string) {
 		width = max(width, len(f[0]))
 	}
 	for _, f := range fields {
+		lines := strings.Split(f[1], "\n")
 		if f[0] == "" {
-			w.printf("  %s\n", f[1])
+			for _, l := range lines {
+				w.printf("  %s\n", l)
+			}
 			continue
 		}
-		lines := strings.Split(f[1], "\n")
 		w.printf("  %-*s  %s\n", width+1, f[0]+":", lines[0])
 		for _, l := range lines[1:] {
 			w.printf("  %-*s  %s\n", width+1, "", l)

@@ -86,9 +86,12 @@ func certificateFields(g *gathered, now time.Time) [][2]string {
 	if d := crt.Spec.Duration; d != nil {
 		f = append(f, [2]string{"Duration", span(d.Duration)})
 	}
-	for _, t := range []cmapi.CertificateConditionType{cmapi.CertificateConditionReady, cmapi.CertificateConditionIssuing} {
-		f = append(f, [2]string{string(t), conditionText(findCondition(crt, t), now)})
+	f = append(f, [2]string{"Ready", conditionText(findCondition(crt, cmapi.CertificateConditionReady), now)})
+	issuing := "- (no issuance running)"
+	if c := findCondition(crt, cmapi.CertificateConditionIssuing); c != nil {
+		issuing = conditionText(c, now)
 	}
+	f = append(f, [2]string{"Issuing", issuing})
 	var others []cmapi.CertificateCondition
 	for _, c := range crt.Status.Conditions {
 		if c.Type != cmapi.CertificateConditionReady && c.Type != cmapi.CertificateConditionIssuing {
@@ -266,11 +269,25 @@ func subjectOf(c *x509.Certificate) string {
 	return "(empty)"
 }
 
+// serialOf writes a serial number as openssl does: hex bytes, colon
+// separated.
 func serialOf(c *x509.Certificate) string {
 	if c.SerialNumber == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%x", c.SerialNumber)
+	b := c.SerialNumber.Bytes()
+	if len(b) == 0 {
+		return "00"
+	}
+	hexes := make([]string, len(b))
+	for i, x := range b {
+		hexes[i] = fmt.Sprintf("%02X", x)
+	}
+	s := strings.Join(hexes, ":")
+	if c.SerialNumber.Sign() < 0 {
+		s = "-" + s
+	}
+	return s
 }
 
 func sanText(c *x509.Certificate) string {
@@ -565,12 +582,12 @@ func requestConditionOrder(t cmapi.CertificateRequestConditionType) int {
 	return 4
 }
 
+// orderFields: an Order's state, and each of its Challenges' under it.
 func orderFields(g *gathered, o *cmacme.Order) [][2]string {
 	s := "Order " + o.Name + ": " + orDefault(string(o.Status.State), "not yet sent to the CA")
 	if o.Status.Reason != "" {
-		s += "\n" + o.Status.Reason
+		s += "\n  " + o.Status.Reason
 	}
-	f := [][2]string{{"ACME", s}}
 	for _, ch := range g.challenges[o.UID] {
 		c := "Challenge " + ch.Name + ": " + challengeType(ch.Spec.Type) + " for " + ch.Spec.DNSName
 		if ch.Spec.Wildcard {
@@ -588,11 +605,11 @@ func orderFields(g *gathered, o *cmacme.Order) [][2]string {
 		}
 		c += " (" + strings.Join(flags, ", ") + ")"
 		if ch.Status.Reason != "" {
-			c += "\n" + ch.Status.Reason
+			c += "\n    " + ch.Status.Reason
 		}
-		f = append(f, [2]string{"", c})
+		s += "\n  " + c
 	}
-	return f
+	return [][2]string{{"ACME", s}}
 }
 
 func challengeType(t cmacme.ACMEChallengeType) string {
