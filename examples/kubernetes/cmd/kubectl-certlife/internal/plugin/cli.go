@@ -14,11 +14,13 @@ import (
 	"io"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/certlife/certlife/certificate"
 
@@ -44,6 +46,9 @@ Flags:
 // name) and returns its exit code: 0, 1 for a failure, 2 for a usage
 // error.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// The API server's warnings reach controller-runtime's client as log
+	// records: show them as kubectl does, one line each on stderr.
+	log.SetLogger(funcr.New(func(_, args string) { fmt.Fprintln(stderr, "warning:", args) }, funcr.Options{}))
 	return (&cli{stdout: stdout, stderr: stderr, now: time.Now, cfg: DefaultConfig()}).run(ctx, args)
 }
 

@@ -23,8 +23,10 @@ import (
 	"testing"
 	"time"
 
+	cmacme "github.com/cert-manager/cert-manager/pkg/apis/acme/v1"
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +35,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/keys"
@@ -80,6 +83,7 @@ func apiServer(t testing.TB) {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	log.SetLogger(logr.Discard())
 	code := m.Run()
 	if testEnv != nil {
 		if err := testEnv.Stop(); err != nil {
@@ -104,9 +108,20 @@ func newEnv(t *testing.T, ns string) *env {
 	t.Helper()
 	apiServer(t)
 	e := &env{t: t, ctx: t.Context(), c: k8s, ns: ns}
-	if err := k8s.Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	// The namespace stays (envtest runs no namespace controller to remove
+	// it); what the test made in it goes, so that the test runs again on
+	// the same API server (-count).
+	if err := k8s.Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("namespace %s: %v", ns, err)
 	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for _, obj := range []client.Object{&cmacme.Challenge{}, &cmacme.Order{}, &cmapi.CertificateRequest{}, &cmapi.Certificate{}, &corev1.Secret{}} {
+			if err := k8s.DeleteAllOf(ctx, obj, client.InNamespace(ns)); err != nil {
+				t.Errorf("cleaning namespace %s: %v", ns, err)
+			}
+		}
+	})
 	return e
 }
 
@@ -221,7 +236,9 @@ func (e *env) carryOut(g *gathered, a certificate.Action) {
 	c := g.snap.Certificate
 	switch a := a.(type) {
 	case certificate.GenerateKey:
-		pemKey, err := keys.EncodePrivateKey(testKey(e.t, a.SecretName), keys.EncodingPKCS8)
+		// The key is fixed by the name without its hash, which hashes the
+		// Certificate's UID: the same on every run.
+		pemKey, err := keys.EncodePrivateKey(testKey(e.t, nextKeyName.ReplaceAllString(a.SecretName, "-next-key-$1")), keys.EncodingPKCS8)
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -381,7 +398,8 @@ func (e *env) issue(cert string, revision int, at time.Time) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	chain := signLeaf(e.t, int64(1000+revision), csr.PublicKey, csr.Subject.CommonName, csr.DNSNames, at, at.Add(r.Spec.Duration.Duration))
+	// The chain is the leaf and the CA that signed it.
+	chain := append(signLeaf(e.t, int64(1000+revision), csr.PublicKey, csr.Subject.CommonName, csr.DNSNames, at, at.Add(r.Spec.Duration.Duration)), pemOf(caCert(e.t).Raw)...)
 	e.answer(r, at, []cmapi.CertificateRequestCondition{approved,
 		{Type: cmapi.CertificateRequestConditionReady, Status: cmmeta.ConditionTrue, Reason: cmapi.CertificateRequestReasonIssued, Message: "Certificate fetched from issuer successfully"}}, chain)
 }

@@ -57,12 +57,12 @@ func inspectSecret(ctx context.Context, c client.Reader, namespace, name string,
 	head = append(head, [2]string{"Data", orDefault(strings.Join(dataKeys, ", "), "none")})
 	for _, k := range slices.Sorted(maps.Keys(sec.Annotations)) {
 		if strings.HasPrefix(k, "cert-manager.io/") || strings.HasPrefix(k, "certlife.dev/") {
-			head = append(head, [2]string{k, sec.Annotations[k]})
+			head = append(head, [2]string{k, quoteEmpty(sec.Annotations[k])})
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(sec.Labels)) {
 		if strings.Contains(k, "cert-manager.io") || strings.HasPrefix(k, "certlife.dev/") {
-			head = append(head, [2]string{"label " + k, sec.Labels[k]})
+			head = append(head, [2]string{"label " + k, quoteEmpty(sec.Labels[k])})
 		}
 	}
 	w.section("Secret "+namespace+"/"+name, head)
@@ -232,4 +232,12 @@ func keyUsages(c *x509.Certificate) string {
 		names = append(names, o.String())
 	}
 	return strings.Join(names, ", ")
+}
+
+// quoteEmpty shows an empty value as "".
+func quoteEmpty(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return s
 }
