@@ -138,7 +138,7 @@ func TestInspectSecret(t *testing.T) {
 			t.Errorf("inspect does not say %q", w)
 		}
 	}
-	noKeyMaterial(t, out)
+	noKeyMaterial(t, e, out)
 	golden(t, "inspect-match", []byte(out))
 
 	e.replaceKey("web-tls", "another")
@@ -148,7 +148,7 @@ func TestInspectSecret(t *testing.T) {
 			t.Errorf("inspect after the key changed does not say %q:\n%s", w, out)
 		}
 	}
-	noKeyMaterial(t, out)
+	noKeyMaterial(t, e, out)
 
 	// A leaf for other names, with its own key: the key matches, the
 	// Certificate does not get what it asks.

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/renewal"
@@ -163,7 +164,7 @@ func TestStatus(t *testing.T) {
 					t.Errorf("the output does not say %q", w)
 				}
 			}
-			noKeyMaterial(t, out)
+			noKeyMaterial(t, e, out)
 			golden(t, "status-"+tc.state, []byte(normalize(t, e, out)))
 		})
 	}
@@ -199,13 +200,22 @@ func normalize(t *testing.T, e *env, out string) string {
 	return strings.ReplaceAll(out, p.UTC().Format(time.RFC3339), "<point in the ARI window>")
 }
 
-// noKeyMaterial fails when out holds a PEM private key or any key
-// material's base64 start.
-func noKeyMaterial(t *testing.T, out string) {
+// noKeyMaterial fails when out holds a PEM private key, or a line of the
+// base64 of any private key in the env's namespace.
+func noKeyMaterial(t *testing.T, e *env, out string) {
 	t.Helper()
-	for _, bad := range []string{"PRIVATE KEY", "MIG", "MHc"} {
-		if strings.Contains(out, bad) {
-			t.Errorf("the output holds %q, which may be key material", bad)
+	if strings.Contains(out, "PRIVATE KEY") {
+		t.Errorf("the output holds a PEM private key")
+	}
+	var secrets corev1.SecretList
+	if err := e.c.List(e.ctx, &secrets, client.InNamespace(e.ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range secrets.Items {
+		for _, line := range strings.Split(string(s.Data[keys.SecretPrivateKey]), "\n") {
+			if len(line) >= 16 && !strings.HasPrefix(line, "-----") && strings.Contains(out, line[:16]) {
+				t.Errorf("the output holds part of the private key of secret %s", s.Name)
+			}
 		}
 	}
 }
