@@ -200,8 +200,8 @@ func normalize(t *testing.T, e *env, out string) string {
 	return strings.ReplaceAll(out, p.UTC().Format(time.RFC3339), "<point in the ARI window>")
 }
 
-// noKeyMaterial fails when out holds a PEM private key, or a line of the
-// base64 of any private key in the env's namespace.
+// noKeyMaterial fails when out holds a PEM private key, or any 16
+// characters of the base64 of a private key in the env's namespace.
 func noKeyMaterial(t *testing.T, e *env, out string) {
 	t.Helper()
 	if strings.Contains(out, "PRIVATE KEY") {
@@ -213,8 +213,14 @@ func noKeyMaterial(t *testing.T, e *env, out string) {
 	}
 	for _, s := range secrets.Items {
 		for _, line := range strings.Split(string(s.Data[keys.SecretPrivateKey]), "\n") {
-			if len(line) >= 16 && !strings.HasPrefix(line, "-----") && strings.Contains(out, line[:16]) {
-				t.Errorf("the output holds part of the private key of secret %s", s.Name)
+			if strings.HasPrefix(line, "-----") {
+				continue
+			}
+			for i := 0; i+16 <= len(line); i += 8 {
+				if strings.Contains(out, line[i:i+16]) {
+					t.Errorf("the output holds part of the private key of secret %s", s.Name)
+					return
+				}
 			}
 		}
 	}
