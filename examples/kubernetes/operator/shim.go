@@ -167,22 +167,22 @@ func (r *shimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	issuer, err := shimIssuer(r.opts, annotations)
 	if err != nil {
-		r.event(obj, corev1.EventTypeWarning, ReasonBadConfig, err.Error())
+		r.event(obj, nil, corev1.EventTypeWarning, ReasonBadConfig, actionReadAnnotations, err.Error())
 		return ctrl.Result{}, nil
 	}
 	entries, skipped, err := r.kind.entries(obj)
 	if err != nil {
-		r.event(obj, corev1.EventTypeWarning, ReasonBadConfig, err.Error())
+		r.event(obj, nil, corev1.EventTypeWarning, ReasonBadConfig, actionReadTLS, err.Error())
 		return ctrl.Result{}, nil
 	}
-	for _, s := range skipped {
-		r.event(obj, corev1.EventTypeWarning, ReasonBadConfig, s)
+	if len(skipped) > 0 {
+		r.event(obj, nil, corev1.EventTypeWarning, ReasonBadConfig, actionReadTLS, strings.Join(skipped, "; "))
 	}
 
 	// What every Certificate of obj has in common.
 	var template cmapi.CertificateSpec
 	if err := applyAnnotations(&template, annotations); err != nil {
-		r.event(obj, corev1.EventTypeWarning, ReasonBadConfig, err.Error()+"; its Certificates are left as they are")
+		r.event(obj, nil, corev1.EventTypeWarning, ReasonBadConfig, actionReadAnnotations, err.Error()+"; its Certificates are left as they are")
 		return ctrl.Result{}, nil
 	}
 	labels := maps.Clone(obj.GetLabels())
@@ -258,7 +258,7 @@ func (r *shimReconciler) keep(ctx context.Context, obj client.Object, want *cmap
 			}
 			return err
 		}
-		r.event(obj, corev1.EventTypeNormal, ReasonCreateCertificate, fmt.Sprintf("Created Certificate %s", want.Name))
+		r.event(obj, want, corev1.EventTypeNormal, ReasonCreateCertificate, "Create", fmt.Sprintf("Created Certificate %s", want.Name))
 		return nil
 	}
 	if err != nil {
@@ -276,7 +276,7 @@ func (r *shimReconciler) keep(ctx context.Context, obj client.Object, want *cmap
 		if owner != nil {
 			whose = fmt.Sprintf("is owned by %s %s", owner.Kind, owner.Name)
 		}
-		r.event(obj, corev1.EventTypeWarning, ReasonCertificateNotOwned,
+		r.event(obj, &have, corev1.EventTypeWarning, ReasonCertificateNotOwned, "Skip",
 			fmt.Sprintf("Certificate %s exists and %s, not this %s: it is left as it is", want.Name, whose, r.kind.gvk.Kind))
 		return nil
 	}
@@ -296,7 +296,7 @@ func (r *shimReconciler) keep(ctx context.Context, obj client.Object, want *cmap
 	if err := r.client.Update(ctx, updated); err != nil {
 		return err
 	}
-	r.event(obj, corev1.EventTypeNormal, ReasonUpdateCertificate, fmt.Sprintf("Updated Certificate %s", want.Name))
+	r.event(obj, updated, corev1.EventTypeNormal, ReasonUpdateCertificate, "Update", fmt.Sprintf("Updated Certificate %s", want.Name))
 	return nil
 }
 
@@ -340,13 +340,26 @@ func (r *shimReconciler) remove(ctx context.Context, obj client.Object, c *cmapi
 		return err
 	}
 	if obj != nil {
-		r.event(obj, corev1.EventTypeNormal, ReasonDeleteCertificate, fmt.Sprintf("Deleted Certificate %s, which the %s no longer asks for", c.Name, r.kind.gvk.Kind))
+		r.event(obj, c, corev1.EventTypeNormal, ReasonDeleteCertificate, "Delete", fmt.Sprintf("Deleted Certificate %s, which the %s no longer asks for", c.Name, r.kind.gvk.Kind))
 	}
 	return nil
 }
 
-func (r *shimReconciler) event(obj client.Object, typ, reason, note string) {
-	recordEvent(r.recorder, obj, nil, typ, reason, "Sync", note)
+// Actions of the shims' Events. Events of one object (at one resource
+// version), reason, action and related object are one series, which keeps
+// the first note: each problem found in one pass has its own.
+const (
+	actionReadAnnotations = "ReadAnnotations"
+	actionReadTLS         = "ReadTLS"
+)
+
+// event records an Event on obj, about the Certificate related if any.
+func (r *shimReconciler) event(obj client.Object, related *cmapi.Certificate, typ, reason, action, note string) {
+	if related == nil {
+		recordEvent(r.recorder, obj, nil, typ, reason, action, note)
+		return
+	}
+	recordEvent(r.recorder, obj, related, typ, reason, action, note)
 }
 
 // ingressShim is the Ingress kind: one Certificate per TLS entry.
