@@ -365,7 +365,7 @@ func (r *shimReconciler) event(obj client.Object, related *cmapi.Certificate, ty
 // ingressShim is the Ingress kind: one Certificate per TLS entry.
 func ingressShim() shimKind {
 	return shimKind{
-		gvk:    networkingv1.SchemeGroupVersion.WithKind(kindIngress),
+		gvk:     networkingv1.SchemeGroupVersion.WithKind(kindIngress),
 		newObj:  func() client.Object { return &networkingv1.Ingress{} },
 		newList: func() client.ObjectList { return &networkingv1.IngressList{} },
 		names: func(l client.ObjectList) []string {
