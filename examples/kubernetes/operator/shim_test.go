@@ -499,3 +499,16 @@ func TestShimGateway(t *testing.T) {
 	require.NoError(t, k8s.Delete(h.ctx, gw))
 	h.certificateGone("web-tls")
 }
+
+// Options.Shim.DisableIngress turns the Ingress shim off, the Gateway
+// one staying on: an annotated Gateway made after an annotated Ingress
+// gets its Certificate, and the Ingress none.
+func TestShimIngressDisabled(t *testing.T) {
+	h := newHarness(t)
+	r := h.start(func(_ *manager.Options, o *operator.Options) { o.Shim.DisableIngress = true })
+	h.create(h.ingress("web", map[string]string{cmapi.IngressIssuerNameAnnotationKey: "ca"}, "web-tls"))
+	h.create(h.gateway("gw", map[string]string{cmapi.IngressIssuerNameAnnotationKey: "ca"}, listener("gw", "gw.example", "gw-tls")))
+	h.certificateWhen("gw-tls", "made", func(*cmapi.Certificate) bool { return true })
+	h.settle(r)
+	assert.True(t, apierrors.IsNotFound(k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "web-tls"}, &cmapi.Certificate{})), "no Certificate from the Ingress")
+}
