@@ -117,8 +117,11 @@ type shimKind struct {
 
 // shimReconciler keeps the Certificates of one kind of resource.
 type shimReconciler struct {
-	kind     shimKind
-	cache    client.Reader
+	kind  shimKind
+	cache client.Reader
+	// api reads from the API server: whether a Certificate's owner is
+	// really gone before the Certificate is removed.
+	api      client.Reader
 	client   client.Client
 	recorder events.EventRecorder
 	opts     ShimOptions
@@ -270,7 +273,7 @@ func (r *shimReconciler) keep(ctx context.Context, obj client.Object, want *cmap
 			// A former resource of the same name made it: it goes (the
 			// garbage collector would remove it), and the next pass makes
 			// this one's.
-			return r.remove(ctx, obj, &have)
+			return r.removeOrphan(ctx, obj, &have)
 		}
 		whose := "has no owner"
 		if owner != nil {
@@ -322,11 +325,34 @@ func (r *shimReconciler) removeOwned(ctx context.Context, obj client.Object, nam
 		if current && keep[c.Name] {
 			continue
 		}
-		if err := r.remove(ctx, obj, c); err != nil {
+		remove := r.remove
+		if !current {
+			remove = r.removeOrphan
+		}
+		if err := remove(ctx, obj, c); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// removeOrphan deletes c when the API server confirms that the resource
+// controlling it is gone (the cache may lag).
+func (r *shimReconciler) removeOrphan(ctx context.Context, obj client.Object, c *cmapi.Certificate) error {
+	ref := metav1.GetControllerOfNoCopy(c)
+	if ref == nil {
+		return nil
+	}
+	owner := r.kind.newObj()
+	err := r.api.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: ref.Name}, owner)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return err
+	case owner.GetUID() == ref.UID:
+		return nil // there after all: its own pass keeps it
+	}
+	return r.remove(ctx, obj, c)
 }
 
 // remove deletes c, if it is still the object read.
@@ -456,7 +482,7 @@ func setupShims(ctx context.Context, mgr manager.Manager, o Options, recorder ev
 		if err := namespacedIndex(ctx, c, k.newObj(), indexTLSSecret, k.secrets); err != nil {
 			return err
 		}
-		r := &shimReconciler{kind: k, cache: c, client: mgr.GetClient(), recorder: recorder, opts: o.Shim}
+		r := &shimReconciler{kind: k, cache: c, api: mgr.GetAPIReader(), client: mgr.GetClient(), recorder: recorder, opts: o.Shim}
 		name := strings.ToLower(k.gvk.Kind) + "-shim"
 		if err := ctrl.NewControllerManagedBy(mgr).Named(name).For(k.newObj()).
 			// A Certificate made, deleted or changed (not its status):
