@@ -165,7 +165,10 @@ func NewManager(cfg *rest.Config, mo manager.Options, o Options) (manager.Manage
 // must be set up with CacheOptions: the Certificate controller and the
 // CertificateRequest controller, both on one certlife host loop
 // (certificate/host: Loop.Pass and Loop.Answer) over the Kubernetes
-// store, and the Issuer and ClusterIssuer controllers.
+// store, the Issuer and ClusterIssuer controllers, and the shims that
+// keep Certificates for annotated Ingresses and Gateways (ShimOptions; the
+// Gateway one only when the Gateway API's CRDs are installed, which Setup
+// asks the API server, logging when they are not).
 // SecretRecheck is how often a Certificate whose Secret it may not write
 // (SecretNotOwned, SecretInUse) looks at it again: a minute after the
 // Secret is handed over, the Certificate issues into it.
