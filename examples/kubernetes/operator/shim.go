@@ -201,7 +201,7 @@ func (r *shimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	for _, e := range entries {
 		wanted[e.secret] = true
 		want := &cmapi.Certificate{ObjectMeta: metav1.ObjectMeta{
-			Name: e.secret, Namespace: obj.GetNamespace(), Labels: labels, Annotations: extra,
+			Name: e.secret, Namespace: obj.GetNamespace(), Labels: maps.Clone(labels), Annotations: maps.Clone(extra),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(obj, r.kind.gvk)},
 		}}
 		want.Spec = *template.DeepCopy()
