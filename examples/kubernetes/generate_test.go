@@ -58,12 +58,35 @@ func TestCRDsAreTheReferenceOperators(t *testing.T) {
 	}
 }
 
+// The Gateway API's CRDs in config/crd/gateway-api are its module's
+// standard channel (the version in go.mod), for the tests' API server and
+// for users without them: the operator does not install them. Fix a
+// failure after a version change with `go generate`.
+func TestGatewayAPICRDsAreTheModules(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api").Output()
+	require.NoError(t, err, "go list -m sigs.k8s.io/gateway-api")
+	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard")
+	want := readDir(t, dir)
+	have := readDir(t, filepath.Join("config", "crd", "gateway-api"))
+	require.Contains(t, want, "gateway.networking.k8s.io_gateways.yaml")
+	for name, content := range want {
+		assert.Equal(t, content, have[name], "config/crd/gateway-api/%s differs from %s: run go generate", name, filepath.Join(dir, name))
+	}
+	for name := range have {
+		_, ok := want[name]
+		assert.True(t, ok, "config/crd/gateway-api/%s is not one of the Gateway API's standard CRDs: remove it", name)
+	}
+}
+
 func readDir(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	out := map[string]string{}
 	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
 		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		require.NoError(t, err)
 		out[e.Name()] = string(b)

@@ -641,3 +641,27 @@ func TestNamespacedInstallWithoutClusterWideSecrets(t *testing.T) {
 	var s corev1.Secret
 	assert.True(t, apierrors.IsNotFound(admin.Get(ctx, client.ObjectKey{Namespace: otherNS, Name: "elsewhere-tls"}, &s)), "no Secret in a namespace not watched")
 }
+
+// The shims' flags, as cert-manager names them where it has them.
+func TestShimFlags(t *testing.T) {
+	tests := map[string]struct {
+		args []string
+		want operator.ShimOptions
+	}{
+		"unset: both shims, tls-acme, no default issuer": {nil, operator.ShimOptions{DefaultIssuerKind: "Issuer", DefaultIssuerGroup: "cert-manager.io",
+			AutoCertificateAnnotations: []string{"kubernetes.io/tls-acme"}}},
+		"off, a default issuer, no auto annotation, extra annotations": {
+			[]string{"-enable-ingress-shim=false", "-enable-gateway-api=false", "-default-issuer-name=le", "-default-issuer-kind=ClusterIssuer",
+				"-auto-certificate-annotations=", "-extra-certificate-annotations=a.example/x, b.example/y"},
+			operator.ShimOptions{DisableIngress: true, DisableGateway: true, DefaultIssuerName: "le", DefaultIssuerKind: "ClusterIssuer",
+				DefaultIssuerGroup: "cert-manager.io", AutoCertificateAnnotations: []string{}, ExtraCertificateAnnotations: []string{"a.example/x", "b.example/y"}}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			fs := flag.NewFlagSet("certlife-operator", flag.ContinueOnError)
+			f := bindFlags(fs)
+			require.NoError(t, fs.Parse(tc.args))
+			assert.Equal(t, tc.want, f.shim())
+		})
+	}
+}

@@ -11,6 +11,7 @@ package main
 
 //go:generate go tool controller-gen rbac:roleName=certlife-operator paths=./operator/... output:rbac:artifacts:config=config/rbac
 //go:generate sh -c "cp \"$(go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)\"/deploy/crds/*.yaml config/crd/ && chmod 644 config/crd/*.yaml"
+//go:generate sh -c "mkdir -p config/crd/gateway-api && cp \"$(go list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api)\"/config/crd/standard/*.yaml config/crd/gateway-api/ && chmod 644 config/crd/gateway-api/*.yaml"
 
 import (
 	"flag"
@@ -51,7 +52,13 @@ type flags struct {
 	ownerRef    bool
 	approve     bool
 	disabled    string
-	zap         zap.Options
+	// The shims: Certificates for annotated Ingresses and Gateways.
+	ingressShim      bool
+	gatewayAPI       bool
+	defaultIssuer    operator.ShimOptions
+	autoAnnotations  string
+	extraAnnotations string
+	zap              zap.Options
 }
 
 // bindFlags defines the command's flags on fs.
@@ -68,6 +75,13 @@ func bindFlags(fs *flag.FlagSet) *flags {
 	fs.BoolVar(&f.ownerRef, "enable-certificate-owner-ref", false, "make each Certificate the owner of its Secret, so that deleting the Certificate deletes the Secret (as cert-manager's flag of the same name)")
 	fs.BoolVar(&f.approve, "approve-requests", true, "approve every CertificateRequest that has neither an Approved nor a Denied condition, as cert-manager's approver does; false leaves approval to another approver, such as approver-policy")
 	fs.StringVar(&f.disabled, "disabled-issuer-types", "", "comma-separated issuer types (ca, selfsigned, acme) left to another controller: their requests are approved and not answered, their Issuers not written")
+	fs.BoolVar(&f.ingressShim, "enable-ingress-shim", true, "keep a Certificate for each TLS entry of the Ingresses annotated cert-manager.io/issuer or cert-manager.io/cluster-issuer (cert-manager's ingress-shim, which it turns off with --controllers=*,-ingress-shim)")
+	fs.BoolVar(&f.gatewayAPI, "enable-gateway-api", true, "keep a Certificate for each TLS Secret of the Gateways annotated cert-manager.io/issuer or cert-manager.io/cluster-issuer, when the Gateway API's CRDs are installed (cert-manager's flag of the same name, whose default is false)")
+	fs.StringVar(&f.defaultIssuer.DefaultIssuerName, "default-issuer-name", "", "the issuer of an Ingress annotated with an -auto-certificate-annotations annotation and no issuer (as cert-manager's flag of the same name)")
+	fs.StringVar(&f.defaultIssuer.DefaultIssuerKind, "default-issuer-kind", "Issuer", "the kind of -default-issuer-name")
+	fs.StringVar(&f.defaultIssuer.DefaultIssuerGroup, "default-issuer-group", "cert-manager.io", "the API group of -default-issuer-name")
+	fs.StringVar(&f.autoAnnotations, "auto-certificate-annotations", "kubernetes.io/tls-acme", "comma-separated annotations that, set to \"true\" on an Ingress, ask for certificates from -default-issuer-name")
+	fs.StringVar(&f.extraAnnotations, "extra-certificate-annotations", "", "comma-separated annotations copied from an Ingress or Gateway to its Certificates")
 	f.zap.BindFlags(fs)
 	return f
 }
@@ -103,13 +117,30 @@ func (f *flags) watched() (map[string]cache.Config, error) {
 // disabledIssuerTypes is -disabled-issuer-types as a list; the operator
 // refuses a type it does not know, naming the option and the value.
 func (f *flags) disabledIssuerTypes() []string {
+	return list(f.disabled)
+}
+
+// list is a comma-separated flag's items, trimmed, empty ones left out.
+func list(v string) []string {
 	var out []string
-	for _, t := range strings.Split(f.disabled, ",") {
+	for _, t := range strings.Split(v, ",") {
 		if t = strings.TrimSpace(t); t != "" {
 			out = append(out, t)
 		}
 	}
 	return out
+}
+
+// shim is the shims' options from the flags.
+func (f *flags) shim() operator.ShimOptions {
+	o := f.defaultIssuer
+	o.DisableIngress, o.DisableGateway = !f.ingressShim, !f.gatewayAPI
+	o.AutoCertificateAnnotations = list(f.autoAnnotations)
+	if o.AutoCertificateAnnotations == nil {
+		o.AutoCertificateAnnotations = []string{} // none, not the default
+	}
+	o.ExtraCertificateAnnotations = list(f.extraAnnotations)
+	return o
 }
 
 // newManager makes the operator's manager from the flags, its metrics
@@ -152,6 +183,7 @@ func newManager(cfg *rest.Config, f *flags, registry prometheus.Registerer, mod 
 		Workers:                   f.workers,
 		Metrics:                   metrics,
 		ACME:                      operator.ACMEOptions{ChallengeServer: challenges},
+		Shim:                      f.shim(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the operator: %w", err)
@@ -183,7 +215,8 @@ func main() {
 	}
 	namespaces, _ := f.watched()
 	logger.Info("starting", "leaderElection", f.leaderElect, "clusterResourceNamespace", f.clusterNS, "namespaces", slices.Sorted(maps.Keys(namespaces)),
-		"enableCertificateOwnerRef", f.ownerRef, "approveRequests", f.approve, "disabledIssuerTypes", f.disabledIssuerTypes())
+		"enableCertificateOwnerRef", f.ownerRef, "approveRequests", f.approve, "disabledIssuerTypes", f.disabledIssuerTypes(),
+		"enableIngressShim", f.ingressShim, "enableGatewayAPI", f.gatewayAPI, "defaultIssuerName", f.defaultIssuer.DefaultIssuerName)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		logger.Error(err, "the operator stopped")
 		os.Exit(1)

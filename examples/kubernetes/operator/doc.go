@@ -25,12 +25,58 @@
 //     and leaves a request of any other group to that group's issuer.
 //   - The Issuer and ClusterIssuer controllers say in status whether an
 //     issuer can sign, and register ACME accounts.
+//   - The shims keep Certificates for Ingresses (networking.k8s.io/v1)
+//     and Gateways (gateway.networking.k8s.io/v1) annotated with
+//     cert-manager.io/issuer or cert-manager.io/cluster-issuer, as the
+//     reference operator's ingress-shim and gateway-shim do (see
+//     ShimOptions).
 //
 // Only Secrets labelled LabelManaged (cert-manager's own label) are
 // cached. A request whose issuer cannot sign yet stays Pending with the
 // reason, and its Certificate gets a Warning Event
 // (ReasonIssuerNotReady). A Certificate that asks for what certlife does
 // not serve is refused with InvalidSpec naming the field (NotServed).
+//
+// # Certificates from Ingresses and Gateways
+//
+// An Ingress annotated cert-manager.io/issuer: NAME (or
+// cert-manager.io/cluster-issuer: NAME; cert-manager.io/issuer-kind and
+// cert-manager.io/issuer-group name an external issuer) gets one
+// Certificate per spec.tls entry, named after the entry's secretName,
+// for the entry's hosts, controlled by the Ingress (deleting the Ingress
+// deletes it). A Gateway so annotated gets one Certificate per Secret its
+// HTTPS and TLS listeners in Terminate mode name, for the hostnames of
+// those listeners; cert-manager.io/ignore-tls-listeners lists listeners
+// to pass over. kubernetes.io/tls-acme: "true" on an Ingress asks for
+// certificates from ShimOptions.DefaultIssuerName; with none, the Ingress
+// gets a Warning Event saying no issuer is named.
+//
+// The Certificate's other fields come from the annotations the
+// reference operator reads, under the same names: common-name,
+// alt-names, ip-sans, email-sans, the subject-* fields, duration,
+// renew-before, renew-before-percentage, usages (default: digital
+// signature, key encipherment), revision-history-limit,
+// private-key-algorithm, -size, -encoding and -rotation-policy, and
+// secret-template (all cert-manager.io/). acme.cert-manager.io/
+// http01-edit-in-place: "true", http01-ingress-class and
+// http01-ingress-ingressclassname become the Certificate annotations the
+// ACME issuer's HTTP-01 solver reads, and a Gateway's Certificates name
+// the Gateway for HTTPRoutes. The Certificate carries the resource's
+// labels (but kubectl's applyset label).
+//
+// The Certificates follow the resource: names added or removed, a Secret
+// renamed (the old Certificate goes), annotations changed; removing the
+// issuer annotations removes the Certificates (the reference operator
+// leaves them until the resource is deleted). A value the shim cannot
+// use — an unparsable duration, an unknown usage, an RSA size under
+// 2048, two issuers named — changes nothing, and a Warning Event
+// (BadConfig) on the resource names the annotation and the value; a TLS
+// entry or listener it cannot serve (no hosts, a Secret in another
+// namespace) is skipped with one. A Certificate of the same name that
+// the resource does not control — a user's, another Ingress's — is left
+// as it is, with a Warning Event (CertificateNotOwned); once it is gone,
+// the resource gets its own. The Gateway shim runs when the Gateway
+// API's CRDs are installed when the operator starts.
 package operator
 
 // Leader election holds a Lease in the operator's own namespace (certlife

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+	gwapi "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/certificate/host"
@@ -86,6 +87,9 @@ type Options struct {
 	EventSource string
 	// ACME configures the ACME issuers.
 	ACME ACMEOptions
+	// Shim configures the Certificates kept for Ingresses and Gateways
+	// annotated with cert-manager.io/issuer or cert-manager.io/cluster-issuer.
+	Shim ShimOptions
 	// Observe, when set, sees every pass over a Certificate and every
 	// answer to a CertificateRequest the operator makes, as
 	// host.Config.Observe does: for tracing, or to know that the operator
@@ -95,10 +99,11 @@ type Options struct {
 }
 
 // Scheme is the scheme the operator's clients use: Kubernetes' built-in
-// types, cert-manager.io/v1 and acme.cert-manager.io/v1.
+// types, cert-manager.io/v1, acme.cert-manager.io/v1 and the Gateway API's
+// gateway.networking.k8s.io/v1.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, cmapi.AddToScheme, cmacme.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, cmapi.AddToScheme, cmacme.AddToScheme, gwapi.Install} {
 		if err := add(s); err != nil {
 			panic(err)
 		}
@@ -160,7 +165,10 @@ func NewManager(cfg *rest.Config, mo manager.Options, o Options) (manager.Manage
 // must be set up with CacheOptions: the Certificate controller and the
 // CertificateRequest controller, both on one certlife host loop
 // (certificate/host: Loop.Pass and Loop.Answer) over the Kubernetes
-// store, and the Issuer and ClusterIssuer controllers.
+// store, the Issuer and ClusterIssuer controllers, and the shims that
+// keep Certificates for annotated Ingresses and Gateways (ShimOptions; the
+// Gateway one only when the Gateway API's CRDs are installed, which Setup
+// asks the API server, logging when they are not).
 // SecretRecheck is how often a Certificate whose Secret it may not write
 // (SecretNotOwned, SecretInUse) looks at it again: a minute after the
 // Secret is handed over, the Certificate issues into it.
@@ -280,7 +288,7 @@ func Setup(mgr manager.Manager, o Options) error {
 			return err
 		}
 	}
-	return nil
+	return setupShims(ctx, mgr, o, recorder, newQueue)
 }
 
 // Field indexes the controllers look objects up by.
