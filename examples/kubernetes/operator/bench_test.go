@@ -291,7 +291,7 @@ func benchmarkHeap(b *testing.B, n int, algorithm string) {
 		start, cpuStart := time.Now(), cpuSeconds()
 		created := createAll(b, h, n, algorithm)
 		createdAll := time.Since(start)
-		readyAt := wait(20 * time.Minute)
+		readyAt := wait(max(20*time.Minute, time.Duration(n)*200*time.Millisecond))
 		allReady, cpu := time.Since(start), cpuSeconds()-cpuStart
 		h.settle(op)
 		after := liveHeap()
