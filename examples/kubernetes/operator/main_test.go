@@ -69,7 +69,7 @@ func apiServer(t testing.TB) {
 			envError = fmt.Errorf("KUBEBUILDER_ASSETS is not set: this test runs against a real API server. From the repository root run\n\texport KUBEBUILDER_ASSETS=\"$(.ci/k8s-assets)\"\n(it builds kube-apiserver and etcd once), or run .ci/test")
 			return
 		}
-		e := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "config", "crd")}, ErrorIfCRDPathMissing: true}
+		e := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "config", "crd"), filepath.Join("..", "config", "crd", "gateway-api")}, ErrorIfCRDPathMissing: true}
 		cfg, err := e.Start()
 		if err != nil {
 			envError = fmt.Errorf("starting envtest: %w", err)
