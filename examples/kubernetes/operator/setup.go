@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	cmacme "github.com/cert-manager/cert-manager/pkg/apis/acme/v1"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -115,9 +117,11 @@ func Scheme() *runtime.Scheme {
 
 // CacheOptions are the operator's cache settings: of Secrets only those
 // labelled LabelManaged are held (next private keys and target Secrets,
-// the operator's and the reference operator's), of Services, Ingresses
-// and HTTPRoutes only those labelled LabelHTTP01 (the HTTP-01 routes the
-// operator made or edited), no object keeps its
+// the operator's and the reference operator's), of Services and
+// Ingresses only those labelled LabelHTTP01 (the HTTP-01 routes the
+// operator made or edited; NewManager adds HTTPRoutes when the cluster
+// serves them, as a cache refuses a type the API server does not know),
+// no object keeps its
 // managedFields or kubectl's last-applied configuration, and equal
 // certificates, CA certificates, label and annotation keys are shared
 // among the cached objects.
@@ -127,7 +131,6 @@ func CacheOptions() cache.Options {
 			&corev1.Secret{}:        {Label: labels.SelectorFromSet(labels.Set{LabelManaged: "true"})},
 			&corev1.Service{}:       {Label: routingSelector()},
 			&networkingv1.Ingress{}: {Label: routingSelector()},
-			&gwapi.HTTPRoute{}:      {Label: routingSelector()},
 		},
 		DefaultTransform: newInterner().transform,
 	}
@@ -158,6 +161,9 @@ func NewManager(cfg *rest.Config, mo manager.Options, o Options) (manager.Manage
 	namespaces := mo.Cache.DefaultNamespaces
 	mo.Cache = CacheOptions()
 	mo.Cache.DefaultNamespaces = namespaces
+	if servesHTTPRoutes(cfg) {
+		mo.Cache.ByObject[&gwapi.HTTPRoute{}] = cache.ByObject{Label: routingSelector()}
+	}
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
 		return nil, err
@@ -166,6 +172,20 @@ func NewManager(cfg *rest.Config, mo manager.Options, o Options) (manager.Manage
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// servesHTTPRoutes reports whether the API server serves
+// gateway.networking.k8s.io/v1 HTTPRoutes.
+func servesHTTPRoutes(cfg *rest.Config) bool {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false
+	}
+	rl, err := dc.ServerResourcesForGroupVersion(gwapi.SchemeGroupVersion.String())
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(rl.APIResources, func(r metav1.APIResource) bool { return r.Name == "httproutes" })
 }
 
 // Setup adds the field indexes and the controllers to mgr, whose cache
