@@ -120,20 +120,20 @@ func Scheme() *runtime.Scheme {
 
 // CacheOptions are the operator's cache settings: of Secrets only those
 // labelled LabelManaged are held (next private keys and target Secrets,
-// the operator's and the reference operator's), of Services and
-// Ingresses only those labelled LabelHTTP01 (the HTTP-01 routes the
-// operator made or edited; NewManager adds HTTPRoutes when the cluster
-// serves them, as a cache refuses a type the API server does not know),
-// no object keeps its
-// managedFields or kubectl's last-applied configuration, and equal
+// the operator's and the reference operator's), of Services only those
+// labelled LabelHTTP01 (the HTTP-01 routes' Services; NewManager adds
+// HTTPRoutes so labelled when the cluster serves them, as a cache
+// refuses a type the API server does not know); every Ingress is held,
+// since the Ingress shim reads the annotations of all of them and the
+// HTTP-01 routes are Ingresses too. No object keeps its managedFields or
+// kubectl's last-applied configuration, and equal
 // certificates, CA certificates, label and annotation keys are shared
 // among the cached objects.
 func CacheOptions() cache.Options {
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}:        {Label: labels.SelectorFromSet(labels.Set{LabelManaged: "true"})},
-			&corev1.Service{}:       {Label: routingSelector()},
-			&networkingv1.Ingress{}: {Label: routingSelector()},
+			&corev1.Secret{}:  {Label: labels.SelectorFromSet(labels.Set{LabelManaged: "true"})},
+			&corev1.Service{}: {Label: routingSelector()},
 		},
 		DefaultTransform: newInterner().transform,
 	}
