@@ -389,11 +389,7 @@ func trigger(p *pass, now time.Time, cfg Config) Result {
 	}
 
 	if c.Status.LastFailureTime != nil || c.Status.RetryAfter != nil {
-		in := backoffInput(c)
-		if leaf := p.leaf(); leaf != nil {
-			in.NotBefore, in.NotAfter = leaf.NotBefore, leaf.NotAfter
-		}
-		if b := cfg.backoffPolicy().Decide(in, now); b.Wait {
+		if b := NextAttempt(c, p.leaf(), now, cfg); b.Wait {
 			if !failedRequestMismatchesSpec(p) {
 				res.Reason, res.RequeueAt = ReasonBackoff, b.NextAttempt
 				res.Message = fmt.Sprintf("issuance needed (%s: %s) but held back: %s", reason, message, b.Message)
@@ -424,6 +420,21 @@ func nextTick(anchor time.Time, period time.Duration, now time.Time) time.Time {
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// NextAttempt is the backoff decision the trigger stage makes for c's
+// next issuance after failed ones (status.lastFailureTime,
+// failedIssuanceAttempts, and the CA's Retry-After): whether it waits,
+// until when, and why. leaf is the certificate c's secret holds (nil for
+// none), whose expiry brings the next attempt forward. Tools that explain
+// a certificate call it to say what the decision will do, with the
+// decision's own rule.
+func NextAttempt(c *Certificate, leaf *x509.Certificate, now time.Time, cfg Config) backoff.Decision {
+	in := backoffInput(c)
+	if leaf != nil {
+		in.NotBefore, in.NotAfter = leaf.NotBefore, leaf.NotAfter
+	}
+	return cfg.backoffPolicy().Decide(in, now)
+}
 
 // backoffInput reads the backoff's input from a certificate's status.
 func backoffInput(c *Certificate) backoff.Input {
