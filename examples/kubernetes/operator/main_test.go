@@ -282,14 +282,19 @@ type passed struct {
 }
 
 func (p *passed) observe(ev host.Event) {
-	if ev.Kind != host.KindCertificate || ev.Result == nil {
+	if ev.Kind != host.KindCertificate {
 		return
 	}
-	line := fmt.Sprintf("%s %s/%s done=%v next=%s err=%v warning=%v", time.Now().Format("15:04:05.000"), ev.Result.Stage, ev.Result.Reason,
-		ev.Done, ev.Next.Format("15:04:05.000"), ev.Err, ev.Warning)
+	line := fmt.Sprintf("%s no decision: err=%v", time.Now().Format("15:04:05.000"), ev.Err)
+	if ev.Result != nil {
+		line = fmt.Sprintf("%s %s/%s done=%v next=%s err=%v warning=%v", time.Now().Format("15:04:05.000"), ev.Result.Stage, ev.Result.Reason,
+			ev.Done, ev.Next.Format("15:04:05.000"), ev.Err, ev.Warning)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.names[ev.Name] = true
+	if ev.Result != nil {
+		p.names[ev.Name] = true
+	}
 	if p.last == nil {
 		p.last = map[string][]string{}
 	}
