@@ -2,6 +2,7 @@ package certificate
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,6 +55,22 @@ func (p *pass) issuedBy() IssuerRef {
 		}
 	}
 	return p.refs[0]
+}
+
+// IssuedBy is the issuer of the certificate that secret s holds for c:
+// the one certlife's annotations on s name (AnnotationIssuerName, Kind,
+// Group) when it is one of c's issuers (Spec.IssuerRefs), else
+// spec.issuerRef; defaults filled. It is the issuer to ask about that
+// certificate, such as for its renewal window (RenewalAdvisor).
+func IssuedBy(c *Certificate, s *Secret) IssuerRef {
+	first := c.Spec.IssuerRef.WithDefaults()
+	if len(c.Spec.FallbackIssuerRefs) == 0 || s == nil {
+		return first
+	}
+	if have, ok := secretIssuer(s); ok && slices.Contains(c.Spec.IssuerRefs(), have) {
+		return have
+	}
+	return first
 }
 
 // secretIssuer is the issuer a secret's annotations name, defaults
