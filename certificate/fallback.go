@@ -224,7 +224,11 @@ func afterFailure(p *pass, st *Status, failed IssuerRef, at time.Time) string {
 			describeRef(ch.IssuerRef), stamp(*st.RetryAfter), p.cfg.fallbackRetryAfter()))
 		st.RetryAfter = nil
 	case n > 0 && ch.FailedAttempts >= n:
-		next = p.advance(ch, ReasonIssuerFailedRepeatedly, fmt.Sprintf("%s failed %d issuances in a row", describeRef(ch.IssuerRef), ch.FailedAttempts))
+		words := "an issuance"
+		if ch.FailedAttempts > 1 {
+			words = strconv.Itoa(ch.FailedAttempts) + " issuances in a row"
+		}
+		next = p.advance(ch, ReasonIssuerFailedRepeatedly, describeRef(ch.IssuerRef)+" failed "+words)
 	}
 	st.Issuer = &next
 	if next.Index == ch.Index {

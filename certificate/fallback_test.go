@@ -88,17 +88,22 @@ func TestFallbackAfterFailure(t *testing.T) {
 		wantRetryAfter bool
 		wantMoved      string // in the Issuing=False message; "" for no move
 	}{
-		"a first failure: the same issuer is tried again": {
-			failedBy: refCA,
-			want:     chosen(2, 0, refCA, 1, ReasonFirstIssuer),
+		"by default, a first failure moves the next attempt to the second issuer": {
+			failedBy:  refCA,
+			want:      chosen(2, 1, refCA2, 0, ReasonIssuerFailedRepeatedly),
+			wantMoved: "the next attempt goes to Issuer certlife.dev/ca-2, as Issuer certlife.dev/ca failed an issuance",
 		},
-		"a second failure in a row: the next attempt goes to the second issuer": {
-			in: chosen(2, 0, refCA, 1, ReasonFirstIssuer), failedBy: refCA,
+		"two failures allowed, a first failure: the same issuer is tried again": {
+			cfg: Config{FallbackAfterFailures: 2}, failedBy: refCA,
+			want: chosen(2, 0, refCA, 1, ReasonFirstIssuer),
+		},
+		"two failures allowed, a second in a row: the next attempt goes to the second issuer": {
+			cfg: Config{FallbackAfterFailures: 2}, in: chosen(2, 0, refCA, 1, ReasonFirstIssuer), failedBy: refCA,
 			want:      chosen(2, 1, refCA2, 0, ReasonIssuerFailedRepeatedly),
 			wantMoved: "the next attempt goes to Issuer certlife.dev/ca-2, as Issuer certlife.dev/ca failed 2 issuances in a row",
 		},
-		"the last issuer failing twice: back to the first": {
-			in: chosen(2, 2, refCA3, 1, ReasonIssuerFailedRepeatedly), failedBy: refCA3,
+		"the last issuer failing: back to the first": {
+			in: chosen(2, 2, refCA3, 0, ReasonIssuerFailedRepeatedly), failedBy: refCA3,
 			want:      chosen(2, 0, refCA, 0, ReasonIssuerFailedRepeatedly),
 			wantMoved: "the next attempt goes to Issuer certlife.dev/ca",
 		},
@@ -116,15 +121,15 @@ func TestFallbackAfterFailure(t *testing.T) {
 			wantMoved: "asked to wait until",
 		},
 		"a Retry-After of half an hour: the same issuer, after it": {
-			failedBy: refCA, retryAfter: 30 * time.Minute,
+			cfg: Config{FallbackAfterFailures: 2}, failedBy: refCA, retryAfter: 30 * time.Minute,
 			want: chosen(2, 0, refCA, 1, ReasonFirstIssuer), wantRetryAfter: true,
 		},
 		"a Retry-After of a day with the rule off: the same issuer, after it": {
-			cfg: Config{FallbackRetryAfter: -1}, failedBy: refCA, retryAfter: 24 * time.Hour,
+			cfg: Config{FallbackRetryAfter: -1, FallbackAfterFailures: 2}, failedBy: refCA, retryAfter: 24 * time.Hour,
 			want: chosen(2, 0, refCA, 1, ReasonFirstIssuer), wantRetryAfter: true,
 		},
 		"a failure of the previous revision's choice counts for this one from scratch": {
-			in: chosen(1, 1, refCA2, 1, ReasonIssuerFailedRepeatedly), failedBy: refCA,
+			cfg: Config{FallbackAfterFailures: 2}, in: chosen(1, 1, refCA2, 1, ReasonIssuerFailedRepeatedly), failedBy: refCA,
 			want: chosen(2, 0, refCA, 1, ReasonFirstIssuer),
 		},
 	}

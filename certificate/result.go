@@ -52,8 +52,10 @@ type Config struct {
 	//
 	// FallbackAfterFailures is how many issuances in a row may fail with
 	// one issuer: after that many, the next attempt — when the backoff
-	// allows it — goes to the next issuer. Zero means 2; negative turns
-	// the rule off.
+	// allows it — goes to the next issuer. Zero means 1: every failed
+	// issuance moves the next attempt on (one that failed on an issuer
+	// that is down then does not meet it again, as its circuit's probe,
+	// when the host's circuit half-opens); negative turns the rule off.
 	FallbackAfterFailures int
 	// FallbackRetryAfter: a failure whose Retry-After from the CA is
 	// further than this after the failure moves the next attempt to the
@@ -94,7 +96,7 @@ func (c Config) issuerGrace() time.Duration {
 
 func (c Config) fallbackAfterFailures() int {
 	if c.FallbackAfterFailures == 0 {
-		return 2
+		return 1
 	}
 	return c.FallbackAfterFailures
 }
