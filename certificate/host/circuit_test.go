@@ -53,7 +53,7 @@ func TestLoopSkipsAnIssuerWhoseCircuitIsOpen(t *testing.T) {
 	first := &down{up: newCA(t, t0).Issuer(nil), asked: map[string]int{}}
 	second := newCA(t, t0).Issuer(nil)
 	loop, err := host.New(host.Config{Store: store, Clock: clk,
-		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: first, {Name: "ca-2"}: second},
+		Issuers:       map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: first, {Name: "ca-2"}: second},
 		IssuerCircuit: host.CircuitConfig{Failures: 2, Open: 2 * time.Hour}})
 	require.NoError(t, err)
 	r := loop.Reconciler()

@@ -214,9 +214,9 @@ type Summary struct {
 	// (-1: never); and the longest a certificate was not Ready, from
 	// when it stopped being Ready (its creation, an expiry) to when it
 	// was again.
-	IssuedInOutage, IssuedAfterOutage  map[string]int
+	IssuedInOutage, IssuedAfterOutage   map[string]int
 	FirstCABackAfter, SecondCALastAfter time.Duration
-	LongestUnready                     time.Duration
+	LongestUnready                      time.Duration
 	// Reasons counts passes by their result's reason.
 	Reasons    map[string]int
 	Violations []string // each broken invariant, once per kind and certificate
