@@ -134,6 +134,8 @@ type pass struct {
 	// health is the snapshot's IssuerHealth.
 	refs   []IssuerRef
 	health []IssuerSkip
+	// oneRef backs refs for a certificate without fallback issuers.
+	oneRef [1]IssuerRef
 
 	// secret is the target secret, nil when missing; parsed is its data's
 	// parse (nil when secret is nil). absenceConfirmed is the snapshot's
@@ -184,7 +186,13 @@ type nextKey struct {
 func newPass(s *Snapshot, now time.Time, cfg Config) *pass {
 	c := s.Certificate
 	p := &pass{cert: c, others: s.OtherOwners, ari: s.ARI, ariNext: s.ARINextCheck, ariErr: s.ARIError, secret: s.Secret, absenceConfirmed: s.SecretAbsenceConfirmed, now: now, cfg: cfg,
-		refs: c.Spec.IssuerRefs(), health: s.IssuerHealth}
+		health: s.IssuerHealth}
+	if len(c.Spec.FallbackIssuerRefs) == 0 {
+		p.oneRef[0] = c.Spec.IssuerRef.WithDefaults()
+		p.refs = p.oneRef[:]
+	} else {
+		p.refs = c.Spec.IssuerRefs()
+	}
 	p.specErr = Validate(&c.Spec)
 	if r := c.Spec.Renewal; r != nil && len(r.Windows) > 0 {
 		p.schedule, _ = renewal.Compile(r.Windows)
