@@ -268,6 +268,13 @@ func (d *DNS) serve(w dns.ResponseWriter, r *dns.Msg) {
 			}
 		}
 	}
+	if _, udp := w.RemoteAddr().(*net.UDPAddr); udp {
+		size := dns.MinMsgSize
+		if opt := r.IsEdns0(); opt != nil {
+			size = int(opt.UDPSize())
+		}
+		m.Truncate(size) // the client asks again over TCP
+	}
 	_ = w.WriteMsg(m)
 }
 
