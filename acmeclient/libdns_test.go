@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -61,15 +60,6 @@ type appendDelete struct {
 	libdns.RecordDeleter
 }
 
-func dnsPort(t testing.TB, d *acmetest.DNS) int {
-	t.Helper()
-	_, port, err := net.SplitHostPort(d.Addr())
-	require.NoError(t, err)
-	p, err := strconv.Atoi(port)
-	require.NoError(t, err)
-	return p
-}
-
 // A request is answered over DNS-01 through a libdns provider, the zone
 // found by its SOA and the value checked at the zone's authoritative
 // server, found by its NS; nothing stays in the zone.
@@ -112,7 +102,7 @@ func TestLibDNSPresenterIssues(t *testing.T) {
 				rec = &recorder{DNS: d}
 				c.Solvers = acmeclient.Solvers{
 					DNS01: acmeclient.LibDNSPresenter{Provider: rec, Resolver: d.Addr(), FollowCNAME: tc.follow, Timeout: 2 * time.Second},
-					DNS01Check: acmeclient.DNS01Checker{Resolver: d.Addr(), Port: dnsPort(t, d), FollowCNAME: tc.follow,
+					DNS01Check: acmeclient.DNS01Checker{Resolver: d.Addr(), Port: d.Port(), FollowCNAME: tc.follow,
 						Timeout: 2 * time.Second},
 				}
 			})
@@ -258,7 +248,7 @@ func TestDNS01CheckerNamesTheServerThatLacksTheValue(t *testing.T) {
 	// Discovered servers are named by their NS name.
 	a.AddZone("zone.example")
 	a.ClearTXT(name, value)
-	found := acmeclient.DNS01Checker{Resolver: a.Addr(), Port: dnsPort(t, a), Timeout: 2 * time.Second}
+	found := acmeclient.DNS01Checker{Resolver: a.Addr(), Port: a.Port(), Timeout: 2 * time.Second}
 	err = found.Check(ctx, p)
 	require.ErrorIs(t, err, acmeclient.ErrDNS01NotFound)
 	assert.Contains(t, err.Error(), fmt.Sprintf("%s (%s) does not serve %q at %s (it serves no TXT value there)", acmetest.NameserverHost, a.Addr(), value, name))
@@ -344,4 +334,20 @@ func TestDNS01Bounds(t *testing.T) {
 		})
 	}
 	assert.Empty(t, d.TXT("a.bounds.example"))
+}
+
+// An answer too large for UDP comes truncated and is read again over TCP:
+// a value after forty others is found.
+func TestDNS01CheckerReadsLargeAnswersOverTCP(t *testing.T) {
+	d, err := acmetest.StartDNS()
+	require.NoError(t, err)
+	t.Cleanup(d.Close)
+	p := acmeclient.Presentation{Type: challenge.TypeDNS01, Identifier: "many.example", KeyAuthorization: "ka"}
+	for i := range 40 {
+		d.SetTXT(p.DNS01Name(), fmt.Sprintf("%043d", i))
+	}
+	check := acmeclient.DNS01Checker{Nameservers: []string{d.Addr()}, Timeout: 2 * time.Second}
+	require.ErrorIs(t, check.Check(timeout(t), p), acmeclient.ErrDNS01NotFound)
+	d.SetTXT(p.DNS01Name(), p.DNS01Value())
+	require.NoError(t, check.Check(timeout(t), p))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -93,6 +94,15 @@ func StartDNS() (*DNS, error) {
 
 // Addr is the server's host:port (UDP and TCP).
 func (d *DNS) Addr() string { return d.addr }
+
+// Port is the server's port: the port of the nameservers a client
+// discovers through it (NameserverHost is this server), for example
+// acmeclient.DNS01Checker's Port.
+func (d *DNS) Port() int {
+	_, port, _ := net.SplitHostPort(d.addr)
+	p, _ := strconv.Atoi(port)
+	return p
+}
 
 // Close stops the server.
 func (d *DNS) Close() {
