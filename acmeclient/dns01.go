@@ -196,6 +196,9 @@ type DNS01Checker struct {
 	// chain of aliases (CNAME records, found through Resolver), where a
 	// LibDNSPresenter with FollowCNAME writes it, and asks that name's
 	// zone's servers. At most MaxCNAMEChain aliases; a loop is an error.
+	// Where the name is no alias it costs one query and changes nothing,
+	// so one checker with it set serves presenters that follow aliases
+	// and presenters that do not.
 	FollowCNAME bool
 	// MaxNameservers bounds how many discovered authoritative servers
 	// are asked; zero means 8. Nameservers, when set, are all asked.
