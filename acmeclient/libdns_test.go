@@ -252,6 +252,15 @@ func TestDNS01CheckerNamesTheServerThatLacksTheValue(t *testing.T) {
 	err = found.Check(ctx, p)
 	require.ErrorIs(t, err, acmeclient.ErrDNS01NotFound)
 	assert.Contains(t, err.Error(), fmt.Sprintf("%s (%s) does not serve %q at %s (it serves no TXT value there)", acmetest.NameserverHost, a.Addr(), value, name))
+
+	// Following aliases where there are none changes nothing.
+	follows := found
+	follows.FollowCNAME = true
+	err = follows.Check(ctx, p)
+	require.ErrorIs(t, err, acmeclient.ErrDNS01NotFound)
+	assert.Contains(t, err.Error(), fmt.Sprintf("does not serve %q at %s", value, name))
+	a.SetTXT(name, value)
+	require.NoError(t, follows.Check(ctx, p))
 }
 
 // Bounds: an alias loop, a chain longer than MaxCNAMEChain, a resolver
