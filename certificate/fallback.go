@@ -50,7 +50,7 @@ func (p *pass) wantIssuer() IssuerRef {
 // annotations on the secret carry.
 func (p *pass) issuedBy() IssuerRef {
 	if p.hasFallback() && p.secret != nil {
-		if have, ok := secretIssuer(p.secret); ok && p.oneOfRefs(have) {
+		if have, ok := secretIssuer(p.secret); ok && slices.Contains(p.refs, have) {
 			return have
 		}
 	}
@@ -81,15 +81,6 @@ func secretIssuer(s *Secret) (IssuerRef, bool) {
 		return IssuerRef{}, false
 	}
 	return IssuerRef{Name: a[AnnotationIssuerName], Kind: a[AnnotationIssuerKind], Group: a[AnnotationIssuerGroup]}.WithDefaults(), true
-}
-
-func (p *pass) oneOfRefs(r IssuerRef) bool {
-	for _, x := range p.refs {
-		if x == r {
-			return true
-		}
-	}
-	return false
 }
 
 // describeIssuers names a list of issuers for messages.

@@ -99,7 +99,7 @@ func secretIssuerMismatch(p *pass) (string, string) {
 	if !ok {
 		return "", ""
 	}
-	if !p.oneOfRefs(have) {
+	if !slices.Contains(p.refs, have) {
 		return ReasonIncorrectIssuer, fmt.Sprintf("secret %s was issued by %s, the spec names %s", p.secret.Name, describeRef(have), describeIssuers(p.refs))
 	}
 	return "", ""
