@@ -476,3 +476,27 @@ func TestFallbackIssuersAnnotation(t *testing.T) {
 		})
 	}
 }
+
+// The keystore passwords a Certificate names by passwordSecretRef are
+// read through the caller's getter; a missing Secret or key is an error
+// naming the field, and never carries a password.
+func TestKeystorePasswords(t *testing.T) {
+	crt := &cmapi.Certificate{ObjectMeta: metav1.ObjectMeta{Namespace: "apps"}, Spec: cmapi.CertificateSpec{Keystores: &cmapi.CertificateKeystores{
+		PKCS12: &cmapi.PKCS12Keystore{Create: true, PasswordSecretRef: cmmeta.SecretKeySelector{LocalObjectReference: cmmeta.LocalObjectReference{Name: "pw"}, Key: "p12"}},
+		JKS:    &cmapi.JKSKeystore{Create: true, PasswordSecretRef: cmmeta.SecretKeySelector{LocalObjectReference: cmmeta.LocalObjectReference{Name: "pw"}, Key: "jks"}},
+	}}}
+	secrets := map[string]*corev1.Secret{"pw": {Data: map[string][]byte{"p12": []byte("secret-one"), "jks": []byte("secret-two")}}}
+	get := func(name string) (*corev1.Secret, error) { return secrets[name], nil }
+	pw, err := operator.KeystorePasswords(crt, get)
+	require.NoError(t, err)
+	assert.Equal(t, operator.Passwords{PKCS12: "secret-one", JKS: "secret-two"}, pw)
+
+	delete(secrets["pw"].Data, "jks")
+	_, err = operator.KeystorePasswords(crt, get)
+	require.EqualError(t, err, `spec.keystores.jks.passwordSecretRef: secret pw has no key "jks"`)
+	assert.NotContains(t, err.Error(), "secret-one")
+
+	delete(secrets, "pw")
+	_, err = operator.KeystorePasswords(crt, get)
+	require.EqualError(t, err, "spec.keystores.pkcs12.passwordSecretRef: secret pw does not exist")
+}
