@@ -55,6 +55,9 @@ type lagStore struct {
 	// cache does not.
 	seq   int
 	shown map[string]int
+	// onEvent, when set, is called by a watch registered before
+	// ReadYourWrites's.
+	onEvent func(host.Change)
 }
 
 type lagged struct {
@@ -540,4 +543,84 @@ func TestLoopWaitsForTheStoreToSync(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ready(c), "%+v", c.Status.Conditions)
 	require.True(t, loop.Reconciler().HasSynced())
+}
+
+// A name deleted through ReadYourWrites and made again reads as the new
+// object as soon as the store behind shows it, even before the watch
+// reports the deletion — whoever made it again, and however the store
+// shows it: a host that reads because a watch of its own reported the
+// create (the way a request controller answers a new request) must not
+// be told "not found" and wait for an event that will not come.
+func TestReadYourWritesShowsAnObjectMadeAgainAfterItsDeletion(t *testing.T) {
+	ctx := context.Background()
+	for name, tc := range map[string]struct {
+		// again makes the name again after the deletion, whose event
+		// the store behind has not sent yet, and reads it as the case
+		// says, returning what the read got.
+		again func(t *testing.T, s *lagStore, ryw *host.ReadYourWrites, mode *lag) (*certificate.Secret, *certificate.Secret, error)
+	}{
+		"made again through it, read on the create's own event before the create returns": {
+			again: func(t *testing.T, s *lagStore, ryw *host.ReadYourWrites, mode *lag) (made, got *certificate.Secret, err error) {
+				*mode = lagBefore
+				s.onEvent = func(ch host.Change) {
+					if !ch.Deleted && got == nil && err == nil {
+						got, err = ryw.Secrets().Get(ctx, "ns", "x")
+						require.NotNil(t, got, "read within the create's event: %v", err)
+					}
+				}
+				made, cerr := ryw.Secrets().Create(ctx, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: "ns", Name: "x"}})
+				require.NoError(t, cerr)
+				return made, got, err
+			},
+		},
+		"made again by another writer, its event before the deletion's": {
+			again: func(t *testing.T, s *lagStore, ryw *host.ReadYourWrites, mode *lag) (*certificate.Secret, *certificate.Secret, error) {
+				*mode = lagBefore
+				made, err := s.truth.Secrets().Create(ctx, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: "ns", Name: "x"}})
+				require.NoError(t, err)
+				got, err := ryw.Secrets().Get(ctx, "ns", "x")
+				return made, got, err
+			},
+		},
+		"made again by another writer, shown by a relist that sends no events": {
+			again: func(t *testing.T, s *lagStore, ryw *host.ReadYourWrites, mode *lag) (*certificate.Secret, *certificate.Secret, error) {
+				*mode = lagNever
+				made, err := s.truth.Secrets().Create(ctx, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: "ns", Name: "x"}})
+				require.NoError(t, err)
+				s.relist()
+				got, err := ryw.Secrets().Get(ctx, "ns", "x")
+				return made, got, err
+			},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			mode := lagBefore
+			s := newLagStore(testingclock.NewFakeClock(t0), func() lag { return mode })
+			// The host's other watch sees events before ReadYourWrites does.
+			s.Watch(func(ch host.Change) {
+				if s.onEvent != nil {
+					s.onEvent(ch)
+				}
+			})
+			ryw := host.NewReadYourWrites(s)
+			first, err := ryw.Secrets().Create(ctx, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: "ns", Name: "x"}})
+			require.NoError(t, err)
+
+			mode = lagAfter // the deletion's event waits
+			require.NoError(t, ryw.Secrets().Delete(ctx, "ns", "x"))
+			_, err = ryw.Secrets().Get(ctx, "ns", "x")
+			require.ErrorIs(t, err, host.ErrNotFound, "the store behind still shows the object deleted: the read does not")
+
+			made, got, err := tc.again(t, s, ryw, &mode)
+			require.NoError(t, err)
+			require.NotEqual(t, first.UID, made.UID)
+			require.Equal(t, made.UID, got.UID, "the object made again")
+			require.Equal(t, made.ResourceVersion, got.ResourceVersion)
+
+			s.pump() // the deletion's event, late: it changes nothing
+			got, err = ryw.Secrets().Get(ctx, "ns", "x")
+			require.NoError(t, err)
+			require.Equal(t, made.UID, got.UID)
+		})
+	}
 }
