@@ -244,9 +244,10 @@ func TestInstallManifests(t *testing.T) {
 				kinds[o.GetKind()]++
 			}
 			assert.Equal(t, 6, kinds["CustomResourceDefinition"], "cert-manager's six CRDs")
-			for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service"} {
+			for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment"} {
 				assert.Equal(t, 1, kinds[k], k)
 			}
+			assert.Equal(t, 2, kinds["Service"], "the metrics Service and the HTTP-01 challenge Service")
 			apply(t, cfg, objs)
 
 			dep := only[appsv1.Deployment](t, objs, "Deployment", "certlife-operator")
@@ -269,6 +270,15 @@ func TestInstallManifests(t *testing.T) {
 			require.Len(t, svc.Spec.Ports, 1)
 			assert.Equal(t, port(t, f.metricsAddr), containerPort(t, c, svc.Spec.Ports[0].TargetPort), "the metrics Service reaches -metrics-bind-address")
 			assert.Equal(t, dep.Spec.Template.Labels, svc.Spec.Selector, "the metrics Service selects the operator's pods")
+			// The HTTP-01 challenge Service: -http01-service names it, it
+			// selects the operator's pods and reaches -http01-address.
+			h01, err := f.http01Service()
+			require.NoError(t, err)
+			svc = only[corev1.Service](t, objs, "Service", h01.Name)
+			assert.Equal(t, dep.Namespace, h01.Namespace, "-http01-service is in the operator's namespace")
+			assert.Equal(t, dep.Spec.Template.Labels, svc.Spec.Selector, "the HTTP-01 Service selects the operator's pods")
+			require.Len(t, svc.Spec.Ports, 1)
+			assert.Equal(t, port(t, f.http01Addr), containerPort(t, c, svc.Spec.Ports[0].TargetPort), "the HTTP-01 Service reaches -http01-address")
 
 			// Resources and security.
 			for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {

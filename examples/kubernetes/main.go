@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -49,6 +50,7 @@ type flags struct {
 	namespaces  string
 	workers     int
 	http01Addr  string
+	http01Svc   string
 	ownerRef    bool
 	approve     bool
 	disabled    string
@@ -72,6 +74,7 @@ func bindFlags(fs *flag.FlagSet) *flags {
 	fs.StringVar(&f.namespaces, "namespaces", "", "comma-separated namespaces whose Certificates, requests, Issuers and Secrets the operator watches (and the cluster resource namespace, added when missing); empty watches every namespace")
 	fs.IntVar(&f.workers, "workers", 4, "certificates reconciled at once")
 	fs.StringVar(&f.http01Addr, "http01-address", ":8089", "where ACME HTTP-01 challenges are answered, on every replica (route the names' port 80 /.well-known/acme-challenge/ here; empty turns it off)")
+	fs.StringVar(&f.http01Svc, "http01-service", "", "the operator's challenge Service, namespace/name (or name, in the pod's namespace), in front of -http01-address on every replica: for ACME issuers whose HTTP-01 solver sets ingress or gatewayHTTPRoute, each challenge gets an Ingress or HTTPRoute to a Service mirroring its endpoints; empty leaves those settings unused")
 	fs.BoolVar(&f.ownerRef, "enable-certificate-owner-ref", false, "make each Certificate the owner of its Secret, so that deleting the Certificate deletes the Secret (as cert-manager's flag of the same name)")
 	fs.BoolVar(&f.approve, "approve-requests", true, "approve every CertificateRequest that has neither an Approved nor a Denied condition, as cert-manager's approver does; false leaves approval to another approver, such as approver-policy")
 	fs.StringVar(&f.disabled, "disabled-issuer-types", "", "comma-separated issuer types (ca, selfsigned, acme) left to another controller: their requests are approved and not answered, their Issuers not written")
@@ -112,6 +115,31 @@ func (f *flags) watched() (map[string]cache.Config, error) {
 		out[f.clusterNS] = cache.Config{}
 	}
 	return out, nil
+}
+
+// http01Service is -http01-service as a namespace and name: a name alone
+// is in the pod's namespace. A value that names no Service is refused,
+// naming the flag and the value.
+func (f *flags) http01Service() (types.NamespacedName, error) {
+	v := strings.TrimSpace(f.http01Svc)
+	if v == "" {
+		return types.NamespacedName{}, nil
+	}
+	ns, name, ok := strings.Cut(v, "/")
+	if !ok {
+		b, err := os.ReadFile(serviceAccountNamespace)
+		if err != nil {
+			return types.NamespacedName{}, fmt.Errorf("-http01-service: %q names no namespace, and the operator is not in a pod (give namespace/name)", v)
+		}
+		ns, name = strings.TrimSpace(string(b)), v
+	}
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return types.NamespacedName{}, fmt.Errorf("-http01-service: %q is not a namespace's name: %s", ns, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1035Label(name); len(errs) > 0 {
+		return types.NamespacedName{}, fmt.Errorf("-http01-service: %q is not a Service's name: %s", name, strings.Join(errs, "; "))
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, nil
 }
 
 // disabledIssuerTypes is -disabled-issuer-types as a list; the operator
@@ -157,6 +185,10 @@ func newManager(cfg *rest.Config, f *flags, registry prometheus.Registerer, mod 
 	if err != nil {
 		return nil, err
 	}
+	http01Svc, err := f.http01Service()
+	if err != nil {
+		return nil, err
+	}
 	challenges := operator.NewChallengeServer()
 	metrics := operator.NewMetrics()
 	if err := metrics.Register(registry); err != nil {
@@ -182,7 +214,7 @@ func newManager(cfg *rest.Config, f *flags, registry prometheus.Registerer, mod 
 		DisabledIssuerTypes:       f.disabledIssuerTypes(),
 		Workers:                   f.workers,
 		Metrics:                   metrics,
-		ACME:                      operator.ACMEOptions{ChallengeServer: challenges},
+		ACME:                      operator.ACMEOptions{ChallengeServer: challenges, HTTP01Service: http01Svc},
 		Shim:                      f.shim(),
 	})
 	if err != nil {

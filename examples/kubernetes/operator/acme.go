@@ -107,6 +107,15 @@ type ACMEOptions struct {
 	// UserAgent is sent with every ACME request; empty means
 	// "certlife-operator".
 	UserAgent string
+	// HTTP01Service is the operator's challenge Service (namespace and
+	// name): the Service in front of every replica's challenge server.
+	// For an issuer whose HTTP-01 solver sets http01.ingress or
+	// http01.gatewayHTTPRoute, the operator routes each challenge's
+	// request to it — a Service in the challenge's namespace whose
+	// EndpointSlices mirror this Service's, and an Ingress or HTTPRoute to
+	// it. Empty turns the routing off: such settings are then not used,
+	// and the issuer's condition says so.
+	HTTP01Service types.NamespacedName
 }
 
 // acmeIssuers builds, and keeps until its configuration changes, one
@@ -119,6 +128,9 @@ type acmeIssuers struct {
 	opts          ACMEOptions
 	log           logr.Logger
 	clusterSecret string
+	// router makes the HTTP-01 routes; nil when ACMEOptions.HTTP01Service
+	// is not set.
+	router *http01Router
 
 	mu   sync.Mutex
 	byID map[string]*acmeRuntime
@@ -264,17 +276,18 @@ func (a *acmeIssuers) get(ctx context.Context, kind, namespace, name string, spe
 	if spec.Email != "" {
 		account.Contact = []string{"mailto:" + spec.Email}
 	}
-	solvers, configs := a.solvers(spec, secretsNS)
 	storeNS := namespace
 	if kind == "ClusterIssuer" {
 		storeNS = ""
 	}
 	label := labelValueHash(id)
+	store := newOrderStore(a.client, a.api, a.cache, label, storeNS)
+	solvers, configs := a.solvers(spec, secretsNS, store)
 	logger := a.log.WithValues("issuer", id)
 	iss, err := acmeclient.NewIssuer(acmeclient.IssuerConfig{
 		Client:          c,
 		Account:         account,
-		Store:           newOrderStore(a.client, a.api, a.cache, label, storeNS),
+		Store:           store,
 		Solvers:         solvers,
 		SolverConfigs:   configs,
 		Profile:         spec.Profile,
@@ -314,10 +327,12 @@ func labelValueHash(s string) string {
 }
 
 // solvers maps the issuer's solvers to certlife's: the presenters (the
-// challenge server for HTTP-01, RFC 2136 for DNS-01) and one solver
-// configuration per solver, with its selector.
-func (a *acmeIssuers) solvers(spec *cmacme.ACMEIssuer, secretsNS string) (acmeclient.Solvers, []order.SolverConfig) {
-	s := acmeclient.Solvers{HTTP01: a.opts.ChallengeServer, HTTP01Check: a.opts.HTTP01Check, DNS01Check: a.opts.DNS01Check}
+// challenge server for HTTP-01, with the routes its settings ask for;
+// RFC 2136 for DNS-01) and one solver configuration per solver, with its
+// selector and, for HTTP-01, its routing settings.
+func (a *acmeIssuers) solvers(spec *cmacme.ACMEIssuer, secretsNS string, store *orderStore) (acmeclient.Solvers, []order.SolverConfig) {
+	s := acmeclient.Solvers{HTTP01: routedHTTP01{server: a.opts.ChallengeServer, router: a.router, store: store},
+		HTTP01Check: a.opts.HTTP01Check, DNS01Check: a.opts.DNS01Check}
 	if s.HTTP01Check == nil {
 		s.HTTP01Check = acmeclient.HTTP01Checker{}
 	}
@@ -329,7 +344,7 @@ func (a *acmeIssuers) solvers(spec *cmacme.ACMEIssuer, secretsNS string) (acmecl
 		}
 		switch {
 		case sv.HTTP01 != nil:
-			sc.Solver.HTTP01 = &challenge.HTTP01Solver{}
+			sc.Solver.HTTP01 = http01SolverToCore(sv.HTTP01)
 		case sv.DNS01 != nil && sv.DNS01.RFC2136 != nil:
 			sc.Solver.DNS01 = dns01Config(sv.DNS01.RFC2136)
 			s.DNS01 = &dns01Presenter{secrets: a, namespace: secretsNS}
@@ -358,6 +373,12 @@ func acmeNotServed(a *cmacme.ACMEIssuer) []string {
 		case sv.HTTP01 != nil && sv.DNS01 != nil:
 			out = append(out, path+": sets both http01 and dns01; give each its own solver")
 		case sv.HTTP01 != nil:
+			if in := sv.HTTP01.Ingress; in != nil && in.Class != nil && in.IngressClassName != nil {
+				out = append(out, path+".http01.ingress: sets both class and ingressClassName; set one")
+			}
+			if sv.HTTP01.Ingress != nil && sv.HTTP01.GatewayHTTPRoute != nil {
+				out = append(out, path+".http01: sets both ingress and gatewayHTTPRoute; give each its own solver")
+			}
 		case sv.DNS01 == nil:
 			out = append(out, path+": sets neither http01 nor dns01")
 		default:
@@ -392,20 +413,33 @@ func slicesContainsTrue(bs ...bool) bool {
 }
 
 // http01Note says, for an issuer with HTTP-01 solvers that configure an
-// Ingress or a Gateway route, that the operator answers HTTP-01 itself:
-// their settings are not used.
-func http01Note(a *cmacme.ACMEIssuer) string {
+// Ingress or a Gateway route, how the operator serves them: it answers
+// HTTP-01 itself and routes each challenge to its challenge Service with
+// the Ingress or HTTPRoute the settings describe (no solver pod; the pod
+// template is not used); without a challenge Service configured
+// (service empty), the settings are not used.
+func http01Note(a *cmacme.ACMEIssuer, service string) string {
 	var paths []string
+	pod := false
 	for i, sv := range a.Solvers {
 		if h := sv.HTTP01; h != nil && (h.Ingress != nil || h.GatewayHTTPRoute != nil) {
 			paths = append(paths, fmt.Sprintf("spec.acme.solvers[%d].http01", i))
+			pod = pod || h.Ingress != nil && h.Ingress.PodTemplate != nil || h.GatewayHTTPRoute != nil && h.GatewayHTTPRoute.PodTemplate != nil
 		}
 	}
 	if len(paths) == 0 {
 		return ""
 	}
-	return "HTTP-01 is answered by the operator's challenge server, which makes no Ingress, Gateway route or solver pod: " +
-		strings.Join(paths, ", ") + " settings are not used; route port 80 of the names (path /.well-known/acme-challenge/) to the operator"
+	if service == "" {
+		return "HTTP-01 is answered by the operator's challenge server, and the operator has no challenge Service configured (-http01-service): " +
+			strings.Join(paths, ", ") + " settings are not used; route port 80 of the names (path /.well-known/acme-challenge/) to the operator"
+	}
+	msg := "HTTP-01 is answered by the operator's challenge server (Service " + service + "), no solver pod: for " + strings.Join(paths, ", ") +
+		" each challenge gets a Service in its namespace mirroring that Service's endpoints and the Ingress or HTTPRoute the settings describe"
+	if pod {
+		msg += "; podTemplate is not used"
+	}
+	return msg
 }
 
 // dns01Config is the solver configuration a DNS-01 presenter reads back
@@ -561,6 +595,11 @@ func (a *acmeIssuers) cleanUp(ctx context.Context, c *cmacme.Challenge) error {
 		Token: core.Spec.Token, KeyAuthorization: core.Spec.Key, Solver: core.Spec.Solver}
 	switch core.Spec.Type {
 	case challenge.TypeHTTP01:
+		if a.router != nil && routeOf(core.Spec.Solver).any() {
+			if err := a.router.removeFor(ctx, c); err != nil {
+				return err
+			}
+		}
 		return a.opts.ChallengeServer.CleanUp(ctx, p)
 	case challenge.TypeDNS01:
 		ns := c.Namespace
@@ -570,6 +609,15 @@ func (a *acmeIssuers) cleanUp(ctx context.Context, c *cmacme.Challenge) error {
 		return (&dns01Presenter{secrets: a, namespace: ns}).CleanUp(ctx, p)
 	}
 	return nil
+}
+
+// http01Service names the operator's challenge Service, "" when HTTP-01
+// routing is off.
+func (a *acmeIssuers) http01Service() string {
+	if a.router == nil {
+		return ""
+	}
+	return a.router.source.String()
 }
 
 // drop forgets an issuer's runtime (the issuer was deleted).

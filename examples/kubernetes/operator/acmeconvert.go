@@ -197,7 +197,7 @@ func ChallengeToCore(c *cmacme.Challenge) challenge.Challenge {
 func solverFromCore(s challenge.Solver) cmacme.ACMEChallengeSolver {
 	var out cmacme.ACMEChallengeSolver
 	if s.HTTP01 != nil {
-		out.HTTP01 = &cmacme.ACMEChallengeSolverHTTP01{}
+		out.HTTP01 = http01SolverFromCore(s.HTTP01)
 	}
 	if d := s.DNS01; d != nil {
 		out.DNS01 = &cmacme.ACMEChallengeSolverDNS01{}
@@ -212,12 +212,65 @@ func solverFromCore(s challenge.Solver) cmacme.ACMEChallengeSolver {
 func solverToCore(s cmacme.ACMEChallengeSolver) challenge.Solver {
 	var out challenge.Solver
 	if s.HTTP01 != nil {
-		out.HTTP01 = &challenge.HTTP01Solver{}
+		out.HTTP01 = http01SolverToCore(s.HTTP01)
 	}
 	if d := s.DNS01; d != nil {
 		out.DNS01 = &challenge.DNS01Solver{}
 		if d.RFC2136 != nil {
 			out.DNS01 = dns01Config(d.RFC2136)
+		}
+	}
+	return out
+}
+
+// The HTTP-01 solver options that carry an issuer's http01.ingress and
+// http01.gatewayHTTPRoute settings, as JSON, from the issuer to each
+// Challenge, where the router reads them: a Challenge keeps the settings
+// it was presented with, so it is cleaned up as it was routed even when
+// the issuer changes meanwhile (as cert-manager's Challenge.spec.solver
+// does).
+const (
+	solverOptionIngress          = "ingress"
+	solverOptionGatewayHTTPRoute = "gatewayHTTPRoute"
+)
+
+// http01SolverToCore keeps an issuer's HTTP-01 routing settings in the
+// solver's options.
+func http01SolverToCore(h *cmacme.ACMEChallengeSolverHTTP01) *challenge.HTTP01Solver {
+	out := &challenge.HTTP01Solver{}
+	set := func(k string, v any) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return
+		}
+		if out.Options == nil {
+			out.Options = map[string]string{}
+		}
+		out.Options[k] = string(b)
+	}
+	if h.Ingress != nil {
+		set(solverOptionIngress, h.Ingress)
+	}
+	if h.GatewayHTTPRoute != nil {
+		set(solverOptionGatewayHTTPRoute, h.GatewayHTTPRoute)
+	}
+	return out
+}
+
+// http01SolverFromCore is the inverse of http01SolverToCore; options it
+// cannot read are left out.
+func http01SolverFromCore(h *challenge.HTTP01Solver) *cmacme.ACMEChallengeSolverHTTP01 {
+	out := &cmacme.ACMEChallengeSolverHTTP01{}
+	if raw, ok := h.Options[solverOptionIngress]; ok {
+		var in cmacme.ACMEChallengeSolverHTTP01Ingress
+		if json.Unmarshal([]byte(raw), &in) == nil {
+			out.Ingress = &in
+		}
+	}
+	if raw, ok := h.Options[solverOptionGatewayHTTPRoute]; ok {
+		var g cmacme.ACMEChallengeSolverHTTP01GatewayHTTPRoute
+		if json.Unmarshal([]byte(raw), &g) == nil {
+			out.GatewayHTTPRoute = &g
 		}
 	}
 	return out

@@ -221,7 +221,9 @@ func (s *orderStore) put(ctx context.Context, key string, state *acmeclient.Stat
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting challenge %s/%s: %w", c.Namespace, c.Name, err)
 		}
+		s.mu.Lock() // challengeByToken reads the challenges of every state
 		delete(st.challenges, name)
+		s.mu.Unlock()
 	}
 	return nil
 }
@@ -239,7 +241,9 @@ func (s *orderStore) putChallenge(ctx context.Context, st *stored, key string, c
 			return fmt.Errorf("creating challenge %s/%s: %w", obj.Namespace, obj.Name, err)
 		}
 		have = obj
+		s.mu.Lock()
 		st.challenges[c.Name] = obj
+		s.mu.Unlock()
 	}
 	obj, err := putObject(ctx, s.client, have, want.Annotations[AnnotationACMEState], func(o *cmacme.Challenge) bool {
 		if equality.Semantic.DeepEqual(o.Status, want.Status) {
@@ -251,7 +255,9 @@ func (s *orderStore) putChallenge(ctx context.Context, st *stored, key string, c
 	if err != nil {
 		return fmt.Errorf("updating challenge %s/%s: %w", have.Namespace, have.Name, err)
 	}
+	s.mu.Lock()
 	st.challenges[c.Name] = obj
+	s.mu.Unlock()
 	return nil
 }
 
@@ -334,6 +340,21 @@ func (s *orderStore) Delete(ctx context.Context, r acmeclient.RequestRef, key st
 	o := &cmacme.Order{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key}}
 	if err := s.client.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
 		return err
+	}
+	return nil
+}
+
+// challengeByToken is the Challenge of an HTTP-01 or DNS-01 token among
+// the states as last read or written (a copy), nil when none has it.
+func (s *orderStore) challengeByToken(token string) *cmacme.Challenge {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.known {
+		for _, c := range st.challenges {
+			if c.Spec.Token == token {
+				return c.DeepCopy()
+			}
+		}
 	}
 	return nil
 }

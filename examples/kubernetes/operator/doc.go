@@ -31,6 +31,48 @@
 //     reference operator's ingress-shim and gateway-shim do (see
 //     ShimOptions).
 //
+// # HTTP-01 routing
+//
+// HTTP-01 is answered by the operator's challenge server (ChallengeServer),
+// on every replica. For an ACME issuer whose HTTP-01 solver sets
+// http01.ingress or http01.gatewayHTTPRoute, and an operator told its
+// challenge Service (ACMEOptions.HTTP01Service, the -http01-service flag;
+// the manifests of deploy/ set it), each challenge is routed there as
+// cert-manager routes it to its solver pod, with no pod: when the
+// challenge is presented, before its self-check, the operator makes in
+// the challenge's namespace
+//
+//   - a Service without a selector, of the settings' serviceType
+//     (NodePort unless set, as in cert-manager), whose EndpointSlices
+//     mirror the ready endpoints of the operator's challenge Service (an
+//     Ingress or HTTPRoute can only name a Service of its own namespace);
+//   - for http01.ingress, an Ingress with the class (ingressClassName, or
+//     class as the kubernetes.io/ingress.class annotation), one rule for
+//     the name with the Exact path /.well-known/acme-challenge/<token> to
+//     that Service, and the ingressTemplate's labels and annotations; or,
+//     with http01.ingress.name, that path added to the named Ingress (in
+//     the rule for the name, or a new rule), recorded on it in
+//     AnnotationHTTP01Edits;
+//   - for http01.gatewayHTTPRoute, an HTTPRoute with the settings'
+//     parentRefs and labels, the name, an Exact match of the token's path,
+//     and that Service as its backend.
+//
+// What it makes is named from a hash of the Challenge's name, labelled
+// LabelHTTP01 (and cert-manager's solver labels) and owned by the
+// Challenge. It goes when the challenge ends; the named Ingress gets back
+// exactly what it had (only the paths the operator added go). The
+// http01route controller sweeps, on every change and at start, the
+// routes of Challenges that ended or are gone — deleted while the
+// operator was down, or between a route's making and the challenge being
+// recorded presented (a Challenge presented again adopts its route) — and
+// never touches what it did not make. The settings travel on the
+// Challenge (spec.solver, as in cert-manager), so an issuer changed while
+// a challenge is under way does not change how that challenge is routed
+// or cleaned up. HTTPRoutes are made when the API server serves
+// gateway.networking.k8s.io/v1 when the operator starts. The podTemplate
+// settings are not used (there is no pod); the issuer's Ready condition
+// says how its settings are served.
+//
 // Only Secrets labelled LabelManaged (cert-manager's own label) are
 // cached. A request whose issuer cannot sign yet stays Pending with the
 // reason, and its Certificate gets a Warning Event

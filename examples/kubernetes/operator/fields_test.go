@@ -200,13 +200,21 @@ func TestIssuerFieldsServedOrRefused(t *testing.T) {
 			a.Solvers = []cmacme.ACMEChallengeSolver{{DNS01: &cmacme.ACMEChallengeSolverDNS01{RFC2136: r}}}
 			return &cmapi.IssuerSpec{IssuerConfig: cmapi.IssuerConfig{ACME: a}}
 		})
-	// An HTTP-01 solver's Ingress or Gateway route settings are not used:
-	// the issuer's Ready condition says so.
+	// An HTTP-01 solver's Ingress or Gateway route settings are served
+	// through the operator's challenge Service; without one they are not
+	// used: the issuer's Ready condition says which.
 	a := acme()
 	a.Solvers[0].HTTP01.Ingress = &cmacme.ACMEChallengeSolverHTTP01Ingress{}
 	assert.Empty(t, issuerNotServed(&cmapi.IssuerSpec{IssuerConfig: cmapi.IssuerConfig{ACME: a}}))
-	assert.Contains(t, http01Note(a), "spec.acme.solvers[0].http01 settings are not used")
-	assert.Empty(t, http01Note(acme()))
+	assert.Contains(t, http01Note(a, ""), "spec.acme.solvers[0].http01 settings are not used")
+	assert.Contains(t, http01Note(a, "ops/certlife-http01"), "(Service ops/certlife-http01)")
+	assert.NotContains(t, http01Note(a, "ops/certlife-http01"), "podTemplate")
+	a.Solvers[0].HTTP01.Ingress.PodTemplate = &cmacme.ACMEChallengeSolverHTTP01IngressPodTemplate{}
+	assert.Contains(t, http01Note(a, "ops/certlife-http01"), "podTemplate is not used")
+	assert.Empty(t, http01Note(acme(), ""))
+	a.Solvers[0].HTTP01.Ingress = &cmacme.ACMEChallengeSolverHTTP01Ingress{Class: new("nginx"), IngressClassName: new("nginx")}
+	assert.Equal(t, []string{"spec.acme.solvers[0].http01.ingress: sets both class and ingressClassName; set one"},
+		issuerNotServed(&cmapi.IssuerSpec{IssuerConfig: cmapi.IssuerConfig{ACME: a}}))
 	assert.Equal(t, []string{"spec: configures no issuer: set one of ca, selfSigned, acme"}, issuerNotServed(&cmapi.IssuerSpec{}))
 	assert.Equal(t, []string{"spec: configures more than one of ca, selfSigned, acme"},
 		issuerNotServed(&cmapi.IssuerSpec{IssuerConfig: cmapi.IssuerConfig{CA: &cmapi.CAIssuer{}, SelfSigned: &cmapi.SelfSignedIssuer{}}}))

@@ -117,7 +117,7 @@ func (r *IssuerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	case spec.ACME != nil:
 		out.RequeueAfter = r.account(ctx, kind, iss, spec.ACME, status, secretsNS, &cond)
 		if cond.Status == cmmeta.ConditionTrue {
-			if note := http01Note(spec.ACME); note != "" {
+			if note := http01Note(spec.ACME, r.Issuers.acme.http01Service()); note != "" {
 				cond.Message += "; " + note
 			}
 			// What the issuer keeps for requests that went without

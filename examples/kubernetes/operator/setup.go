@@ -5,26 +5,33 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	cmacme "github.com/cert-manager/cert-manager/pkg/apis/acme/v1"
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	gwapi "sigs.k8s.io/gateway-api/apis/v1"
@@ -113,14 +120,20 @@ func Scheme() *runtime.Scheme {
 
 // CacheOptions are the operator's cache settings: of Secrets only those
 // labelled LabelManaged are held (next private keys and target Secrets,
-// the operator's and the reference operator's), no object keeps its
-// managedFields or kubectl's last-applied configuration, and equal
+// the operator's and the reference operator's), of Services only those
+// labelled LabelHTTP01 (the HTTP-01 routes' Services; NewManager adds
+// HTTPRoutes so labelled when the cluster serves them, as a cache
+// refuses a type the API server does not know); every Ingress is held,
+// since the Ingress shim reads the annotations of all of them and the
+// HTTP-01 routes are Ingresses too. No object keeps its managedFields or
+// kubectl's last-applied configuration, and equal
 // certificates, CA certificates, label and annotation keys are shared
 // among the cached objects.
 func CacheOptions() cache.Options {
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{LabelManaged: "true"})},
+			&corev1.Secret{}:  {Label: labels.SelectorFromSet(labels.Set{LabelManaged: "true"})},
+			&corev1.Service{}: {Label: routingSelector()},
 		},
 		DefaultTransform: newInterner().transform,
 	}
@@ -151,6 +164,9 @@ func NewManager(cfg *rest.Config, mo manager.Options, o Options) (manager.Manage
 	namespaces := mo.Cache.DefaultNamespaces
 	mo.Cache = CacheOptions()
 	mo.Cache.DefaultNamespaces = namespaces
+	if servesHTTPRoutes(cfg) {
+		mo.Cache.ByObject[&gwapi.HTTPRoute{}] = cache.ByObject{Label: routingSelector()}
+	}
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
 		return nil, err
@@ -159,6 +175,20 @@ func NewManager(cfg *rest.Config, mo manager.Options, o Options) (manager.Manage
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// servesHTTPRoutes reports whether the API server serves
+// gateway.networking.k8s.io/v1 HTTPRoutes.
+func servesHTTPRoutes(cfg *rest.Config) bool {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false
+	}
+	rl, err := dc.ServerResourcesForGroupVersion(gwapi.SchemeGroupVersion.String())
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(rl.APIResources, func(r metav1.APIResource) bool { return r.Name == "httproutes" })
 }
 
 // Setup adds the field indexes and the controllers to mgr, whose cache
@@ -226,15 +256,18 @@ func Setup(mgr manager.Manager, o Options) error {
 		var cached client.Reader = mgr.GetCache()
 		o.Metrics.perCertificate.reader.Store(&cached)
 	}
+	if o.ACME.HTTP01Service.Name != "" {
+		if acme.router, err = setupHTTP01Routing(ctx, mgr, o.ACME.HTTP01Service, newQueueFor(o.Clock)); err != nil {
+			return err
+		}
+	}
 	recorder := mgr.GetEventRecorder(o.EventSource)
 	issuers := &issuers{cache: mgr.GetCache(), store: st, acme: acme, rand: o.Rand, clusterNS: o.ClusterResourceNamespace, approve: !o.DisableApprover, disabled: disabled}
 	rec, err := host.NewReconciler(host.Config{Store: st, Clock: o.Clock, Rand: o.Rand, Certificate: o.Config, IssuerFor: issuers.issuerFor, Observe: o.Observe})
 	if err != nil {
 		return fmt.Errorf("operator: %w", err)
 	}
-	newQueue := func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-		return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name, Clock: o.Clock})
-	}
+	newQueue := newQueueFor(o.Clock)
 
 	certs := &CertificateReconciler{Reconciler: rec, Cache: mgr.GetCache(), Client: mgr.GetClient(), Clock: o.Clock, Recorder: recorder, Metrics: o.Metrics}
 	// The Certificate controller's sources tell the store's watchers
@@ -279,6 +312,66 @@ func Setup(mgr manager.Manager, o Options) error {
 		}
 	}
 	return setupShims(ctx, mgr, o, recorder, newQueue)
+}
+
+// newQueueFor makes the controllers' work queues on clk.
+func newQueueFor(clk clock.WithTicker) func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	return func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+		return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name, Clock: clk})
+	}
+}
+
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;update;delete
+
+// setupHTTP01Routing makes the HTTP-01 router and its controller (on the
+// leader): a cache of the EndpointSlices of the operator's challenge
+// Service, and a sweep of the routes of Challenges that ended or are
+// gone, on every change of a Challenge, of a routing object, and of those
+// endpoints (and so, at start, of every routing object left from before).
+// HTTPRoutes are served when the API server has them at start.
+func setupHTTP01Routing(ctx context.Context, mgr manager.Manager, svc client.ObjectKey, newQueue func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request]) (*http01Router, error) {
+	if svc.Namespace == "" {
+		return nil, fmt.Errorf("operator: options.acme.http01Service: %q names no namespace", svc.String())
+	}
+	slices, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultNamespaces: map[string]cache.Config{svc.Namespace: {}},
+		ByObject: map[client.Object]cache.ByObject{&discoveryv1.EndpointSlice{}: {
+			Label: labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc.Name})}},
+		DefaultTransform: stripMetadata})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(slices); err != nil {
+		return nil, err
+	}
+	r := &http01Router{client: mgr.GetClient(), api: mgr.GetAPIReader(), cache: mgr.GetCache(), slices: slices, source: svc,
+		log: mgr.GetLogger().WithName("http01route")}
+	_, err = mgr.GetRESTMapper().RESTMapping(gwapi.SchemeGroupVersion.WithKind("HTTPRoute").GroupKind(), gwapi.SchemeGroupVersion.Version)
+	switch {
+	case err == nil:
+		r.gateway = true
+	case !meta.IsNoMatchError(err):
+		return nil, fmt.Errorf("operator: looking for the Gateway API: %w", err)
+	}
+	b := ctrl.NewControllerManagedBy(mgr).Named("http01route").
+		Watches(&cmacme.Challenge{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {
+			ch, ok := obj.(*cmacme.Challenge)
+			return ok && ch.Spec.Solver.HTTP01 != nil && (ch.Spec.Solver.HTTP01.Ingress != nil || ch.Spec.Solver.HTTP01.GatewayHTTPRoute != nil)
+		}))).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(challengeOf)).
+		Watches(&networkingv1.Ingress{}, handler.EnqueueRequestsFromMapFunc(challengeOf)).
+		WatchesRawSource(source.Kind(slices, client.Object(&discoveryv1.EndpointSlice{}), handler.EnqueueRequestsFromMapFunc(r.routedChallenges))).
+		WithOptions(controller.Options{NewQueue: newQueue})
+	if r.gateway {
+		b = b.Watches(&gwapi.HTTPRoute{}, handler.EnqueueRequestsFromMapFunc(challengeOf))
+	}
+	if err := b.Complete(r); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Field indexes the controllers look objects up by.
