@@ -134,6 +134,7 @@ func (cs *circuits) failed(ref certificate.IssuerRef, at time.Time) {
 	defer cs.mu.Unlock()
 	c := cs.m[ref]
 	if c == nil {
+		cs.prune(at)
 		c = &circuit{}
 		cs.m[ref] = c
 	}
@@ -153,6 +154,26 @@ func (cs *circuits) failed(ref certificate.IssuerRef, at time.Time) {
 		c.failures = append(keep, at)
 		if len(c.failures) >= cs.cfg.Failures {
 			c.openUntil, c.failures = at.Add(cs.cfg.Open), nil
+		}
+	}
+}
+
+// prune lets go, before a new issuer's circuit is kept, those that say
+// nothing any more at now: closed ones whose failures are all older
+// than Window, and half-open ones with no probe out that have been
+// half-open for longer than Window (an issuer nobody asked since,
+// perhaps deleted; its next request is the probe it would have been).
+// So the circuits kept are those of issuers that failed recently,
+// however many issuers come and go. cs.mu is held.
+func (cs *circuits) prune(now time.Time) {
+	for ref, c := range cs.m {
+		switch {
+		case c.openUntil.IsZero():
+			if len(c.failures) == 0 || now.Sub(c.failures[len(c.failures)-1]) >= cs.cfg.Window {
+				delete(cs.m, ref)
+			}
+		case now.Sub(c.openUntil) >= cs.cfg.Window && !now.Before(c.probeUntil):
+			delete(cs.m, ref)
 		}
 	}
 }

@@ -110,3 +110,34 @@ func TestCircuitConfigValidate(t *testing.T) {
 	assert.ErrorContains(t, err, "IssuerCircuit.Window is -1s")
 	assert.ErrorContains(t, err, "IssuerCircuit.Probe is -1m0s")
 }
+
+// The circuits kept are those of issuers that failed recently: issuers
+// that failed once and were never asked again, or whose circuit went
+// half-open with nobody asking, are let go when another issuer fails,
+// while an open circuit and a recent failure stay.
+func TestCircuitsOfIssuersNotAskedAgainGo(t *testing.T) {
+	t0 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	cs := newCircuits(CircuitConfig{Failures: 2, Window: 10 * time.Minute, Open: time.Hour, Probe: 5 * time.Minute})
+	ref := func(i int) certificate.IssuerRef { return certificate.IssuerRef{Name: "issuer-" + string(rune('a'+i%26)) + string(rune('a'+i/26))} }
+	for i := range 500 {
+		cs.failed(ref(i), t0) // once each: closed, one failure
+	}
+	open := certificate.IssuerRef{Name: "open"}
+	cs.failed(open, t0)
+	cs.failed(open, t0) // open until t0+1h
+	recent := certificate.IssuerRef{Name: "recent"}
+	cs.failed(recent, t0.Add(5*time.Minute))
+	halfOpen := certificate.IssuerRef{Name: "half-open"}
+	cs.failed(halfOpen, t0.Add(-2*time.Hour))
+	cs.failed(halfOpen, t0.Add(-2*time.Hour)) // half-open since t0-1h
+	assert.Equal(t, 503, len(cs.states()), "nothing says nothing yet")
+
+	cs.failed(certificate.IssuerRef{Name: "new"}, t0.Add(11*time.Minute))
+	var names []string
+	for _, s := range cs.states() {
+		names = append(names, s.IssuerRef.Name)
+	}
+	assert.ElementsMatch(t, []string{"open", "recent", "new"}, names)
+	assert.False(t, cs.admit(open, t0.Add(11*time.Minute)), "an open circuit is kept")
+	assert.True(t, cs.admit(halfOpen, t0.Add(11*time.Minute)), "a circuit let go admits")
+}
