@@ -118,7 +118,9 @@ func TestCircuitConfigValidate(t *testing.T) {
 func TestCircuitsOfIssuersNotAskedAgainGo(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 	cs := newCircuits(CircuitConfig{Failures: 2, Window: 10 * time.Minute, Open: time.Hour, Probe: 5 * time.Minute})
-	ref := func(i int) certificate.IssuerRef { return certificate.IssuerRef{Name: "issuer-" + string(rune('a'+i%26)) + string(rune('a'+i/26))} }
+	ref := func(i int) certificate.IssuerRef {
+		return certificate.IssuerRef{Name: "issuer-" + string(rune('a'+i%26)) + string(rune('a'+i/26))}
+	}
 	for i := range 500 {
 		cs.failed(ref(i), t0) // once each: closed, one failure
 	}
