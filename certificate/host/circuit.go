@@ -273,7 +273,9 @@ func (cs *circuits) answered(r *certificate.CertificateRequest, now time.Time) {
 
 // Circuits lists the Reconciler's issuer circuits (Config.IssuerCircuit):
 // each issuer that failed since it last issued, sorted by issuer. For
-// status pages, metrics and tests.
+// status pages, metrics and tests. A circuit that says nothing any more
+// (a closed one whose failures are all older than Window, a half-open
+// one nobody asked for longer than Window) may be let go.
 func (r *Reconciler) Circuits() []CircuitState { return r.circuits.states() }
 
 // IssuerHealth is what the Reconciler's circuits report to the decision
