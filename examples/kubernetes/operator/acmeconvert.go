@@ -193,7 +193,7 @@ func ChallengeToCore(c *cmacme.Challenge) challenge.Challenge {
 }
 
 // solverFromCore shows certlife's solver as cert-manager's: HTTP-01, or
-// DNS-01 over RFC 2136 with its settings.
+// DNS-01 over RFC 2136 or a webhook solver, with its settings.
 func solverFromCore(s challenge.Solver) cmacme.ACMEChallengeSolver {
 	var out cmacme.ACMEChallengeSolver
 	if s.HTTP01 != nil {
@@ -203,6 +203,9 @@ func solverFromCore(s challenge.Solver) cmacme.ACMEChallengeSolver {
 		out.DNS01 = &cmacme.ACMEChallengeSolverDNS01{}
 		if d.Provider == "rfc2136" {
 			out.DNS01.RFC2136 = rfc2136FromConfig(d.Config)
+		}
+		if d.Provider == webhookProvider {
+			out.DNS01.Webhook = webhookFromConfig(d.Config)
 		}
 	}
 	return out
@@ -218,6 +221,9 @@ func solverToCore(s cmacme.ACMEChallengeSolver) challenge.Solver {
 		out.DNS01 = &challenge.DNS01Solver{}
 		if d.RFC2136 != nil {
 			out.DNS01 = dns01Config(d.RFC2136)
+		}
+		if d.Webhook != nil {
+			out.DNS01 = webhookDNS01Config(d.Webhook)
 		}
 	}
 	return out
