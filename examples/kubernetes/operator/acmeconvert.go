@@ -137,7 +137,9 @@ var challengeTypes = map[challenge.Type]cmacme.ACMEChallengeType{
 // ChallengeFromCore converts a challenge into a Challenge: the challenge
 // in AnnotationACMEState, and cert-manager's spec and status filled from
 // it (the states certlife has that cert-manager's schema does not,
-// deactivated and revoked, show as invalid).
+// deactivated and revoked, show as invalid; a status without a reason
+// shows the last failed call's error as its reason, as cert-manager's
+// does).
 func ChallengeFromCore(c *challenge.Challenge) *cmacme.Challenge {
 	b, _ := json.Marshal(challengeState{CreationTimestamp: c.CreationTimestamp, Spec: c.Spec, Status: c.Status})
 	out := &cmacme.Challenge{
@@ -160,6 +162,11 @@ func ChallengeFromCore(c *challenge.Challenge) *cmacme.Challenge {
 			Reason:      c.Status.Reason,
 			State:       cmacme.State(c.Status.State),
 		},
+	}
+	if out.Status.Reason == "" {
+		// As cert-manager does, status.reason says why the last call
+		// (presenting, cleaning up) failed, until one succeeds.
+		out.Status.Reason = c.Status.LastError
 	}
 	if s := c.Status.State; s == challenge.StateDeactivated || s == challenge.StateRevoked {
 		out.Status.State = cmacme.Invalid
