@@ -31,6 +31,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -41,9 +42,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/yaml"
 
 	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/acmeclient/acmetest"
+	"github.com/certlife/certlife/challenge"
 
 	"github.com/certlife/certlife/examples/kubernetes/operator"
 )
@@ -616,4 +619,56 @@ func TestWebhookSettingsRefusedByTheIssuer(t *testing.T) {
 	})
 	assert.Contains(t, msg, `spec.acme.solvers[0].dns01.webhook.groupName "Acme_Example": not an API group name`)
 	assert.Contains(t, msg, `spec.acme.solvers[0].dns01.webhook.config ["a"]: want a JSON object, not an array`)
+}
+
+// The sample RBAC (config/samples/dns01-webhook-rbac.yaml) is what the
+// operator needs to call a webhook solver: without it the API server
+// refuses the call, and the error names the verb, resource and group;
+// with its ClusterRole bound, the same call reaches the solver.
+func TestWebhookRBACSample(t *testing.T) {
+	s := webhookSolverServer(t)
+	h := newHarness(t)
+	d, err := acmetest.StartDNS()
+	require.NoError(t, err)
+	t.Cleanup(d.Close)
+	d.AddZone("example.")
+	registerTestDNS(t, d)
+	userName := h.ns + "-operator"
+	user, err := env.AddUser(envtest.User{Name: userName}, restConfig)
+	require.NoError(t, err)
+	w := operator.WebhookSolver{Config: user.Config(), GroupName: webhookGroup, SolverName: webhookSolver,
+		SolverConfig: mustJSON(solverConfig{DNS: d.Addr()}), ResourceNamespace: h.ns, Zone: "example."}
+	p := acmeclient.Presentation{Type: challenge.TypeDNS01, Identifier: "rbac.example", Token: "tok", KeyAuthorization: "tok.thumb"}
+	err = w.Present(h.ctx, p)
+	require.Error(t, err)
+	t.Logf("without the grant: %v", err)
+	assert.Contains(t, err.Error(), fmt.Sprintf(`cannot create resource %q in API group %q`, webhookSolver, webhookGroup))
+	assert.Empty(t, s.requestsFor(h.ns), "the API server refused it: the solver saw nothing")
+
+	b, err := os.ReadFile(filepath.Join("..", "config", "samples", "dns01-webhook-rbac.yaml"))
+	require.NoError(t, err)
+	docs := strings.Split(string(b), "\n---\n")
+	require.Len(t, docs, 2)
+	var role rbacv1.ClusterRole
+	var binding rbacv1.ClusterRoleBinding
+	require.NoError(t, yaml.UnmarshalStrict([]byte(docs[0]), &role))
+	require.NoError(t, yaml.UnmarshalStrict([]byte(docs[1]), &binding))
+	require.Equal(t, []string{"acme.example.com"}, role.Rules[0].APIGroups, "the sample's group to edit")
+	assert.Equal(t, role.Name, binding.RoleRef.Name)
+	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "certlife-operator", Namespace: "certlife"}}, binding.Subjects, "the operator's service account")
+	// The sample, for this test's group and user.
+	role.Name += "-" + h.ns
+	role.Rules[0].APIGroups = []string{webhookGroup}
+	binding.Name, binding.RoleRef.Name = role.Name, role.Name
+	binding.Subjects = []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: userName}}
+	require.NoError(t, k8s.Create(h.ctx, &role))
+	require.NoError(t, k8s.Create(h.ctx, &binding))
+	t.Cleanup(func() {
+		_ = k8s.Delete(context.Background(), &binding)
+		_ = k8s.Delete(context.Background(), &role)
+	})
+	h.eventually("the call to be allowed", func() bool { return w.Present(h.ctx, p) == nil })
+	assert.Equal(t, []string{p.DNS01Value()}, d.TXT(p.DNS01Name()), "the solver wrote the value")
+	require.NoError(t, w.CleanUp(h.ctx, p))
+	assert.Empty(t, d.TXT(p.DNS01Name()), "and took it away")
 }
