@@ -108,9 +108,10 @@ type ACMEOptions struct {
 	// "certlife-operator".
 	UserAgent string
 	// DNS01Resolver is a recursive resolver (host:port) through which
-	// DNS-01 solvers find the zone of a record name (the resolvedZone a
-	// webhook solver is sent), and the default self-check the zone's
-	// servers; empty means the first of /etc/resolv.conf.
+	// the operator finds the zone of a DNS-01 record name for a webhook
+	// solver (its resolvedZone) and, when DNS01Check is nil, the zone's
+	// servers for the self-check of a webhook solver's challenges; empty
+	// means the first of /etc/resolv.conf.
 	DNS01Resolver string
 }
 

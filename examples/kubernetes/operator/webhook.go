@@ -297,12 +297,17 @@ type limitedBody struct {
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
 	if b.left <= 0 {
+		// At the limit: the answer may end here, or go on.
 		var one [1]byte
-		if n, _ := b.ReadCloser.Read(one[:]); n > 0 {
+		n, err := b.ReadCloser.Read(one[:])
+		if n > 0 {
 			return 0, fmt.Errorf("the answer is larger than the limit of %d bytes", b.limit)
 		}
-		return b.ReadCloser.Read(p[:0])
+		return 0, err
 	}
 	if int64(len(p)) > b.left {
 		p = p[:b.left]

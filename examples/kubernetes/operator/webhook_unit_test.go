@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -187,6 +188,21 @@ func TestWebhookAnswers(t *testing.T) {
 			assert.Len(t, f.requests(), 1, "one call, no retries")
 		})
 	}
+}
+
+// An answer of exactly the bound is read; one byte more is refused.
+func TestWebhookAnswerAtTheBound(t *testing.T) {
+	body := []byte(`{"apiVersion":"webhook.acme.cert-manager.io/v1alpha1","kind":"ChallengePayload","response":{"uid":"","success":true}}`)
+	f := startFakeAPIServer(t, func(w http.ResponseWriter, _ *whapi.ChallengePayload) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write(body)
+	})
+	s := WebhookSolver{Config: &rest.Config{Host: f.URL}, GroupName: "acme.example.com", SolverName: "s", Zone: "example.", MaxResponseSize: int64(len(body))}
+	require.NoError(t, s.Present(context.Background(), webhookPresentation("web.example", false)))
+	s.MaxResponseSize--
+	assert.ErrorContains(t, s.Present(context.Background(), webhookPresentation("web.example", false)),
+		fmt.Sprintf("the answer is larger than the limit of %d bytes", len(body)-1))
 }
 
 // Settings that cannot be called are refused by field and value, before
