@@ -693,7 +693,9 @@ func TestWebhookSolverForAClusterIssuer(t *testing.T) {
 		Solvers: []cmacme.ACMEChallengeSolver{{DNS01: &cmacme.ACMEChallengeSolverDNS01{Webhook: &cmacme.ACMEIssuerDNS01ProviderWebhook{
 			GroupName: webhookGroup, SolverName: webhookSolver, Config: &apiextensionsv1.JSON{Raw: mustJSON(solverConfig{DNS: srv.DNS().Addr()})}}}}},
 	}}}}))
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), &cmapi.ClusterIssuer{ObjectMeta: metav1.ObjectMeta{Name: name}}) })
+	t.Cleanup(func() {
+		_ = k8s.Delete(context.Background(), &cmapi.ClusterIssuer{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	})
 	h.create(h.certificate("web", name, func(s *cmapi.CertificateSpec) { s.IssuerRef.Kind = cmapi.ClusterIssuerKind }))
 	h.waitReady("web", 1)
 	reqs := s.requestsFor(h.ns)
