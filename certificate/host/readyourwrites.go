@@ -323,6 +323,17 @@ func (e *written) judge(found bool, rv, uid string) verdict {
 func (s *ReadYourWrites) record(o object, obj any, rv, uid, over, shown string, created, counted bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if e := s.entries[o]; e != nil && obj != nil && rv != "" && e.old(rv) {
+		// The version this write made was replaced already by a later
+		// write through ReadYourWrites, whose reply came first (two
+		// writers: one creates a request, the other answers it before
+		// the create's reply arrives). Keeping this write would make the
+		// later version read as one it replaced, for good.
+		if over != "" && !slices.Contains(e.over, over) {
+			e.over = append(e.over, over)
+		}
+		return
+	}
 	e := s.entry(o)
 	if e.rv != "" {
 		e.over = append(e.over, e.rv)

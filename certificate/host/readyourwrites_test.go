@@ -624,3 +624,66 @@ func TestReadYourWritesShowsAnObjectMadeAgainAfterItsDeletion(t *testing.T) {
 		})
 	}
 }
+
+// slowCreates is a store whose secret Creates land at once but reply
+// only when the test says, as a create's HTTP reply can come after the
+// watch event that another controller acted on.
+type slowCreates struct {
+	*host.MemoryStore
+	landed, reply chan struct{}
+}
+
+func (s slowCreates) Secrets() host.Collection[*certificate.Secret] {
+	return slowCreateCollection{s.MemoryStore.Secrets(), s}
+}
+
+type slowCreateCollection struct {
+	host.Collection[*certificate.Secret]
+	s slowCreates
+}
+
+func (c slowCreateCollection) Create(ctx context.Context, obj *certificate.Secret) (*certificate.Secret, error) {
+	made, err := c.Collection.Create(ctx, obj)
+	c.s.landed <- struct{}{}
+	<-c.s.reply
+	return made, err
+}
+
+// Two writers share one ReadYourWrites (a certificate controller that
+// creates a request, a request controller that answers it): when the
+// second writer's update is recorded before the first writer's create
+// replies, the create's late record does not make the update's version
+// read as one it replaced. Before, every read showed the request as
+// created, unanswered, for good — the store behind showed the answer,
+// and no event was left to come.
+func TestReadYourWritesKeepsTheLaterOfTwoWritersWhoseRepliesCrossed(t *testing.T) {
+	ctx := context.Background()
+	st := slowCreates{host.NewMemoryStore(testingclock.NewFakeClock(t0)), make(chan struct{}), make(chan struct{})}
+	ryw := host.NewReadYourWrites(st)
+	created := make(chan *certificate.Secret)
+	go func() {
+		made, err := ryw.Secrets().Create(ctx, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: "ns", Name: "x"}})
+		if err != nil {
+			t.Error(err)
+		}
+		created <- made
+	}()
+	<-st.landed
+	cur, err := ryw.Secrets().Get(ctx, "ns", "x")
+	require.NoError(t, err, "the store behind shows the create before its reply")
+	cur.Data = map[string][]byte{"answer": []byte("issued")}
+	answered, err := ryw.Secrets().Update(ctx, cur)
+	require.NoError(t, err)
+	close(st.reply)
+	first := <-created
+	require.NotEqual(t, first.ResourceVersion, answered.ResourceVersion)
+
+	got, err := ryw.Secrets().Get(ctx, "ns", "x")
+	require.NoError(t, err)
+	require.Equal(t, answered.ResourceVersion, got.ResourceVersion, "the later write, not the create whose reply came last")
+	require.Equal(t, "issued", string(got.Data["answer"]))
+	list, err := ryw.Secrets().List(ctx, host.ListOptions{Namespace: "ns"})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, answered.ResourceVersion, list[0].ResourceVersion)
+}

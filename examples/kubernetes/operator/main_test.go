@@ -71,6 +71,11 @@ func apiServer(t testing.TB) {
 		}
 		// cert-manager's CRDs, and the Gateway API's (the shims' Gateways).
 		e := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "config", "crd"), filepath.Join("..", "config", "crd", "gateway-api")}, ErrorIfCRDPathMissing: true}
+		// The aggregation layer, for the webhook solver's tests.
+		if err := enableAggregation(e); err != nil {
+			envError = fmt.Errorf("envtest's aggregation layer: %w", err)
+			return
+		}
 		cfg, err := e.Start()
 		if err != nil {
 			envError = fmt.Errorf("starting envtest: %w", err)
@@ -93,10 +98,14 @@ func TestMain(m *testing.M) {
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
 	code := m.Run()
+	stopSolver()
 	if env != nil {
 		if err := env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
 		}
+	}
+	if aggregationDir != "" {
+		_ = os.RemoveAll(aggregationDir)
 	}
 	os.Exit(code)
 }
