@@ -270,16 +270,26 @@ func Setup(mgr manager.Manager, o Options) error {
 	}
 	newQueue := newQueueFor(o.Clock)
 
+	// The Certificate queue lets work already begun go first
+	// (startedFirst): a Certificate's first look waits behind the later
+	// passes of those under way.
+	sf := newStartedFirst()
+	certQueue := func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+		q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[reconcile.Request]{Name: name, Clock: o.Clock, Queue: sf})
+		dq := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[reconcile.Request]{Name: name, Clock: o.Clock, Queue: q})
+		return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name, Clock: o.Clock, DelayingQueue: dq})
+	}
+
 	certs := &CertificateReconciler{Reconciler: rec, Cache: mgr.GetCache(), Client: mgr.GetClient(), Clock: o.Clock, Recorder: recorder, Metrics: o.Metrics}
 	// The Certificate controller's sources tell the store's watchers
 	// (the loop) of each change before they queue what it concerns: a
 	// pass that waits for its own last writes to show finds them shown.
 	c := mgr.GetCache()
 	if err := ctrl.NewControllerManagedBy(mgr).Named("certificate").
-		WatchesRawSource(source.Kind(c, &cmapi.Certificate{}, reporting(st, host.KindCertificate, sharingKeys(c), certs.deleted))).
-		WatchesRawSource(source.Kind(c, &cmapi.CertificateRequest{}, reporting(st, host.KindRequest, ownerKey[*cmapi.CertificateRequest]))).
-		WatchesRawSource(source.Kind(c, &corev1.Secret{}, reporting(st, host.KindSecret, secretKeys(c)))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers, NewQueue: newQueue}).
+		WatchesRawSource(source.Kind(c, &cmapi.Certificate{}, reporting(st, sf, host.KindCertificate, sharingKeys(c), certs.deleted))).
+		WatchesRawSource(source.Kind(c, &cmapi.CertificateRequest{}, reporting(st, sf, host.KindRequest, ownerKey[*cmapi.CertificateRequest]))).
+		WatchesRawSource(source.Kind(c, &corev1.Secret{}, reporting(st, sf, host.KindSecret, secretKeys(c)))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers, NewQueue: certQueue}).
 		Complete(certs); err != nil {
 		return err
 	}
@@ -467,16 +477,25 @@ func namespacedIndex(ctx context.Context, c cache.Cache, obj client.Object, fiel
 // reporting is an event handler that tells the store's watchers of each
 // add, update and delete, then queues the Certificates keys names.
 // A deleted object is handed to each of deleted first.
-func reporting[T client.Object](st *store, kind host.Kind, keys func(context.Context, T) []reconcile.Request, deleted ...func(T)) handler.TypedEventHandler[T, reconcile.Request] {
+//
+// Keys go to the queue as work under way (sf.add), but for a created
+// Certificate itself, which is work not yet begun (sf.addNew).
+func reporting[T client.Object](st *store, sf *startedFirst, kind host.Kind, keys func(context.Context, T) []reconcile.Request, deleted ...func(T)) handler.TypedEventHandler[T, reconcile.Request] {
 	queue := func(ctx context.Context, obj T, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		for _, r := range keys(ctx, obj) {
-			q.Add(r)
+			sf.add(q, r)
 		}
 	}
 	return handler.TypedFuncs[T, reconcile.Request]{
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			st.changed(kind, e.Object, false)
-			queue(ctx, e.Object, q)
+			for _, r := range keys(ctx, e.Object) {
+				if kind == host.KindCertificate && r.Name == e.Object.GetName() {
+					sf.addNew(q, r)
+				} else {
+					sf.add(q, r)
+				}
+			}
 		},
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			st.changed(kind, e.ObjectNew, false)
