@@ -104,6 +104,9 @@ type ACMEOptions struct {
 	// accepted; nil means acmeclient.HTTP01Checker{} and
 	// acmeclient.DNS01Checker{} (with the solver's nameservers).
 	HTTP01Check, DNS01Check acmeclient.Checker
+	// DNS01Providers are the settings of the dns01.cloudflare and
+	// dns01.route53 solvers (dns01providers.go).
+	DNS01Providers DNS01ProviderOptions
 	// UserAgent is sent with every ACME request; empty means
 	// "certlife-operator".
 	UserAgent string
@@ -265,6 +268,7 @@ func (a *acmeIssuers) get(ctx context.Context, kind, namespace, name string, spe
 		account.Contact = []string{"mailto:" + spec.Email}
 	}
 	solvers, configs := a.solvers(spec, secretsNS)
+	allowAmbient(solvers, kind) // dns01providers.go
 	storeNS := namespace
 	if kind == "ClusterIssuer" {
 		storeNS = ""
@@ -336,6 +340,12 @@ func (a *acmeIssuers) solvers(spec *cmacme.ACMEIssuer, secretsNS string) (acmecl
 			if s.DNS01Check == nil {
 				s.DNS01Check = acmeclient.DNS01Checker{}
 			}
+		case sv.DNS01 != nil && libdnsConfig(sv.DNS01) != nil: // cloudflare, route53 (dns01providers.go)
+			sc.Solver.DNS01 = libdnsConfig(sv.DNS01)
+			s.DNS01 = &dns01Presenter{secrets: a, namespace: secretsNS}
+			if s.DNS01Check == nil {
+				s.DNS01Check = acmeclient.DNS01Checker{}
+			}
 		default:
 			continue // refused (acmeNotServed)
 		}
@@ -369,11 +379,12 @@ func acmeNotServed(a *cmacme.ACMEIssuer) []string {
 				name string
 				set  bool
 			}{{"acmeDNS", d.AcmeDNS != nil}, {"akamai", d.Akamai != nil}, {"azureDNS", d.AzureDNS != nil}, {"cloudDNS", d.CloudDNS != nil},
-				{"cloudflare", d.Cloudflare != nil}, {"digitalocean", d.DigitalOcean != nil}, {"route53", d.Route53 != nil}, {"webhook", d.Webhook != nil}} {
+				{"digitalocean", d.DigitalOcean != nil}, {"webhook", d.Webhook != nil}} {
 				if p.set {
 					out = append(out, path+".dns01."+p.name+": is not served by this operator (its DNS-01 provider is rfc2136)")
 				}
 			}
+			out = append(out, libdnsNotServed(path+".dns01", d)...) // cloudflare, route53 (dns01providers.go)
 			if d.RFC2136 == nil && !slicesContainsTrue(d.AcmeDNS != nil, d.Akamai != nil, d.AzureDNS != nil, d.CloudDNS != nil, d.Cloudflare != nil, d.DigitalOcean != nil, d.Route53 != nil, d.Webhook != nil) {
 				out = append(out, path+".dns01: names no DNS provider (this operator's is rfc2136)")
 			}
@@ -438,10 +449,14 @@ func rfc2136FromConfig(cfg map[string]string) *cmacme.ACMEIssuerDNS01ProviderRFC
 type dns01Presenter struct {
 	secrets   *acmeIssuers
 	namespace string // of the TSIG Secrets
+	ambient   bool   // a ClusterIssuer's: Route 53 may use ambient credentials
 }
 
 func (d *dns01Presenter) provider(ctx context.Context, p acmeclient.Presentation) (acmeclient.Presenter, error) {
 	cfg := p.Solver.DNS01
+	if pr, ok, err := d.libdnsPresenter(ctx, cfg); ok { // cloudflare, route53 (dns01providers.go)
+		return pr, err
+	}
 	if cfg == nil || cfg.Provider != "rfc2136" {
 		return nil, errors.New("spec.acme.solvers[].dns01: no DNS provider configured (rfc2136 is the one this operator has)")
 	}

@@ -204,6 +204,7 @@ func solverFromCore(s challenge.Solver) cmacme.ACMEChallengeSolver {
 		if d.Provider == "rfc2136" {
 			out.DNS01.RFC2136 = rfc2136FromConfig(d.Config)
 		}
+		libdnsFromConfig(d, out.DNS01) // cloudflare, route53 (dns01providers.go)
 	}
 	return out
 }
@@ -218,6 +219,9 @@ func solverToCore(s cmacme.ACMEChallengeSolver) challenge.Solver {
 		out.DNS01 = &challenge.DNS01Solver{}
 		if d.RFC2136 != nil {
 			out.DNS01 = dns01Config(d.RFC2136)
+		}
+		if c := libdnsConfig(d); c != nil { // cloudflare, route53 (dns01providers.go)
+			out.DNS01 = c
 		}
 	}
 	return out
