@@ -242,7 +242,7 @@ func TestCloudflareURLRewritten(t *testing.T) {
 // again is the same, and so is certlife's configuration.
 func TestLibDNSSolverRoundTrip(t *testing.T) {
 	for name, d := range map[string]*cmacme.ACMEChallengeSolverDNS01{
-		"cloudflare, every field": {Cloudflare: &cmacme.ACMEIssuerDNS01ProviderCloudflare{Email: "a@b", APIToken: ref("cf", "t"), APIKey: ref("cf", "k")}},
+		"cloudflare, every field":         {Cloudflare: &cmacme.ACMEIssuerDNS01ProviderCloudflare{Email: "a@b", APIToken: ref("cf", "t"), APIKey: ref("cf", "k")}},
 		"cloudflare, a ref without a key": {Cloudflare: &cmacme.ACMEIssuerDNS01ProviderCloudflare{APIToken: ref("cf", "")}},
 		"cloudflare, empty":               {Cloudflare: &cmacme.ACMEIssuerDNS01ProviderCloudflare{}},
 		"route53, every field": {Route53: &cmacme.ACMEIssuerDNS01ProviderRoute53{Region: "eu-west-1", AccessKeyID: "AKID",
