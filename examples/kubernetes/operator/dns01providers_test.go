@@ -197,9 +197,12 @@ type route53Fake struct {
 	zones map[string]string // id → name, with the final dot
 
 	mu   sync.Mutex
-	sets map[string]r53Set // by zone id, name, type
-	auth []string
-	next int
+	sets     map[string]r53Set // by zone id, name, type
+	auth     []string
+	next     int
+
+	rmu      sync.Mutex
+	refusals []string // the errors answered
 }
 
 type r53Set struct {
@@ -224,6 +227,9 @@ func startRoute53(t *testing.T, d *acmetest.DNS, keyID string, zones map[string]
 }
 
 func (f *route53Fake) fail(w http.ResponseWriter, status int, code, msg string) {
+	f.rmu.Lock()
+	f.refusals = append(f.refusals, code+": "+msg)
+	f.rmu.Unlock()
 	w.Header().Set("Content-Type", "text/xml")
 	w.WriteHeader(status)
 	fmt.Fprintf(w, `<?xml version="1.0"?><ErrorResponse xmlns="%s"><Error><Type>Sender</Type><Code>%s</Code><Message>%s</Message></Error><RequestId>r</RequestId></ErrorResponse>`,
@@ -369,6 +375,12 @@ func (f *route53Fake) stored() []r53Set {
 	return out
 }
 
+func (f *route53Fake) refused() []string {
+	f.rmu.Lock()
+	defer f.rmu.Unlock()
+	return slices.Clone(f.refusals)
+}
+
 func (f *route53Fake) authorizations() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -470,12 +482,12 @@ func TestDNS01Route53Issues(t *testing.T) {
 			},
 			names: []string{"r53.example", "www.r53.example"},
 		},
-		"an Issuer with an access key id inline and a hosted zone id": {
+		"an Issuer with an access key id inline and a hosted zone id, for a wildcard and its base name": {
 			kind: cmapi.IssuerKind, keyID: "AKIAINLINE",
 			solver: func(string) *cmacme.ACMEIssuerDNS01ProviderRoute53 {
 				return &cmacme.ACMEIssuerDNS01ProviderRoute53{AccessKeyID: "AKIAINLINE", SecretAccessKey: secretKey("aws", "secret"), HostedZoneID: "Z0R53"}
 			},
-			names: []string{"api.r53.example"},
+			names: []string{"*.r53.example", "r53.example"}, // one record name, two values
 		},
 		"a ClusterIssuer with ambient credentials": {
 			kind: cmapi.ClusterIssuerKind, keyID: "AKIAAMBIENT",
@@ -503,8 +515,9 @@ func TestDNS01Route53Issues(t *testing.T) {
 			assert.ElementsMatch(t, tc.names, h.leafOf("web-tls").DNSNames)
 			h.eventually("the TXT record sets to be deleted", func() bool { return len(r53.stored()) == 0 })
 			for _, n := range tc.names {
-				assert.Empty(t, srv.DNS().TXT("_acme-challenge."+n+"."), "DNS-01 values left in DNS")
+				assert.Empty(t, srv.DNS().TXT("_acme-challenge."+strings.TrimPrefix(n, "*.")+"."), "DNS-01 values left in DNS")
 			}
+			assert.Empty(t, r53.refused(), "every call answered")
 			auth := r53.authorizations()
 			require.NotEmpty(t, auth)
 			for _, a := range auth {
