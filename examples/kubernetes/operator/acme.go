@@ -318,7 +318,7 @@ func labelValueHash(s string) string {
 }
 
 // solvers maps the issuer's solvers to certlife's: the presenters (the
-// challenge server for HTTP-01, RFC 2136 for DNS-01) and one solver
+// challenge server for HTTP-01; RFC 2136, Cloudflare or Route 53 for DNS-01) and one solver
 // configuration per solver, with its selector.
 func (a *acmeIssuers) solvers(spec *cmacme.ACMEIssuer, secretsNS string) (acmeclient.Solvers, []order.SolverConfig) {
 	s := acmeclient.Solvers{HTTP01: a.opts.ChallengeServer, HTTP01Check: a.opts.HTTP01Check, DNS01Check: a.opts.DNS01Check}
@@ -355,7 +355,7 @@ func (a *acmeIssuers) solvers(spec *cmacme.ACMEIssuer, secretsNS string) (acmecl
 }
 
 // acmeNotServed names what an ACME issuer configures that this operator
-// does not serve: DNS-01 providers other than RFC 2136, CNAME following,
+// does not serve: DNS-01 providers other than RFC 2136, Cloudflare and Route 53 (and what these two cannot do), CNAME following,
 // waiting instead of the self-check, a solver that solves nothing.
 func acmeNotServed(a *cmacme.ACMEIssuer) []string {
 	var out []string
@@ -381,12 +381,12 @@ func acmeNotServed(a *cmacme.ACMEIssuer) []string {
 			}{{"acmeDNS", d.AcmeDNS != nil}, {"akamai", d.Akamai != nil}, {"azureDNS", d.AzureDNS != nil}, {"cloudDNS", d.CloudDNS != nil},
 				{"digitalocean", d.DigitalOcean != nil}, {"webhook", d.Webhook != nil}} {
 				if p.set {
-					out = append(out, path+".dns01."+p.name+": is not served by this operator (its DNS-01 provider is rfc2136)")
+					out = append(out, path+".dns01."+p.name+": is not served by this operator (its DNS-01 providers are rfc2136, cloudflare and route53)")
 				}
 			}
 			out = append(out, libdnsNotServed(path+".dns01", d)...) // cloudflare, route53 (dns01providers.go)
 			if d.RFC2136 == nil && !slicesContainsTrue(d.AcmeDNS != nil, d.Akamai != nil, d.AzureDNS != nil, d.CloudDNS != nil, d.Cloudflare != nil, d.DigitalOcean != nil, d.Route53 != nil, d.Webhook != nil) {
-				out = append(out, path+".dns01: names no DNS provider (this operator's is rfc2136)")
+				out = append(out, path+".dns01: names no DNS provider (this operator's are rfc2136, cloudflare and route53)")
 			}
 		}
 	}
@@ -458,7 +458,7 @@ func (d *dns01Presenter) provider(ctx context.Context, p acmeclient.Presentation
 		return pr, err
 	}
 	if cfg == nil || cfg.Provider != "rfc2136" {
-		return nil, errors.New("spec.acme.solvers[].dns01: no DNS provider configured (rfc2136 is the one this operator has)")
+		return nil, errors.New("spec.acme.solvers[].dns01: no DNS provider configured (this operator's are rfc2136, cloudflare and route53)")
 	}
 	in := rfc2136FromConfig(cfg.Config)
 	secret := ""

@@ -197,9 +197,9 @@ type route53Fake struct {
 	zones map[string]string // id → name, with the final dot
 
 	mu   sync.Mutex
-	sets     map[string]r53Set // by zone id, name, type
-	auth     []string
-	next     int
+	sets map[string]r53Set // by zone id, name, type
+	auth []string
+	next int
 
 	rmu      sync.Mutex
 	refusals []string // the errors answered
