@@ -1,9 +1,13 @@
 package operator_test
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -11,7 +15,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	cmacme "github.com/cert-manager/cert-manager/pkg/apis/acme/v1"
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
@@ -192,9 +199,9 @@ func (f *cloudflareFake) authorizations() []string {
 // zone's servers itself.
 type route53Fake struct {
 	*httptest.Server
-	dns   *acmetest.DNS
-	keyID string
-	zones map[string]string // id → name, with the final dot
+	dns           *acmetest.DNS
+	keyID, secret string
+	zones         map[string]string // id → name, with the final dot
 
 	mu   sync.Mutex
 	sets map[string]r53Set // by zone id, name, type
@@ -214,8 +221,8 @@ type r53Set struct {
 
 const r53NS = "https://route53.amazonaws.com/doc/2013-04-01/"
 
-func startRoute53(t *testing.T, d *acmetest.DNS, keyID string, zones map[string]string) *route53Fake {
-	f := &route53Fake{dns: d, keyID: keyID, zones: zones, sets: map[string]r53Set{}}
+func startRoute53(t *testing.T, d *acmetest.DNS, keyID, secret string, zones map[string]string) *route53Fake {
+	f := &route53Fake{dns: d, keyID: keyID, secret: secret, zones: zones, sets: map[string]r53Set{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /2013-04-01/hostedzonesbyname", f.authed(f.listZones))
 	mux.HandleFunc("GET /2013-04-01/hostedzone/{id}/rrset", f.authed(f.listSets))
@@ -252,12 +259,64 @@ func (f *route53Fake) authed(h func(http.ResponseWriter, *http.Request)) http.Ha
 			f.fail(w, http.StatusForbidden, "InvalidClientTokenId", "The security token included in the request is invalid.")
 			return
 		}
+		if err := f.verify(r); err != nil {
+			f.fail(w, http.StatusForbidden, "SignatureDoesNotMatch", err.Error())
+			return
+		}
 		if id := r.PathValue("id"); id != "" && f.zones[id] == "" {
 			f.fail(w, http.StatusNotFound, "NoSuchHostedZone", "No hosted zone found with ID: "+id)
 			return
 		}
 		h(w, r)
 	}
+}
+
+// verify checks r's SigV4 signature with the fake's secret access key:
+// the request is signed again, over the headers it says it signed, and
+// the signatures compared.
+func (f *route53Fake) verify(r *http.Request) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	_, params, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	fields := map[string]string{}
+	for _, p := range strings.Split(params, ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
+		fields[k] = v
+	}
+	scope := strings.Split(fields["Credential"], "/") // key id, date, region, service, aws4_request
+	if len(scope) != 5 {
+		return fmt.Errorf("credential %q", fields["Credential"])
+	}
+	at, err := time.Parse("20060102T150405Z", r.Header.Get("X-Amz-Date"))
+	if err != nil {
+		return err
+	}
+	again, err := http.NewRequest(r.Method, "http://"+r.Host+r.URL.RequestURI(), nil)
+	if err != nil {
+		return err
+	}
+	for _, h := range strings.Split(fields["SignedHeaders"], ";") {
+		switch h {
+		case "host":
+		case "content-length":
+			again.ContentLength = r.ContentLength
+		default:
+			again.Header[http.CanonicalHeaderKey(h)] = r.Header.Values(h)
+		}
+	}
+	sum := sha256.Sum256(body)
+	err = v4.NewSigner().SignHTTP(r.Context(), aws.Credentials{AccessKeyID: f.keyID, SecretAccessKey: f.secret}, again, hex.EncodeToString(sum[:]),
+		scope[3], scope[2], at)
+	if err != nil {
+		return err
+	}
+	if got, want := r.Header.Get("Authorization"), again.Header.Get("Authorization"); got != want {
+		return fmt.Errorf("signature mismatch: got %s, want %s", got, want)
+	}
+	return nil
 }
 
 func (f *route53Fake) listZones(w http.ResponseWriter, r *http.Request) {
@@ -471,11 +530,12 @@ func TestDNS01Route53Issues(t *testing.T) {
 	tests := map[string]struct {
 		kind   string
 		keyID  string
+		secret string
 		solver func(ns string) *cmacme.ACMEIssuerDNS01ProviderRoute53
 		names  []string
 	}{
 		"an Issuer with an access key from Secrets": {
-			kind: cmapi.IssuerKind, keyID: "AKIAFROMSECRET",
+			kind: cmapi.IssuerKind, keyID: "AKIAFROMSECRET", secret: "not-a-real-secret",
 			solver: func(string) *cmacme.ACMEIssuerDNS01ProviderRoute53 {
 				return &cmacme.ACMEIssuerDNS01ProviderRoute53{Region: "eu-west-1", SecretAccessKeyID: new(secretKey("aws", "key-id")),
 					SecretAccessKey: secretKey("aws", "secret")}
@@ -483,14 +543,14 @@ func TestDNS01Route53Issues(t *testing.T) {
 			names: []string{"r53.example", "www.r53.example"},
 		},
 		"an Issuer with an access key id inline and a hosted zone id, for a wildcard and its base name": {
-			kind: cmapi.IssuerKind, keyID: "AKIAINLINE",
+			kind: cmapi.IssuerKind, keyID: "AKIAINLINE", secret: "not-a-real-secret",
 			solver: func(string) *cmacme.ACMEIssuerDNS01ProviderRoute53 {
 				return &cmacme.ACMEIssuerDNS01ProviderRoute53{AccessKeyID: "AKIAINLINE", SecretAccessKey: secretKey("aws", "secret"), HostedZoneID: "Z0R53"}
 			},
 			names: []string{"*.r53.example", "r53.example"}, // one record name, two values
 		},
 		"a ClusterIssuer with ambient credentials": {
-			kind: cmapi.ClusterIssuerKind, keyID: "AKIAAMBIENT",
+			kind: cmapi.ClusterIssuerKind, keyID: "AKIAAMBIENT", secret: "ambient-secret",
 			solver: func(string) *cmacme.ACMEIssuerDNS01ProviderRoute53 { return &cmacme.ACMEIssuerDNS01ProviderRoute53{} },
 			names:  []string{"cluster.r53.example"},
 		},
@@ -499,12 +559,12 @@ func TestDNS01Route53Issues(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := pebble(t)
 			srv.DNS().AddZone("r53.example")
-			r53 := startRoute53(t, srv.DNS(), tc.keyID, map[string]string{"Z0R53": "r53.example."})
+			r53 := startRoute53(t, srv.DNS(), tc.keyID, tc.secret, map[string]string{"Z0R53": "r53.example."})
 			t.Setenv("AWS_ENDPOINT_URL_ROUTE_53", r53.URL)
 			h := newHarness(t)
 			h.start(withACME(srv, operator.NewChallengeServer()), withDNS01Providers(srv, ""))
 			h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws"}, Data: map[string][]byte{
-				"key-id": []byte("AKIAFROMSECRET\n"), "secret": []byte("not-a-real-secret")}})
+				"key-id": []byte("AKIAFROMSECRET\n"), "secret": []byte("not-a-real-secret\n")}})
 			sv := tc.solver(h.ns)
 			iss := h.dns01Issuer(tc.kind, "r53", srv, cmacme.ACMEChallengeSolverDNS01{Route53: sv})
 
@@ -517,7 +577,7 @@ func TestDNS01Route53Issues(t *testing.T) {
 			for _, n := range tc.names {
 				assert.Empty(t, srv.DNS().TXT("_acme-challenge."+strings.TrimPrefix(n, "*.")+"."), "DNS-01 values left in DNS")
 			}
-			assert.Empty(t, r53.refused(), "every call answered")
+			assert.Empty(t, r53.refused(), "every call answered, signed with the secret access key")
 			auth := r53.authorizations()
 			require.NotEmpty(t, auth)
 			for _, a := range auth {
@@ -547,4 +607,20 @@ func TestDNS01Route53Issues(t *testing.T) {
 		assert.Contains(t, c.Message, "spec.acme.solvers[0].dns01.route53: gives no accessKeyID or accessKeyIDSecretRef")
 		assert.Contains(t, c.Message, "ClusterIssuers only")
 	})
+}
+
+// The fake of Route 53 accepts a request signed with its access key and
+// refuses one signed with another secret: its check can fail.
+func TestRoute53FakeChecksSignatures(t *testing.T) {
+	f := &route53Fake{keyID: "AKIDFAKE", secret: "right"}
+	for secret, ok := range map[string]bool{"right": true, "wrong": false} {
+		body := []byte("<ChangeResourceRecordSetsRequest/>")
+		r := httptest.NewRequest(http.MethodPost, "http://route53.test/2013-04-01/hostedzone/Z1/rrset", bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/xml")
+		sum := sha256.Sum256(body)
+		require.NoError(t, v4.NewSigner().SignHTTP(t.Context(), aws.Credentials{AccessKeyID: "AKIDFAKE", SecretAccessKey: secret}, r,
+			hex.EncodeToString(sum[:]), "route53", "us-east-1", time.Now()))
+		err := f.verify(r)
+		assert.Equal(t, ok, err == nil, "signed with %q: %v", secret, err)
+	}
 }
