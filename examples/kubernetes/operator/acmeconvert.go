@@ -193,7 +193,7 @@ func ChallengeToCore(c *cmacme.Challenge) challenge.Challenge {
 }
 
 // solverFromCore shows certlife's solver as cert-manager's: HTTP-01, or
-// DNS-01 over RFC 2136 with its settings.
+// DNS-01 over RFC 2136, Cloudflare or Route 53 with its settings.
 func solverFromCore(s challenge.Solver) cmacme.ACMEChallengeSolver {
 	var out cmacme.ACMEChallengeSolver
 	if s.HTTP01 != nil {

@@ -48,6 +48,8 @@ type cloudflareFake struct {
 	records map[string]cfRecord
 	next    int
 	auth    []string // the Authorization headers received
+	// onCreate, when set, is called as a record is created.
+	onCreate func()
 }
 
 type cfRecord struct {
@@ -157,6 +159,9 @@ func (f *cloudflareFake) createRecord(w http.ResponseWriter, r *http.Request) {
 	f.records[rec.ID] = rec
 	f.mu.Unlock()
 	f.dns.SetTXT(rec.Name, strings.Trim(rec.Content, `"`))
+	if f.onCreate != nil {
+		f.onCreate()
+	}
 	f.reply(w, http.StatusOK, rec, nil)
 }
 
@@ -491,6 +496,22 @@ func TestDNS01CloudflareIssues(t *testing.T) {
 	srv.DNS().AddZone("cf.example")
 	cf := startCloudflare(t, srv.DNS(), "cf-token-1", map[string]string{"zone0001": "cf.example"})
 	h := newHarness(t)
+	// What the Challenges show while a record is written.
+	var mu sync.Mutex
+	var shown []*cmacme.ACMEIssuerDNS01ProviderCloudflare
+	cf.onCreate = func() {
+		var l cmacme.ChallengeList
+		if err := k8s.List(h.ctx, &l, client.InNamespace(h.ns)); err != nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, ch := range l.Items {
+			if d := ch.Spec.Solver.DNS01; d != nil {
+				shown = append(shown, d.Cloudflare)
+			}
+		}
+	}
 	h.start(withACME(srv, operator.NewChallengeServer()), withDNS01Providers(srv, cf.URL+"/client/v4"))
 	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cloudflare"}, Data: map[string][]byte{"api-token": []byte("cf-token-1\n")}})
 	iss := h.dns01Issuer(cmapi.IssuerKind, "cf", srv, cmacme.ACMEChallengeSolverDNS01{Cloudflare: &cmacme.ACMEIssuerDNS01ProviderCloudflare{
@@ -501,15 +522,17 @@ func TestDNS01CloudflareIssues(t *testing.T) {
 	assert.ElementsMatch(t, []string{"*.cf.example", "cf.example"}, h.leafOf("wild-tls").DNSNames)
 	h.eventually("the TXT records to be deleted", func() bool { return len(cf.stored()) == 0 })
 	assert.Empty(t, srv.DNS().TXT("_acme-challenge.cf.example."), "DNS-01 values left in DNS")
+	mu.Lock()
+	require.NotEmpty(t, shown, "Challenges listed while records were written")
+	for _, c := range shown {
+		assert.Equal(t, &cmacme.ACMEIssuerDNS01ProviderCloudflare{Email: "ops@example.com", APIToken: new(secretKey("cloudflare", "api-token"))}, c,
+			"the Challenge shows the solver")
+	}
+	mu.Unlock()
 	auth := cf.authorizations()
 	assert.GreaterOrEqual(t, len(auth), 4, "zones, create twice, list, delete twice: %d calls", len(auth))
 	for _, a := range auth {
 		assert.Equal(t, "Bearer cf-token-1", a, "the API token of the Secret, trimmed")
-	}
-	for _, ch := range h.challenges() {
-		require.NotNil(t, ch.Spec.Solver.DNS01)
-		assert.Equal(t, &cmacme.ACMEIssuerDNS01ProviderCloudflare{Email: "ops@example.com", APIToken: new(secretKey("cloudflare", "api-token"))},
-			ch.Spec.Solver.DNS01.Cloudflare, "the Challenge shows the solver")
 	}
 }
 
