@@ -629,6 +629,18 @@ func TestDNS01Route53Issues(t *testing.T) {
 		assert.Equal(t, operator.ReasonNotServed, c.Reason)
 		assert.Contains(t, c.Message, "spec.acme.solvers[0].dns01.route53: gives no accessKeyID or accessKeyIDSecretRef")
 		assert.Contains(t, c.Message, "ClusterIssuers only")
+
+		// Its requests wait, saying why.
+		h.create(h.certificate("web", "ambient"))
+		h.eventually("the request to wait", func() bool {
+			for _, r := range h.requests() {
+				if c := condition(r.Status.Conditions, "Ready"); c != nil && strings.Contains(c.Message, "ClusterIssuers only") {
+					return c.Status == cmmeta.ConditionFalse && c.Reason == "Pending"
+				}
+			}
+			return false
+		})
+		assert.Empty(t, h.orders(), "no order")
 	})
 }
 
