@@ -200,7 +200,7 @@ func ChallengeToCore(c *cmacme.Challenge) challenge.Challenge {
 }
 
 // solverFromCore shows certlife's solver as cert-manager's: HTTP-01, or
-// DNS-01 over RFC 2136 or a webhook solver, with its settings.
+// DNS-01 over RFC 2136, Cloudflare, Route 53 or a webhook solver, with its settings.
 func solverFromCore(s challenge.Solver) cmacme.ACMEChallengeSolver {
 	var out cmacme.ACMEChallengeSolver
 	if s.HTTP01 != nil {
@@ -214,6 +214,7 @@ func solverFromCore(s challenge.Solver) cmacme.ACMEChallengeSolver {
 		if d.Provider == webhookProvider {
 			out.DNS01.Webhook = webhookFromConfig(d.Config)
 		}
+		libdnsFromConfig(d, out.DNS01) // cloudflare, route53 (dns01providers.go)
 	}
 	return out
 }
@@ -231,6 +232,9 @@ func solverToCore(s cmacme.ACMEChallengeSolver) challenge.Solver {
 		}
 		if d.Webhook != nil {
 			out.DNS01 = webhookDNS01Config(d.Webhook)
+		}
+		if c := libdnsConfig(d); c != nil { // cloudflare, route53 (dns01providers.go)
+			out.DNS01 = c
 		}
 	}
 	return out
