@@ -8,15 +8,23 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	r53 "github.com/aws/aws-sdk-go-v2/service/route53"
+	r53types "github.com/aws/aws-sdk-go-v2/service/route53/types"
 	cmacme "github.com/cert-manager/cert-manager/pkg/apis/acme/v1"
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	"github.com/libdns/cloudflare"
+	"github.com/libdns/libdns"
 	"github.com/libdns/route53"
+	"github.com/miekg/dns"
 
 	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/challenge"
@@ -336,7 +344,10 @@ func (d *dns01Presenter) libdnsPresenter(ctx context.Context, cfg *challenge.DNS
 	if sv.Cloudflare != nil {
 		provider, err = cloudflareProvider(sv.Cloudflare, secret, opts)
 	} else {
-		provider, err = route53Provider(ctx, sv.Route53, secret, d.ambient)
+		var p *route53.Provider
+		if p, err = route53Provider(ctx, sv.Route53, secret, d.ambient); err == nil {
+			provider = route53Appender{p}
+		}
 	}
 	if err != nil {
 		return nil, true, err
@@ -350,4 +361,89 @@ func allowAmbient(s acmeclient.Solvers, kind string) {
 	if d, ok := s.DNS01.(*dns01Presenter); ok {
 		d.ambient = kind == cmapi.ClusterIssuerKind
 	}
+}
+
+// route53Appender adds a TXT value to a record name that has values
+// already — a wildcard and its base name share one record name — by one
+// UPSERT of the record set with the values there and the new one, made
+// with the AWS SDK: github.com/libdns/route53 adds a single record with a
+// CREATE, which Route 53 refuses for a record set that exists, and its
+// SetRecords upserts each record alone (the last one wins). Appends
+// through the operator are one at a time, so two values added at once
+// cannot each set the record set without the other.
+type route53Appender struct{ *route53.Provider }
+
+// route53Appends serialises the Route 53 appends of this process.
+var route53Appends sync.Mutex
+
+// AppendRecords implements libdns.RecordAppender.
+func (a route53Appender) AppendRecords(ctx context.Context, zone string, recs []libdns.Record) ([]libdns.Record, error) {
+	route53Appends.Lock()
+	defer route53Appends.Unlock()
+	if len(recs) != 1 {
+		return a.Provider.AppendRecords(ctx, zone, recs)
+	}
+	rr := recs[0].RR()
+	all, err := a.Provider.GetRecords(ctx, zone)
+	if err != nil {
+		return nil, err
+	}
+	values := []string{rr.Data}
+	for _, r := range all {
+		if got := r.RR(); got.Name == rr.Name && got.Type == rr.Type {
+			if got.Data == rr.Data {
+				return recs, nil // there already
+			}
+			values = append(values, got.Data)
+		}
+	}
+	if len(values) == 1 {
+		return a.Provider.AppendRecords(ctx, zone, recs)
+	}
+	if err := a.upsert(ctx, zone, rr, values); err != nil {
+		return nil, fmt.Errorf("route53: adding a value to the TXT record set %s: %w", libdns.AbsoluteName(rr.Name, zone), err)
+	}
+	return recs, nil
+}
+
+// upsert sets the TXT record set of rr's name to values, with rr's TTL.
+func (a route53Appender) upsert(ctx context.Context, zone string, rr libdns.RR, values []string) error {
+	opts := []func(*config.LoadOptions) error{config.WithRegion(a.Region)}
+	if a.AccessKeyId != "" && a.SecretAccessKey != "" {
+		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(a.AccessKeyId, a.SecretAccessKey, a.SessionToken)))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return err
+	}
+	client := r53.NewFromConfig(cfg)
+	zoneID := a.HostedZoneID
+	if zoneID == "" {
+		out, err := client.ListHostedZonesByName(ctx, &r53.ListHostedZonesByNameInput{DNSName: aws.String(zone), MaxItems: aws.Int32(1)})
+		if err != nil {
+			return err
+		}
+		if len(out.HostedZones) == 0 || !strings.EqualFold(aws.ToString(out.HostedZones[0].Name), dns.Fqdn(zone)) {
+			return fmt.Errorf("no hosted zone %s", zone)
+		}
+		zoneID = aws.ToString(out.HostedZones[0].Id)
+	}
+	records := make([]r53types.ResourceRecord, 0, len(values))
+	for _, v := range values {
+		records = append(records, r53types.ResourceRecord{Value: aws.String(strconv.Quote(v))})
+	}
+	ttl := int64(rr.TTL.Seconds())
+	if ttl <= 0 {
+		ttl = 60
+	}
+	_, err = client.ChangeResourceRecordSets(ctx, &r53.ChangeResourceRecordSetsInput{
+		HostedZoneId: aws.String(strings.TrimPrefix(zoneID, "/hostedzone/")),
+		ChangeBatch: &r53types.ChangeBatch{Changes: []r53types.Change{{
+			Action: r53types.ChangeActionUpsert,
+			ResourceRecordSet: &r53types.ResourceRecordSet{
+				Name: aws.String(libdns.AbsoluteName(rr.Name, zone)), Type: r53types.RRTypeTxt, TTL: aws.Int64(ttl), ResourceRecords: records,
+			},
+		}}},
+	})
+	return err
 }

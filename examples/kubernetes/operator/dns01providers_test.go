@@ -2,6 +2,7 @@ package operator_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -30,7 +31,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/acmeclient/acmetest"
+	"github.com/certlife/certlife/challenge"
 
 	"github.com/certlife/certlife/examples/kubernetes/operator"
 )
@@ -224,6 +227,19 @@ type r53Set struct {
 	Values []string `xml:"ResourceRecords>ResourceRecord>Value"`
 }
 
+// r53SetOut is a record set as the fake answers it: encoding/xml puts
+// every value of r53Set's path into one ResourceRecord element.
+type r53SetOut struct {
+	Name    string      `xml:"Name"`
+	Type    string      `xml:"Type"`
+	TTL     int64       `xml:"TTL"`
+	Records []r53Record `xml:"ResourceRecords>ResourceRecord"`
+}
+
+type r53Record struct {
+	Value string `xml:"Value"`
+}
+
 const r53NS = "https://route53.amazonaws.com/doc/2013-04-01/"
 
 func startRoute53(t *testing.T, d *acmetest.DNS, keyID, secret string, zones map[string]string) *route53Fake {
@@ -351,21 +367,25 @@ func (f *route53Fake) listZones(w http.ResponseWriter, r *http.Request) {
 
 func (f *route53Fake) listSets(w http.ResponseWriter, r *http.Request) {
 	type resp struct {
-		XMLName     xml.Name `xml:"ListResourceRecordSetsResponse"`
-		NS          string   `xml:"xmlns,attr"`
-		Sets        []r53Set `xml:"ResourceRecordSets>ResourceRecordSet"`
-		IsTruncated bool     `xml:"IsTruncated"`
-		MaxItems    string   `xml:"MaxItems"`
+		XMLName     xml.Name    `xml:"ListResourceRecordSetsResponse"`
+		NS          string      `xml:"xmlns,attr"`
+		Sets        []r53SetOut `xml:"ResourceRecordSets>ResourceRecordSet"`
+		IsTruncated bool        `xml:"IsTruncated"`
+		MaxItems    string      `xml:"MaxItems"`
 	}
 	out := resp{NS: r53NS, MaxItems: "1000"}
 	f.mu.Lock()
 	for k, s := range f.sets {
 		if strings.HasPrefix(k, r.PathValue("id")+"|") {
-			out.Sets = append(out.Sets, s)
+			o := r53SetOut{Name: s.Name, Type: s.Type, TTL: s.TTL}
+			for _, v := range s.Values {
+				o.Records = append(o.Records, r53Record{v}) // one ResourceRecord element per value, as Route 53 answers
+			}
+			out.Sets = append(out.Sets, o)
 		}
 	}
 	f.mu.Unlock()
-	slices.SortFunc(out.Sets, func(a, b r53Set) int { return strings.Compare(a.Name+a.Type, b.Name+b.Type) })
+	slices.SortFunc(out.Sets, func(a, b r53SetOut) int { return strings.Compare(a.Name+a.Type, b.Name+b.Type) })
 	f.ok(w, out)
 }
 
@@ -659,4 +679,43 @@ func TestRoute53FakeChecksSignatures(t *testing.T) {
 		err := f.verify(r)
 		assert.Equal(t, ok, err == nil, "signed with %q: %v", secret, err)
 	}
+}
+
+// A wildcard and its base name share one TXT record name. On Route 53 the
+// second value joins the record set the first made — both are served at
+// once, though github.com/libdns/route53 would send a CREATE that Route
+// 53 refuses for a set that exists — and each CleanUp takes only its own
+// value.
+func TestRoute53WildcardAndBaseNameAtOnce(t *testing.T) {
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent/aws-config")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/aws-credentials")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	ctx := context.Background()
+	d, err := acmetest.StartDNS()
+	require.NoError(t, err)
+	t.Cleanup(d.Close)
+	d.AddZone("r53.example")
+	r53 := startRoute53(t, d, "AKIAINLINE", "not-a-real-secret", map[string]string{"Z0R53": "r53.example."})
+	t.Setenv("AWS_ENDPOINT_URL_ROUTE_53", r53.URL)
+	p, err := operator.Route53PresenterForTest(ctx, "AKIAINLINE", "not-a-real-secret", "Z0R53", d.Addr())
+	require.NoError(t, err)
+
+	base := acmeclient.Presentation{Type: challenge.TypeDNS01, Identifier: "r53.example", Token: "t1", KeyAuthorization: "t1.thumb"}
+	wild := acmeclient.Presentation{Type: challenge.TypeDNS01, Identifier: "r53.example", Wildcard: true, Token: "t2", KeyAuthorization: "t2.thumb"}
+	name := base.DNS01Name()
+	require.NoError(t, p.Present(ctx, base))
+	require.NoError(t, p.Present(ctx, wild))
+	assert.Empty(t, r53.refused(), "no change refused")
+	assert.ElementsMatch(t, []string{base.DNS01Value(), wild.DNS01Value()}, d.TXT(name), "both values served at once")
+	require.NoError(t, p.Present(ctx, wild), "presenting again changes nothing")
+	assert.ElementsMatch(t, []string{base.DNS01Value(), wild.DNS01Value()}, d.TXT(name))
+
+	require.NoError(t, p.CleanUp(ctx, base))
+	assert.Equal(t, []string{wild.DNS01Value()}, d.TXT(name))
+	require.NoError(t, p.CleanUp(ctx, wild))
+	assert.Empty(t, d.TXT(name))
+	assert.Empty(t, r53.stored())
+	assert.Empty(t, r53.refused())
 }

@@ -2,13 +2,17 @@ package operator
 
 import (
 	"context"
+	"time"
 
+	cmacme "github.com/cert-manager/cert-manager/pkg/apis/acme/v1"
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/certlife/certlife/acmeclient"
 	"github.com/certlife/certlife/certificate/host"
 )
 
@@ -52,4 +56,17 @@ func NewStoreForTest(ctx context.Context, mgr manager.Manager, ownerRefs bool) (
 		removes = append(removes, func() { _ = inf.RemoveEventHandler(reg) })
 	}
 	return s, remove, nil
+}
+
+// Route53PresenterForTest is the DNS-01 presenter the operator makes for
+// a Route 53 solver with the access key keyID (secret: its secret key)
+// and the hosted zone zoneID, finding zones through resolver.
+func Route53PresenterForTest(ctx context.Context, keyID, secret, zoneID, resolver string) (acmeclient.LibDNSPresenter, error) {
+	sv := &cmacme.ACMEIssuerDNS01ProviderRoute53{AccessKeyID: keyID, HostedZoneID: zoneID,
+		SecretAccessKey: cmmeta.SecretKeySelector{LocalObjectReference: cmmeta.LocalObjectReference{Name: "aws"}, Key: "secret"}}
+	p, err := route53Provider(ctx, sv, func(string, cmmeta.SecretKeySelector) (string, error) { return secret, nil }, false)
+	if err != nil {
+		return acmeclient.LibDNSPresenter{}, err
+	}
+	return acmeclient.LibDNSPresenter{Provider: route53Appender{p}, Resolver: resolver, Timeout: 5 * time.Second}, nil
 }
