@@ -1159,9 +1159,9 @@ func (i *Issuer) createOrder(ctx context.Context, key string, st *State, a order
 			// Refused for a rate limit: nothing was created, so it
 			// costs nothing, and the order waits for its slot rather
 			// than failing.
-			until := i.pace.refused(key, err, now)
+			h := i.pace.refused(key, st.Request, err, now)
 			st.Order.Status = before
-			return &pacedError{at: until, why: "the CA refused the order for a rate limit (" + e.Detail + "); held until " + stampOf(until)}
+			return &pacedError{at: h.at, why: h.why}
 		case errors.Is(err, ErrRateLimited):
 			i.pace.learn(err, ids, now)
 		case !exempt:

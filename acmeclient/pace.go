@@ -177,7 +177,7 @@ type booking struct {
 	at  time.Time
 	why string
 	ids []bucketID
-	seq uint64
+	seq int64 // the order of the bookings; a refused order's is negative, first in line
 	ref RequestRef
 }
 
@@ -197,7 +197,8 @@ type pacer struct {
 	buckets  map[bucketID]*bucket
 	bookings map[string]*booking
 	reserved map[string]*reservation
-	seq      uint64
+	seq      int64
+	front    int64
 	pruneAt  int
 }
 
@@ -354,7 +355,7 @@ func (p *pacer) admit(key string, ref RequestRef, ids []bucketID, now time.Time)
 	p.dropStaleLocked(now)
 	bk := p.bookings[key]
 	if bk != nil && now.Before(bk.at) {
-		return hold{at: bk.at, why: bk.why}
+		return hold{at: ceilSecond(bk.at), why: bk.why}
 	}
 	if bk == nil {
 		slot, why := now, ""
@@ -383,7 +384,7 @@ func (p *pacer) admit(key string, ref RequestRef, ids []bucketID, now time.Time)
 		bk = &booking{at: slot, why: why, ids: ids, seq: p.seq, ref: ref}
 		if slot.After(now) {
 			p.bookings[key] = bk
-			return hold{at: slot, why: why}
+			return hold{at: ceilSecond(slot), why: why}
 		}
 	}
 	// The slot has come: the limits as they are now have the last word.
@@ -408,7 +409,7 @@ func (p *pacer) admit(key string, ref RequestRef, ids []bucketID, now time.Time)
 	if at.After(now) {
 		bk.at, bk.why = at, why
 		p.bookings[key] = bk
-		return hold{at: at, why: why}
+		return hold{at: ceilSecond(at), why: why}
 	}
 	delete(p.bookings, key)
 	p.reserveLocked(key, ids, now)
@@ -430,6 +431,15 @@ func (p *pacer) reserveLocked(key string, ids []bucketID, now time.Time) {
 		}
 	}
 	p.reserved[key] = &reservation{ids: ids}
+}
+
+// ceilSecond is t rounded up to a whole second: the time a hold names,
+// which its status prints to the second, is never before its slot.
+func ceilSecond(t time.Time) time.Time {
+	if r := t.Truncate(time.Second); r.Before(t) {
+		return r.Add(time.Second)
+	}
+	return t
 }
 
 // describe says which limit holds an order until t.
@@ -466,9 +476,9 @@ func (p *pacer) describe(id bucketID, b *bucket, t time.Time) string {
 	}
 	if inFlight(id.kind) && b.inflight > 0 && !l.IsZero() && time.Duration(b.inflight)*l.interval() > l.tolerance() {
 		what += fmt.Sprintf(", %d orders in flight hold the room left", b.inflight)
-		return what + "; looked at again at " + stampOf(t)
+		return what + "; looked at again at " + stampOf(ceilSecond(t))
 	}
-	return what + "; next slot at " + stampOf(t)
+	return what + "; next slot at " + stampOf(ceilSecond(t))
 }
 
 // sent records that key's newOrder went.
@@ -521,14 +531,21 @@ func (p *pacer) issuedLocked(key string, now time.Time) {
 		return
 	}
 	delete(p.reserved, key)
+	late := false
 	for _, id := range r.ids {
 		if !inFlight(id.kind) {
 			continue
 		}
 		b := p.bucket(id)
 		b.inflight = max(b.inflight-1, 0)
+		// A bucket with room left counts the certificate from now, later
+		// than the slot its booking assumed: the slots after it move.
+		late = late || b.real.Before(now) && !p.limit(id.kind).IsZero()
 		b.real = spend(p.limit(id.kind), b.real, now)
 		b.booked = maxTime(b.booked, b.real)
+	}
+	if late && len(p.bookings) > 0 {
+		p.rebookLocked(now)
 	}
 }
 
@@ -611,9 +628,9 @@ func (p *pacer) force(key string, ids []bucketID, now time.Time) {
 }
 
 // refused undoes key's admission after the CA refused its newOrder for a
-// rate limit (nothing was created: it costs nothing), and learns from the
-// refusal.
-func (p *pacer) refused(key string, err error, now time.Time) time.Time {
+// rate limit (nothing was created: it costs nothing), learns from the
+// refusal, and books the order first in line for its next slot.
+func (p *pacer) refused(key string, ref RequestRef, err error, now time.Time) hold {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r := p.reserved[key]
@@ -631,7 +648,18 @@ func (p *pacer) refused(key string, err error, now time.Time) time.Time {
 		}
 		p.releaseLocked(key)
 	}
-	return p.learnLocked(err, ids, now)
+	until := p.learnLocked(err, ids, now)
+	if len(ids) == 0 {
+		return hold{at: until, why: "the CA refused the order for a rate limit; held until " + stampOf(until)}
+	}
+	p.front--
+	bk := &booking{ids: ids, seq: p.front, ref: ref}
+	p.bookings[key] = bk
+	p.rebookLocked(now)
+	if bk.at.Before(until) {
+		bk.at = until
+	}
+	return hold{at: ceilSecond(bk.at), why: "the CA refused the order for a rate limit: " + bk.why}
 }
 
 // learn takes what a refusal for a rate limit says: which limit, its
