@@ -23,7 +23,18 @@ import (
 type paceEnv struct {
 	srv    *acmetest.Server
 	clock  *testingclock.FakeClock
+	client *acmeclient.Client
+	store  *acmeclient.MemoryStore
 	issuer *acmeclient.Issuer
+	limits *acmeclient.RateLimits
+}
+
+// restart is a new issuer on the same store, as after a restart.
+func (e *paceEnv) restart(t *testing.T) {
+	iss, err := acmeclient.NewIssuer(acmeclient.IssuerConfig{Client: e.client, Store: e.store, Solvers: e.srv.Solvers(),
+		Account: acmeclient.AccountOptions{AgreeToTerms: true}, KeepAnswered: 24 * time.Hour, Limits: e.limits})
+	require.NoError(t, err)
+	e.issuer = iss
 }
 
 // The fake clock starts far enough in the past that the simulated months
@@ -41,10 +52,9 @@ func newPaceEnv(t *testing.T, front acmetest.RateLimits, limits *acmeclient.Rate
 	cc.Clock = clk
 	client, err := acmeclient.New(cc)
 	require.NoError(t, err)
-	iss, err := acmeclient.NewIssuer(acmeclient.IssuerConfig{Client: client, Store: acmeclient.NewMemoryStore(), Solvers: srv.Solvers(),
-		Account: acmeclient.AccountOptions{AgreeToTerms: true}, Profile: "shortlived", Limits: limits})
-	require.NoError(t, err)
-	return &paceEnv{srv: srv, clock: clk, issuer: iss}
+	e := &paceEnv{srv: srv, clock: clk, client: client, store: acmeclient.NewMemoryStore(), limits: limits}
+	e.restart(t)
+	return e
 }
 
 // paced is one request of the simulation: when it is due, when its last
@@ -230,4 +240,58 @@ func TestPacingLearnsALowerLimitFromTheFirstRefusal(t *testing.T) {
 		assert.Less(t, sent[k].Sub(at), time.Minute, "order %d goes at the earliest the CA's limit allows", k)
 	}
 	t.Logf("%d orders sent, 1 refused; the last %v after the first (the CA's limit allows %v)", len(sent), sent[n-1].Sub(start), at.Sub(start))
+}
+
+// A limit that cannot be kept is refused by name; none is refused when
+// pacing is off.
+func TestPacingLimitsAreChecked(t *testing.T) {
+	srv, err := acmetest.Start(acmetest.Options{})
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	accountKey, err := keys.Generate(rand.Reader, keys.KeySpec{Algorithm: keys.AlgorithmECDSA})
+	require.NoError(t, err)
+	client, err := acmeclient.New(srv.ClientConfig(accountKey))
+	require.NoError(t, err)
+	for name, tc := range map[string]struct {
+		limits *acmeclient.RateLimits
+		want   string
+	}{
+		"negative count":   {&acmeclient.RateLimits{OrdersPerAccount: acmeclient.Limit{Count: -1, Window: time.Hour}}, "Limits.OrdersPerAccount.Count -1 is negative"},
+		"no window":        {&acmeclient.RateLimits{CertificatesPerRegisteredDomain: acmeclient.Limit{Count: 50}}, "Limits.CertificatesPerRegisteredDomain.Window 0s must be positive"},
+		"faster than a ns": {&acmeclient.RateLimits{CertificatesPerExactSet: acmeclient.Limit{Count: 5, Window: 2}}, "Limits.CertificatesPerExactSet: 5 per 2ns"},
+		"off":              {&acmeclient.RateLimits{Disabled: true, OrdersPerAccount: acmeclient.Limit{Count: -1}}, ""},
+		"defaults":         {nil, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := acmeclient.NewIssuer(acmeclient.IssuerConfig{Client: client, Store: acmeclient.NewMemoryStore(), Solvers: srv.Solvers(), Limits: tc.limits})
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, acmeclient.ErrConfig)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	l := acmeclient.LetsEncryptRateLimits()
+	assert.Equal(t, "300 per 3h", l.OrdersPerAccount.String())
+	assert.Equal(t, "50 per 168h", l.CertificatesPerRegisteredDomain.String())
+	assert.Equal(t, "5 per 168h", l.CertificatesPerExactSet.String())
+	assert.Equal(t, "5 per 1h", l.FailedValidationsPerIdentifier.String())
+}
+
+// An issuer that starts again counts the orders its store still holds
+// (answered within KeepAnswered, or in flight): the next order waits for
+// the slot the earlier ones left, and the CA refuses none.
+func TestPacingCountsTheStoresOrdersAfterARestart(t *testing.T) {
+	orders := acmeclient.Limit{Count: 3, Window: 3 * time.Hour}
+	e := newPaceEnv(t, acmetest.RateLimits{OrdersPerAccount: orders}, &acmeclient.RateLimits{OrdersPerAccount: orders})
+	first := newPaced(t, 3, "restart.example.net")
+	start := e.clock.Now()
+	e.run(t, first)
+	e.restart(t)
+	later := newPaced(t, 1, "again.example.net")
+	e.run(t, later)
+	assert.Empty(t, e.srv.RateLimitRefusals())
+	assert.WithinDuration(t, start.Add(time.Hour), e.srv.OrdersAccepted()[3], 0, "the fourth order waits for the slot the first three left")
+	assert.WithinDuration(t, start.Add(time.Hour), later[0].announced, 0)
 }
