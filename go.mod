@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/google/go-cmp v0.7.0
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/libdns/libdns v1.1.1
 	github.com/miekg/dns v1.1.62
 	github.com/pavlo-v-chernykh/keystore-go/v4 v4.5.0
 	github.com/zmap/zcrypto v0.0.0-20260906180147-3ed30b1e9340

@@ -79,7 +79,9 @@
 // GetCertificate answers the CA's handshake on port 443 (package
 // certificate/tlsserve puts it beside the certificates a service
 // serves); a DNS-01 presenter publishes the TXT record (DNS01Name,
-// DNS01Value) through a DNS provider's API. Given a PresentationStore
+// DNS01Value) through a DNS provider's API — LibDNSPresenter through any
+// provider of github.com/libdns/libdns, following aliases (CNAME) when
+// asked. Given a PresentationStore
 // that replicas share, HTTP01Handler and TLSALPN01Handler answer on
 // every replica what any one presented. A Checker is the self-check
 // before the challenge is accepted (HTTP01Checker, TLSALPN01Checker,

@@ -124,7 +124,7 @@ func issuingStage(p *pass, now time.Time, cfg Config) Result {
 		res.Message = "request " + req.Name + " is answered, but " + describeKey(keyName) + " is not readable yet; the answer is used once it is"
 		return res
 	}
-	if why := requestMismatch(req, &c.Spec, k.key.Public(), keyName); why != "" {
+	if why := requestMismatch(req, &c.Spec, []IssuerRef{p.wantIssuer()}, k.key.Public(), keyName); why != "" {
 		res.Reason = ReasonRequestOutdated
 		res.Message = "request " + req.Name + " is answered, but " + why + "; the answer is not used and the request is replaced"
 		return res
@@ -161,7 +161,7 @@ func issuingStage(p *pass, now time.Time, cfg Config) Result {
 		return r
 	}
 
-	labels, annotations := secretMetadata(c, leaf)
+	labels, annotations := secretMetadataBy(c, leaf, req.Spec.IssuerRef.WithDefaults())
 	write := WriteSecret{
 		Name: c.Spec.SecretName, OwnerUID: c.UID, KeySecretName: keyName,
 		Chain: req.Status.Certificate, CA: req.Status.CA, Output: outputSpec(&c.Spec),
@@ -173,6 +173,10 @@ func issuingStage(p *pass, now time.Time, cfg Config) Result {
 	st := cloneStatus(c.Status)
 	st.Revision = &next
 	st.LastFailureTime, st.FailedIssuanceAttempts, st.RetryAfter = nil, nil, nil
+	if p.hasFallback() {
+		ch, _ := p.choice() // the request names it: it is settled
+		st.Issuer = &ch
+	}
 	st.Conditions = removeCondition(st.Conditions, ConditionIssuing)
 	res.Actions = []Action{write, UpdateStatus{Status: st}}
 	res.Reason = ReasonIssued
@@ -269,6 +273,17 @@ func waitForIssuer(p *pass, req *request, now time.Time, cfg Config) Result {
 // with, kept), then what the issuance waits for.
 func withProgress(current, report string) string {
 	why := current
+	// With fallback issuers, the issuer in use follows why ("; using …")
+	// and is kept.
+	using := ""
+	if i := strings.Index(why, "; using "); i >= 0 {
+		why, using = why[:i], why[i:]
+		for _, sep := range []string{"; request ", "; no issuer has answered request "} {
+			if j := strings.Index(using, sep); j >= 0 {
+				using = using[:j]
+			}
+		}
+	}
 	for _, sep := range []string{"; request ", "; no issuer has answered request "} {
 		if i := strings.Index(why, sep); i >= 0 {
 			why = why[:i]
@@ -277,10 +292,10 @@ func withProgress(current, report string) string {
 	if strings.HasPrefix(why, "request ") && strings.Contains(why, " is waiting for the issuer") || strings.HasPrefix(why, "no issuer has answered request ") {
 		why = "" // written before the reason was kept
 	}
-	if why == "" {
+	if why == "" && using == "" {
 		return report
 	}
-	return why + "; " + report
+	return why + using + "; " + report
 }
 
 // progress is what an issuance waits for from the issuer.
@@ -315,7 +330,7 @@ func issuerProgress(p *pass, now time.Time, cfg Config) (progress, bool) {
 		return progress{}, false
 	}
 	k := p.nextKey(c.Status.NextPrivateKeySecretName)
-	if k == nil || k.err != nil || requestMismatch(req, &c.Spec, k.key.Public(), "") != "" {
+	if k == nil || k.err != nil || requestMismatch(req, &c.Spec, []IssuerRef{p.wantIssuer()}, k.key.Public(), "") != "" {
 		return progress{}, false
 	}
 	if ready := req.Condition(RequestConditionReady); ready != nil {
@@ -469,7 +484,7 @@ func repairSecret(p *pass, now time.Time, cfg Config) (Result, bool) {
 		return Result{}, false
 	}
 	c := p.cert
-	labels, annotations := secretMetadata(c, p.parsed.Leaf)
+	labels, annotations := secretMetadataBy(c, p.parsed.Leaf, p.issuedBy())
 	write := WriteSecret{
 		Name: p.secret.Name, OwnerUID: c.UID, KeySecretName: p.secret.Name,
 		Chain: p.secret.Data[keys.SecretCertificate], CA: p.secret.Data[keys.SecretCA], Output: outputSpec(&c.Spec),
@@ -502,6 +517,11 @@ func recordFailure(p *pass, req *CertificateRequest, reason, msg string, at, now
 	st.FailedIssuanceAttempts = &n
 	st.RetryAfter = req.Status.RetryAfter
 	cond := msg
+	if p.hasFallback() {
+		if moved := afterFailure(p, &st, req.Spec.IssuerRef, at); moved != "" {
+			cond += "; " + moved
+		}
+	}
 	if next := nextAttempt(p, st, now); next != "" {
 		cond += "; " + next
 	}

@@ -207,3 +207,34 @@ const (
 	// the lifetime (package renewal), so its certificate is due later.
 	ReasonIssuedDueForRenewal = "IssuedDueForRenewal"
 )
+
+// Why a certificate with fallback issuers (Spec.FallbackIssuerRefs) names
+// the issuer it does: Status.Issuer's reason, and the words after "using"
+// in the Issuing condition's message. ReasonAllIssuersUnhealthy is the
+// requestmanager's when it holds a request back.
+const (
+	// ReasonFirstIssuer: a new revision starts with spec.issuerRef.
+	ReasonFirstIssuer = "FirstIssuer"
+	// ReasonIssuerFailedRepeatedly: the previous issuer failed
+	// Config.FallbackAfterFailures issuances in a row.
+	ReasonIssuerFailedRepeatedly = "IssuerFailedRepeatedly"
+	// ReasonIssuerRetryAfter: the previous issuer's CA asked to wait
+	// longer than Config.FallbackRetryAfter (Retry-After). Its Retry-After
+	// does not hold back the request to the next issuer; the backoff
+	// does.
+	ReasonIssuerRetryAfter = "IssuerRetryAfter"
+	// ReasonIssuerNotReady: the previous issuer left the request
+	// unanswered for Config.FallbackPending — no issuer touched it, or it
+	// kept it pending (an ACME issuer that cannot reach its CA does). The
+	// request is replaced by one to the next issuer; no failure is
+	// recorded and nothing backs off.
+	ReasonIssuerNotReady = "IssuerNotReady"
+	// ReasonIssuerUnhealthy: the host reports the issuer the rules chose
+	// unhealthy (Snapshot.IssuerHealth: it failed for other certificates
+	// too), so the next one is used.
+	ReasonIssuerUnhealthy = "IssuerUnhealthy"
+	// ReasonAllIssuersUnhealthy: the host reports every issuer of the
+	// certificate unhealthy; no request is made until the first of them
+	// may be tried again, which the message names.
+	ReasonAllIssuersUnhealthy = "AllIssuersUnhealthy"
+)

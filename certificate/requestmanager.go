@@ -3,6 +3,7 @@ package certificate
 import (
 	"cmp"
 	"crypto/x509"
+	"fmt"
 	"net"
 	"slices"
 	"strconv"
@@ -137,7 +138,7 @@ func requestmanager(p *pass, now time.Time) Result {
 		case failedBefore(r.CertificateRequest, cond):
 			why = "its failure predates the current issuance"
 		default:
-			why = requestMismatch(r, &c.Spec, k.key.Public(), keyName)
+			why = requestMismatch(r, &c.Spec, []IssuerRef{p.wantIssuer()}, k.key.Public(), keyName)
 		}
 		if why != "" {
 			res.Actions = append(res.Actions, DeleteRequest{Name: r.Name, IssuerRef: r.Spec.IssuerRef, Reason: why})
@@ -148,6 +149,11 @@ func requestmanager(p *pass, now time.Time) Result {
 	}
 	switch {
 	case current != nil:
+		if at, due := notReady(p, current, now); due {
+			return replaceNotReady(p, current, res, now)
+		} else if !at.IsZero() {
+			res.RequeueAt = at
+		}
 		res.Reason, res.Message = ReasonRequestPending, "request "+current.Name+" for revision "+strconv.Itoa(next)+" is current"
 		return res
 	case deletedNext:
@@ -158,6 +164,30 @@ func requestmanager(p *pass, now time.Time) Result {
 		res.Message = "an outdated request for revision " + strconv.Itoa(next) + " is deleted; its replacement is created on the next pass"
 		return res
 	}
+	issuerRef := c.Spec.IssuerRef
+	using := ""
+	if p.hasFallback() {
+		ch, changed, held, until := p.chooseIssuer()
+		cond := issuing(c)
+		switch {
+		case held:
+			res.Reason, res.RequeueAt = ReasonAllIssuersUnhealthy, until
+			res.Message = "no request for revision " + strconv.Itoa(next) + " is made: the host skips every issuer of the certificate, the first until " + stamp(until)
+			return res
+		case changed || !strings.Contains(cond.Message, "; "+describeChoice(ch)):
+			// The choice is written before a request names it: a request
+			// always names the issuer the status records.
+			res.Actions = []Action{UpdateStatus{Status: recordChoice(p, ch, now)}}
+			res.Reason, res.RequeueAt = ReasonRequestPending, now
+			res.Message = "the request for revision " + strconv.Itoa(next) + " goes to " + describeRef(ch.IssuerRef) + " (" + ch.Reason + "): " + ch.Message + "; it is created on the next pass"
+			return res
+		}
+		issuerRef = c.Spec.IssuerRef
+		if ch.Index > 0 {
+			issuerRef = c.Spec.FallbackIssuerRefs[ch.Index-1]
+		}
+		using = ", to " + describeRef(ch.IssuerRef)
+	}
 	name := RequestName(c.Name, next)
 	req := CertificateRequest{
 		ObjectMeta: ObjectMeta{Name: name, Namespace: c.Namespace, OwnerUID: c.UID, Annotations: map[string]string{
@@ -165,7 +195,7 @@ func requestmanager(p *pass, now time.Time) Result {
 			AnnotationPrivateKeySecretName: keyName,
 			AnnotationCreatedAt:            now.UTC().Format(time.RFC3339Nano),
 		}},
-		Spec: RequestSpec{IssuerRef: c.Spec.IssuerRef, Duration: c.Spec.Duration, IsCA: c.Spec.IsCA, Usages: c.Spec.Usages},
+		Spec: RequestSpec{IssuerRef: issuerRef, Duration: c.Spec.Duration, IsCA: c.Spec.IsCA, Usages: c.Spec.Usages},
 	}
 	tmpl := c.Spec.Template()
 	if err := checkTemplate(tmpl); err != nil {
@@ -182,13 +212,14 @@ func requestmanager(p *pass, now time.Time) Result {
 		req.Annotations[AnnotationReplaces] = replaces
 	}
 	res.Actions = append(res.Actions, CreateRequest{Request: req, KeySecretName: keyName, Template: tmpl, Replaces: replaces})
-	res.Reason, res.Message = ReasonRequestCreated, "creating request "+name+" for revision "+strconv.Itoa(next)+" with "+describeKey(keyName)
+	res.Reason, res.Message = ReasonRequestCreated, "creating request "+name+" for revision "+strconv.Itoa(next)+" with "+describeKey(keyName)+using
 	return res
 }
 
 // replacedCertificate is the ARI identifier of the certificate a new
 // request renews: the secret's certificate, when the issuer that the
-// secret's annotations name is the spec's (name, kind and group) and the
+// secret's annotations name is the one the request names (name, kind and
+// group) and the
 // certificate shares at least one identifier (DNS name, common name, IP
 // address) with the spec; never a temporary certificate. A CA refuses "replaces" for an order that shares
 // no identifier with the replaced certificate (RFC 9773 §5), and knows
@@ -203,7 +234,7 @@ func replacedCertificate(p *pass) string {
 		return ""
 	}
 	have := IssuerRef{Name: a[AnnotationIssuerName], Kind: a[AnnotationIssuerKind], Group: a[AnnotationIssuerGroup]}.WithDefaults()
-	if have != p.cert.Spec.IssuerRef.WithDefaults() {
+	if have != p.wantIssuer() {
 		return ""
 	}
 	if !sharesIdentifier(leaf, &p.cert.Spec) {
@@ -278,4 +309,21 @@ func revisionHistory(p *pass) []Action {
 		acts = append(acts, DeleteRequest{Name: o.Name, IssuerRef: o.Spec.IssuerRef, Reason: "revision " + strconv.Itoa(o.revision) + " is beyond the revision history limit of " + strconv.Itoa(limit)})
 	}
 	return acts
+}
+
+// replaceNotReady replaces a request of the next revision that its issuer
+// has left unanswered for Config.FallbackPending: the next issuer becomes
+// the one in use (ReasonIssuerNotReady) and the request is deleted; its
+// replacement, to that issuer, is created on a later pass. Nothing is
+// recorded as a failure.
+func replaceNotReady(p *pass, r *request, res Result, now time.Time) Result {
+	ch, _ := p.choice()
+	next := p.advance(ch, ReasonIssuerNotReady, fmt.Sprintf("%s left request %s unanswered for %v", describeRef(ch.IssuerRef), r.Name, p.cfg.fallbackPending()))
+	res.Actions = []Action{
+		DeleteRequest{Name: r.Name, IssuerRef: r.Spec.IssuerRef, Reason: "its issuer has not answered it for " + p.cfg.fallbackPending().String() + "; the next request goes to " + describeRef(next.IssuerRef)},
+		UpdateStatus{Status: recordChoice(p, next, now)},
+	}
+	res.Reason, res.RequeueAt = ReasonRequestPending, now.Add(deletedRequestRecheck)
+	res.Message = "request " + r.Name + " is replaced: " + next.Message + "; the next request goes to " + describeRef(next.IssuerRef)
+	return res
 }

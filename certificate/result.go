@@ -45,6 +45,30 @@ type Config struct {
 	// and the request stays for an issuer that comes up late. Timed from
 	// the request's creation. Zero means 5 minutes.
 	IssuerGrace time.Duration
+	// FallbackAfterFailures, FallbackRetryAfter and FallbackPending move
+	// the next request of a certificate with fallback issuers
+	// (Spec.FallbackIssuerRefs) from the issuer in use to the next one.
+	// They leave certificates without fallback issuers alone.
+	//
+	// FallbackAfterFailures is how many issuances in a row may fail with
+	// one issuer: after that many, the next attempt — when the backoff
+	// allows it — goes to the next issuer. Zero means 1: every failed
+	// issuance moves the next attempt on (one that failed on an issuer
+	// that is down then does not meet it again, as its circuit's probe,
+	// when the host's circuit half-opens); negative turns the rule off.
+	FallbackAfterFailures int
+	// FallbackRetryAfter: a failure whose Retry-After from the CA is
+	// further than this after the failure moves the next attempt to the
+	// next issuer at once, and that Retry-After, the old issuer's, no
+	// longer holds it back (the backoff still does). Zero means 1 hour;
+	// negative turns the rule off.
+	FallbackRetryAfter time.Duration
+	// FallbackPending is how long a request may stay unanswered — no
+	// issuer touched it, or its issuer keeps it pending — before it is
+	// replaced by a request to the next issuer: an issuer that is not
+	// ready (not running, its CA unreachable). Not a failure: nothing
+	// backs off. Zero means 1 hour; negative turns the rule off.
+	FallbackPending time.Duration
 	// ParseCache, when set, keeps what decisions parse of the snapshot's
 	// bytes — private keys, certificates, requests — by content, so a
 	// host that decides on the same objects pass after pass parses each
@@ -68,6 +92,27 @@ func (c Config) issuerGrace() time.Duration {
 		return c.IssuerGrace
 	}
 	return 5 * time.Minute
+}
+
+func (c Config) fallbackAfterFailures() int {
+	if c.FallbackAfterFailures == 0 {
+		return 1
+	}
+	return c.FallbackAfterFailures
+}
+
+func (c Config) fallbackRetryAfter() time.Duration {
+	if c.FallbackRetryAfter == 0 {
+		return time.Hour
+	}
+	return c.FallbackRetryAfter
+}
+
+func (c Config) fallbackPending() time.Duration {
+	if c.FallbackPending == 0 {
+		return time.Hour
+	}
+	return c.FallbackPending
 }
 
 func (c Config) cacheGrace() time.Duration {

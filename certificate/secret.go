@@ -16,7 +16,12 @@ import (
 // annotations, and certlife's own annotations (the certificate, the
 // issuer, the certificate's details), which win over the template's.
 func secretMetadata(c *Certificate, leaf *x509.Certificate) (labels, annotations map[string]string) {
-	ref := c.Spec.IssuerRef.WithDefaults()
+	return secretMetadataBy(c, leaf, c.Spec.IssuerRef.WithDefaults())
+}
+
+// secretMetadataBy is secretMetadata for a certificate issued by ref, one
+// of the spec's issuers.
+func secretMetadataBy(c *Certificate, leaf *x509.Certificate, ref IssuerRef) (labels, annotations map[string]string) {
 	annotations = map[string]string{
 		AnnotationCertificateName: c.Name,
 		AnnotationIssuerName:      ref.Name, AnnotationIssuerKind: ref.Kind, AnnotationIssuerGroup: ref.Group,
@@ -52,7 +57,7 @@ func secretDrift(p *pass) []string {
 		return nil
 	}
 	c, sec := p.cert, p.secret
-	labels, annotations := secretMetadata(c, p.parsed.Leaf)
+	labels, annotations := secretMetadataBy(c, p.parsed.Leaf, p.issuedBy())
 	drift := metadataDrift(nil, "annotation", sec.Annotations, annotations, isCertlifeAnnotation)
 	drift = metadataDrift(drift, "label", sec.Labels, labels, nil)
 	drift = metadataDrift(drift, "annotation", sec.Annotations, annotations, func(k string) bool { return !isCertlifeAnnotation(k) })

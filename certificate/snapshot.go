@@ -57,6 +57,26 @@ type Snapshot struct {
 	// CA in this pass.
 	ARINextCheck time.Time
 	ARIError     string
+	// IssuerHealth is the host's report of issuers that failed across its
+	// certificates: a new request names none whose Until is after now,
+	// while the certificate has another
+	// (Spec.FallbackIssuerRefs) — the next in its list — and none at all
+	// while every one of its issuers is skipped (ReasonAllIssuersUnhealthy),
+	// until the first of them may be tried again. An issuer whose time
+	// has come may be tried again. Nil: every issuer may be used. Read only
+	// for certificates with fallback issuers; a request already made is
+	// never abandoned for it. Package certificate/host keeps it (a circuit
+	// per issuer: host.CircuitConfig).
+	IssuerHealth []IssuerSkip
+}
+
+// IssuerSkip is an issuer the host skips for new requests until a time:
+// its circuit is open (Snapshot.IssuerHealth).
+type IssuerSkip struct {
+	// IssuerRef is the issuer; empty kind and group mean the defaults.
+	IssuerRef IssuerRef `json:"issuerRef"`
+	// Until is when it may be tried again.
+	Until time.Time `json:"until"`
 }
 
 // ErrInvalidInput is wrapped by the error of a result whose snapshot or
@@ -110,6 +130,12 @@ type pass struct {
 	// ariNext and ariErr are the snapshot's ARINextCheck and ARIError.
 	ariNext time.Time
 	ariErr  string
+	// refs are the spec's issuers, defaults filled (Spec.IssuerRefs);
+	// health is the snapshot's IssuerHealth.
+	refs   []IssuerRef
+	health []IssuerSkip
+	// oneRef backs refs for a certificate without fallback issuers.
+	oneRef [1]IssuerRef
 
 	// secret is the target secret, nil when missing; parsed is its data's
 	// parse (nil when secret is nil). absenceConfirmed is the snapshot's
@@ -159,7 +185,14 @@ type nextKey struct {
 
 func newPass(s *Snapshot, now time.Time, cfg Config) *pass {
 	c := s.Certificate
-	p := &pass{cert: c, others: s.OtherOwners, ari: s.ARI, ariNext: s.ARINextCheck, ariErr: s.ARIError, secret: s.Secret, absenceConfirmed: s.SecretAbsenceConfirmed, now: now, cfg: cfg}
+	p := &pass{cert: c, others: s.OtherOwners, ari: s.ARI, ariNext: s.ARINextCheck, ariErr: s.ARIError, secret: s.Secret, absenceConfirmed: s.SecretAbsenceConfirmed, now: now, cfg: cfg,
+		health: s.IssuerHealth}
+	if len(c.Spec.FallbackIssuerRefs) == 0 {
+		p.oneRef[0] = c.Spec.IssuerRef.WithDefaults()
+		p.refs = p.oneRef[:]
+	} else {
+		p.refs = c.Spec.IssuerRefs()
+	}
 	p.specErr = Validate(&c.Spec)
 	if r := c.Spec.Renewal; r != nil && len(r.Windows) > 0 {
 		p.schedule, _ = renewal.Compile(r.Windows)

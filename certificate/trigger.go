@@ -95,14 +95,12 @@ func secretIssuerMismatch(p *pass) (string, string) {
 	if p.secret == nil {
 		return "", ""
 	}
-	a := p.secret.Annotations
-	if a[AnnotationIssuerName] == "" {
+	have, ok := secretIssuer(p.secret)
+	if !ok {
 		return "", ""
 	}
-	want := p.cert.Spec.IssuerRef.WithDefaults()
-	have := IssuerRef{Name: a[AnnotationIssuerName], Kind: a[AnnotationIssuerKind], Group: a[AnnotationIssuerGroup]}.WithDefaults()
-	if want != have {
-		return ReasonIncorrectIssuer, fmt.Sprintf("secret %s was issued by %s, the spec names %s", p.secret.Name, describeRef(have), describeRef(want))
+	if !slices.Contains(p.refs, have) {
+		return ReasonIncorrectIssuer, fmt.Sprintf("secret %s was issued by %s, the spec names %s", p.secret.Name, describeRef(have), describeIssuers(p.refs))
 	}
 	return "", ""
 }
@@ -143,7 +141,7 @@ func secretKeyMismatchesRequest(p *pass) (string, string) {
 func requestOrCertificateChanged(p *pass) (string, string) {
 	spec := &p.cert.Spec
 	if req := p.current(); req != nil {
-		if why := requestMismatch(req, spec, nil, ""); why != "" {
+		if why := requestMismatch(req, spec, p.refs, nil, ""); why != "" {
 			return ReasonRequestChanged, "request " + req.Name + " of revision " + strconv.Itoa(req.revision) + ": " + why
 		}
 		return "", ""
@@ -160,12 +158,15 @@ func requestOrCertificateChanged(p *pass) (string, string) {
 
 // requestMismatch is the one answer to "does this request still match
 // what the certificate asks": what it was made from (names, subject,
-// usages, isCA in its CSR and in its spec; issuer reference; duration),
+// usages, isCA in its CSR and in its spec; duration), whether it names
+// one of issuers (spec.issuerRef, or with fallback issuers the one in
+// use for a request of the next revision, any of them for one that
+// issued a revision already),
 // whether its CSR's key meets spec.privateKey, and — when key is set —
 // whether its CSR is for that key (named keyName in the message). It
 // returns why not, or "" when it matches. A CSR that cannot be read never
 // matches; its signature is the issuer's to check (see parseCSR).
-func requestMismatch(r *request, spec *Spec, key crypto.PublicKey, keyName string) string {
+func requestMismatch(r *request, spec *Spec, issuers []IssuerRef, key crypto.PublicKey, keyName string) string {
 	if r.csrErr != nil {
 		return "its CSR cannot be read: " + r.csrErr.Error()
 	}
@@ -173,8 +174,8 @@ func requestMismatch(r *request, spec *Spec, key crypto.PublicKey, keyName strin
 	for _, x := range keys.CompareCSR(r.csr, spec.Template()) {
 		d = append(d, x.String())
 	}
-	if want, have := spec.IssuerRef.WithDefaults(), r.Spec.IssuerRef.WithDefaults(); want != have {
-		d = append(d, "issuerRef: want "+describeRef(want)+", have "+describeRef(have))
+	if have := r.Spec.IssuerRef.WithDefaults(); !slices.Contains(issuers, have) {
+		d = append(d, "issuerRef: want "+describeIssuers(issuers)+", have "+describeRef(have))
 	}
 	if want, have := durationOf(spec.Duration), durationOf(r.Spec.Duration); want != have {
 		d = append(d, fmt.Sprintf("duration: want %v, have %v", describeDuration(want), describeDuration(have)))
@@ -314,7 +315,7 @@ func renewalOf(p *pass, leaf *x509.Certificate, ari *renewal.ARIWindow) renewal.
 // spec after the failure, so backoff must not hold the fix back.
 func failedRequestMismatchesSpec(p *pass) bool {
 	req := p.requestFor(nextRevision(p.cert))
-	return req != nil && requestMismatch(req, &p.cert.Spec, nil, "") != ""
+	return req != nil && requestMismatch(req, &p.cert.Spec, p.refs, nil, "") != ""
 }
 
 // Trigger is the trigger stage: it decides whether the certificate must be
@@ -389,11 +390,7 @@ func trigger(p *pass, now time.Time, cfg Config) Result {
 	}
 
 	if c.Status.LastFailureTime != nil || c.Status.RetryAfter != nil {
-		in := backoffInput(c)
-		if leaf := p.leaf(); leaf != nil {
-			in.NotBefore, in.NotAfter = leaf.NotBefore, leaf.NotAfter
-		}
-		if b := cfg.backoffPolicy().Decide(in, now); b.Wait {
+		if b := NextAttempt(c, p.leaf(), now, cfg); b.Wait {
 			if !failedRequestMismatchesSpec(p) {
 				res.Reason, res.RequeueAt = ReasonBackoff, b.NextAttempt
 				res.Message = fmt.Sprintf("issuance needed (%s: %s) but held back: %s", reason, message, b.Message)
@@ -424,6 +421,21 @@ func nextTick(anchor time.Time, period time.Duration, now time.Time) time.Time {
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// NextAttempt is the backoff decision the trigger stage makes for c's
+// next issuance after failed ones (status.lastFailureTime,
+// failedIssuanceAttempts, and the CA's Retry-After): whether it waits,
+// until when, and why. leaf is the certificate c's secret holds (nil for
+// none), whose expiry brings the next attempt forward. Tools that explain
+// a certificate call it to say what the decision will do, with the
+// decision's own rule.
+func NextAttempt(c *Certificate, leaf *x509.Certificate, now time.Time, cfg Config) backoff.Decision {
+	in := backoffInput(c)
+	if leaf != nil {
+		in.NotBefore, in.NotAfter = leaf.NotBefore, leaf.NotAfter
+	}
+	return cfg.backoffPolicy().Decide(in, now)
+}
 
 // backoffInput reads the backoff's input from a certificate's status.
 func backoffInput(c *Certificate) backoff.Input {

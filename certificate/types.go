@@ -184,6 +184,21 @@ type Spec struct {
 	RenewBeforePercentage *int32 `json:"renewBeforePercentage,omitempty"`
 
 	IssuerRef IssuerRef `json:"issuerRef"`
+	// FallbackIssuerRefs are further issuers, tried in order after
+	// IssuerRef when it fails (at most MaxFallbackIssuers, each named as
+	// IssuerRef is, no issuer twice). Each issuance starts with
+	// IssuerRef; the next request of the same issuance goes to the next
+	// issuer in the list (after the last, back to IssuerRef) when the
+	// current one failed Config.FallbackAfterFailures issuances in a row,
+	// asked through a Retry-After to wait longer than
+	// Config.FallbackRetryAfter, or has left the request unanswered for
+	// Config.FallbackPending; an issuer the host reports unhealthy
+	// (Snapshot.IssuerHealth) is skipped. The issuer in use and why is in
+	// Status.Issuer and in the Issuing condition's message. A certificate
+	// issued by any of these issuers is in line with the spec: it is not
+	// re-issued for its issuer, and its renewal starts again with
+	// IssuerRef. Empty: IssuerRef alone, and none of the above applies.
+	FallbackIssuerRefs []IssuerRef `json:"fallbackIssuerRefs,omitempty"`
 	// IsCA asks for a CA certificate.
 	IsCA bool `json:"isCA,omitempty"`
 	// Usages are the key usages and extended key usages asked. Empty
@@ -228,6 +243,21 @@ type Spec struct {
 	// replaces it. cert-manager asks for it with the annotation
 	// cert-manager.io/issue-temporary-certificate: "true".
 	IssueTemporaryCertificate bool `json:"issueTemporaryCertificate,omitempty"`
+}
+
+// MaxFallbackIssuers is the most issuers Spec.FallbackIssuerRefs may
+// name.
+const MaxFallbackIssuers = 5
+
+// IssuerRefs lists the issuers a request may name, their defaults
+// filled: IssuerRef, then FallbackIssuerRefs in order.
+func (s *Spec) IssuerRefs() []IssuerRef {
+	out := make([]IssuerRef, 0, 1+len(s.FallbackIssuerRefs))
+	out = append(out, s.IssuerRef.WithDefaults())
+	for _, r := range s.FallbackIssuerRefs {
+		out = append(out, r.WithDefaults())
+	}
+	return out
 }
 
 // DefaultDuration is assumed when Spec.Duration is unset (90 days).
@@ -297,6 +327,10 @@ type Status struct {
 	FailedIssuanceAttempts *int       `json:"failedIssuanceAttempts,omitempty"`
 	// RetryAfter is the earliest next attempt the CA allowed (rate limit).
 	RetryAfter *time.Time `json:"retryAfter,omitempty"`
+	// Issuer is the issuer the issuance in progress (or, after it, the
+	// last one) uses among spec.issuerRef and spec.fallbackIssuerRefs,
+	// and why; nil for a certificate without fallback issuers.
+	Issuer *IssuerStatus `json:"issuer,omitempty"`
 
 	NotBefore   *time.Time `json:"notBefore,omitempty"`
 	NotAfter    *time.Time `json:"notAfter,omitempty"`
@@ -309,6 +343,28 @@ type Status struct {
 	// renewal window (ACME Renewal Information, RFC 9773), for users to
 	// read; nil when the certificate's issuer gives none.
 	RenewalInfo *RenewalInfoStatus `json:"renewalInfo,omitempty"`
+}
+
+// IssuerStatus is which of a certificate's issuers its requests name, and
+// why (Spec.FallbackIssuerRefs).
+type IssuerStatus struct {
+	// Revision is the revision the choice is for: status.revision + 1
+	// while that revision is being issued; the revision issued, after.
+	// A new revision starts again with spec.issuerRef.
+	Revision int `json:"revision"`
+	// Index is the issuer: 0 is spec.issuerRef, i > 0 is
+	// spec.fallbackIssuerRefs[i-1].
+	Index int `json:"index"`
+	// IssuerRef is that issuer, its defaults filled, for users to read.
+	IssuerRef IssuerRef `json:"issuerRef"`
+	// FailedAttempts counts the issuances of Revision that failed in a
+	// row with this issuer.
+	FailedAttempts int `json:"failedAttempts,omitempty"`
+	// Reason says why this issuer (ReasonFirstIssuer,
+	// ReasonIssuerFailedRepeatedly, ReasonIssuerRetryAfter,
+	// ReasonIssuerNotReady, ReasonIssuerUnhealthy); Message in words.
+	Reason  string `json:"reason"`
+	Message string `json:"message,omitempty"`
 }
 
 // RenewalInfoStatus is what the CA last said of a certificate's renewal

@@ -224,6 +224,25 @@ func Validate(s *Spec) error {
 	if s.IssuerRef.Name == "" {
 		add("spec.issuerRef.name", "is required")
 	}
+	if n := len(s.FallbackIssuerRefs); n > MaxFallbackIssuers {
+		add("spec.fallbackIssuerRefs", "names %d issuers, over the maximum of %d", n, MaxFallbackIssuers)
+	}
+	var seen map[IssuerRef]string
+	if len(s.FallbackIssuerRefs) > 0 {
+		seen = map[IssuerRef]string{s.IssuerRef.WithDefaults(): "spec.issuerRef"}
+	}
+	for i, r := range s.FallbackIssuerRefs {
+		path := fmt.Sprintf("spec.fallbackIssuerRefs[%d]", i)
+		if r.Name == "" {
+			add(path+".name", "is required")
+			continue
+		}
+		if first, dup := seen[r.WithDefaults()]; dup {
+			add(path, "%s is named already, by %s: each issuer may be named once", describeRef(r.WithDefaults()), first)
+			continue
+		}
+		seen[r.WithDefaults()] = path
+	}
 	for i, u := range s.Usages {
 		switch {
 		case !keys.KnownUsage(u):

@@ -146,7 +146,7 @@ func Start(opts Options) (*Server, error) {
 	s := &Server{done: make(chan struct{}), handler: &acmeclient.HTTP01Handler{}, tlsalpn: &acmeclient.TLSALPN01Handler{}}
 	s.h01 = s.handler
 	var err error
-	if s.dns, err = startDNS(); err != nil {
+	if s.dns, err = StartDNS(); err != nil {
 		return nil, err
 	}
 	if s.httpLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {

@@ -14,7 +14,9 @@
 // A Server is four servers: the ACME endpoint over TLS on a random port
 // (Client trusts its TLS certificate; Roots are the roots of the
 // certificates it issues), a DNS server that resolves every name to
-// 127.0.0.1 and serves the TXT records DNS-01 presentations set, an
+// 127.0.0.1 and serves the TXT records DNS-01 presentations set (and,
+// for the zones a test adds, SOA, NS and CNAME records, as a libdns
+// provider writes them: see DNS), an
 // HTTP server on the port Pebble validates HTTP-01 challenges against,
 // which answers with the server's own HTTP01Handler, and a TLS server on
 // the port Pebble validates TLS-ALPN-01 challenges against, which

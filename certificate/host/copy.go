@@ -110,6 +110,7 @@ func copyCertificate(c *certificate.Certificate) *certificate.Certificate {
 	sp.Keystores = deep(sp.Keystores)
 	sp.RevisionHistoryLimit = ptr(sp.RevisionHistoryLimit)
 	sp.Renewal = deep(sp.Renewal)
+	sp.FallbackIssuerRefs = slices.Clone(sp.FallbackIssuerRefs)
 	st := &out.Status
 	st.Conditions = slices.Clone(st.Conditions)
 	st.Revision = ptr(st.Revision)
@@ -121,6 +122,7 @@ func copyCertificate(c *certificate.Certificate) *certificate.Certificate {
 	st.RenewalTime = ptr(st.RenewalTime)
 	st.Renewal = deep(st.Renewal)
 	st.RenewalInfo = deep(st.RenewalInfo)
+	st.Issuer = ptr(st.Issuer)
 	return out
 }
 

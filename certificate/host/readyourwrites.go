@@ -33,7 +33,10 @@ import (
 // a Delete through it removes an object it never saw, and a read may
 // show that object until the watch reports the deletion — as a read of
 // the store behind would. Every other deletion through it reads as done
-// at once.
+// at once. A Delete first reads the store behind (one Get) to learn which
+// object it removes: an object of the name with another UID that the
+// store shows later was made since, and reads as itself at once, not as
+// deleted until the watch reports the deletion.
 //
 // A Reconciler reads a Store that is not Authoritative through one of
 // its own; share one ReadYourWrites among everything that writes
@@ -168,7 +171,12 @@ type written struct {
 	// removed, when known: a watch event of the deletion of another
 	// object of the name (an earlier one) does not end the keeping.
 	deletedUID string
-	seq        uint64
+	// shownUID is the UID of the object the store behind showed under
+	// the name when the last deletion was written ("" when it showed
+	// none): an object of another UID that it shows later was made
+	// after that deletion.
+	shownUID string
+	seq      uint64
 	// evicted: the object written was let go (MaxPending); obj is nil
 	// though the write was a create or an update.
 	evicted bool
@@ -268,6 +276,15 @@ func (s *ReadYourWrites) seen(ch Change) {
 // deletion reports a deletion kept (not an object let go).
 func (e *written) deletion() bool { return e.wrote && e.obj == nil && !e.evicted }
 
+// later reports that a deletion kept is overtaken by what the store
+// behind shows (found, of uid): another object of the name than the
+// one the store showed when the deletion was written and than the one
+// deleted, which can only have been made since: a read must show it,
+// not hide it behind the deletion.
+func (e *written) later(found bool, uid string) bool {
+	return e.deletion() && found && e.shownUID != "" && uid != "" && uid != e.shownUID && uid != e.deletedUID
+}
+
 // ours reports an object of the UID of the one written (both known).
 func (e *written) ours(uid string) bool { return uid != "" && e.uid == uid }
 
@@ -275,6 +292,8 @@ func (e *written) ours(uid string) bool { return uid != "" && e.uid == uid }
 // with a create or update written (e.obj is not nil).
 func (e *written) judge(found bool, rv, uid string) verdict {
 	switch {
+	case e.later(found, uid):
+		return caughtUp // made since the deletion written
 	case found && rv == e.rv:
 		return caughtUp // the version written
 	case !found && e.created:
@@ -298,11 +317,23 @@ func (e *written) judge(found bool, rv, uid string) verdict {
 }
 
 // record keeps a write: obj as written (nil for a deletion, counted when
-// it deleted something), its version, and the version it replaced (""
+// it deleted something, shown the UID of the object the store behind
+// showed before it), its version, and the version it replaced (""
 // when unknown or none).
-func (s *ReadYourWrites) record(o object, obj any, rv, uid, over string, created, counted bool) {
+func (s *ReadYourWrites) record(o object, obj any, rv, uid, over, shown string, created, counted bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if e := s.entries[o]; e != nil && obj != nil && rv != "" && e.old(rv) {
+		// The version this write made was replaced already by a later
+		// write through ReadYourWrites, whose reply came first (two
+		// writers: one creates a request, the other answers it before
+		// the create's reply arrives). Keeping this write would make the
+		// later version read as one it replaced, for good.
+		if over != "" && !slices.Contains(e.over, over) {
+			e.over = append(e.over, over)
+		}
+		return
+	}
 	e := s.entry(o)
 	if e.rv != "" {
 		e.over = append(e.over, e.rv)
@@ -310,6 +341,7 @@ func (s *ReadYourWrites) record(o object, obj any, rv, uid, over string, created
 	if over != "" && !slices.Contains(e.over, over) {
 		e.over = append(e.over, over)
 	}
+	e.shownUID = shown
 	if obj == nil {
 		e.unseenDelete = true
 		if counted {
@@ -510,11 +542,16 @@ func (s *ReadYourWrites) judge(o object, found bool, rv, uid string) (kept keptW
 		v = stale
 	case !e.wrote:
 		v = caughtUp
+	case e.later(found, uid):
+		// Another object of the name than the store showed when the
+		// deletion was written: made since, by someone else.
+		v = caughtUp
 	case e.deletion():
 		// Found: from before the deletion (or made again since, until the
-		// watch says so). Not found: the read may be from before the
-		// object was made, which says nothing of the deletion. Kept until
-		// the watch shows the deletion.
+		// watch says so or the object is known to be another). Not found:
+		// the read may be from before the object was made, which says
+		// nothing of the deletion. Kept until the watch shows the
+		// deletion.
 		v = behind
 	default:
 		v = e.judge(found, rv, uid)
@@ -678,16 +715,26 @@ func (c rywCollection[T]) keep(made T, over string, created bool) error {
 	}
 	k := deepCopy(made)
 	m := k.Meta()
-	c.s.record(object{c.kind, m.Namespace, m.Name}, k, m.ResourceVersion, m.UID, over, created, false)
+	c.s.record(object{c.kind, m.Namespace, m.Name}, k, m.ResourceVersion, m.UID, over, "", created, false)
 	return nil
 }
 
 func (c rywCollection[T]) Delete(ctx context.Context, namespace, name string) error {
+	// What the store behind shows now is what the deletion removes, or
+	// older: an object of another UID shown later is newer. Without it,
+	// a read after someone else made the name again would be answered
+	// "not found" until the watch reported this deletion, and a host
+	// that reads because of that create (a watch of its own) would
+	// never look again.
+	shown := ""
+	if cur, err := c.c.Get(ctx, namespace, name); err == nil && cur != nil {
+		shown = cur.Meta().UID
+	}
 	err := c.c.Delete(ctx, namespace, name)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
 	// Gone either way; a read that still shows it lags.
-	c.s.record(object{c.kind, namespace, name}, nil, "", "", "", false, err == nil)
+	c.s.record(object{c.kind, namespace, name}, nil, "", "", "", shown, false, err == nil)
 	return err
 }

@@ -55,6 +55,9 @@ type lagStore struct {
 	// cache does not.
 	seq   int
 	shown map[string]int
+	// onEvent, when set, is called by a watch registered before
+	// ReadYourWrites's.
+	onEvent func(host.Change)
 }
 
 type lagged struct {
@@ -540,4 +543,147 @@ func TestLoopWaitsForTheStoreToSync(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ready(c), "%+v", c.Status.Conditions)
 	require.True(t, loop.Reconciler().HasSynced())
+}
+
+// A name deleted through ReadYourWrites and made again reads as the new
+// object as soon as the store behind shows it, even before the watch
+// reports the deletion — whoever made it again, and however the store
+// shows it: a host that reads because a watch of its own reported the
+// create (the way a request controller answers a new request) must not
+// be told "not found" and wait for an event that will not come.
+func TestReadYourWritesShowsAnObjectMadeAgainAfterItsDeletion(t *testing.T) {
+	ctx := context.Background()
+	for name, tc := range map[string]struct {
+		// again makes the name again after the deletion, whose event
+		// the store behind has not sent yet, and reads it as the case
+		// says, returning what the read got.
+		again func(t *testing.T, s *lagStore, ryw *host.ReadYourWrites, mode *lag) (*certificate.Secret, *certificate.Secret, error)
+	}{
+		"made again through it, read on the create's own event before the create returns": {
+			again: func(t *testing.T, s *lagStore, ryw *host.ReadYourWrites, mode *lag) (made, got *certificate.Secret, err error) {
+				*mode = lagBefore
+				s.onEvent = func(ch host.Change) {
+					if !ch.Deleted && got == nil && err == nil {
+						got, err = ryw.Secrets().Get(ctx, "ns", "x")
+						require.NotNil(t, got, "read within the create's event: %v", err)
+					}
+				}
+				made, cerr := ryw.Secrets().Create(ctx, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: "ns", Name: "x"}})
+				require.NoError(t, cerr)
+				return made, got, err
+			},
+		},
+		"made again by another writer, its event before the deletion's": {
+			again: func(t *testing.T, s *lagStore, ryw *host.ReadYourWrites, mode *lag) (*certificate.Secret, *certificate.Secret, error) {
+				*mode = lagBefore
+				made, err := s.truth.Secrets().Create(ctx, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: "ns", Name: "x"}})
+				require.NoError(t, err)
+				got, err := ryw.Secrets().Get(ctx, "ns", "x")
+				return made, got, err
+			},
+		},
+		"made again by another writer, shown by a relist that sends no events": {
+			again: func(t *testing.T, s *lagStore, ryw *host.ReadYourWrites, mode *lag) (*certificate.Secret, *certificate.Secret, error) {
+				*mode = lagNever
+				made, err := s.truth.Secrets().Create(ctx, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: "ns", Name: "x"}})
+				require.NoError(t, err)
+				s.relist()
+				got, err := ryw.Secrets().Get(ctx, "ns", "x")
+				return made, got, err
+			},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			mode := lagBefore
+			s := newLagStore(testingclock.NewFakeClock(t0), func() lag { return mode })
+			// The host's other watch sees events before ReadYourWrites does.
+			s.Watch(func(ch host.Change) {
+				if s.onEvent != nil {
+					s.onEvent(ch)
+				}
+			})
+			ryw := host.NewReadYourWrites(s)
+			first, err := ryw.Secrets().Create(ctx, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: "ns", Name: "x"}})
+			require.NoError(t, err)
+
+			mode = lagAfter // the deletion's event waits
+			require.NoError(t, ryw.Secrets().Delete(ctx, "ns", "x"))
+			_, err = ryw.Secrets().Get(ctx, "ns", "x")
+			require.ErrorIs(t, err, host.ErrNotFound, "the store behind still shows the object deleted: the read does not")
+
+			made, got, err := tc.again(t, s, ryw, &mode)
+			require.NoError(t, err)
+			require.NotEqual(t, first.UID, made.UID)
+			require.Equal(t, made.UID, got.UID, "the object made again")
+			require.Equal(t, made.ResourceVersion, got.ResourceVersion)
+
+			s.pump() // the deletion's event, late: it changes nothing
+			got, err = ryw.Secrets().Get(ctx, "ns", "x")
+			require.NoError(t, err)
+			require.Equal(t, made.UID, got.UID)
+		})
+	}
+}
+
+// slowCreates is a store whose secret Creates land at once but reply
+// only when the test says, as a create's HTTP reply can come after the
+// watch event that another controller acted on.
+type slowCreates struct {
+	*host.MemoryStore
+	landed, reply chan struct{}
+}
+
+func (s slowCreates) Secrets() host.Collection[*certificate.Secret] {
+	return slowCreateCollection{s.MemoryStore.Secrets(), s}
+}
+
+type slowCreateCollection struct {
+	host.Collection[*certificate.Secret]
+	s slowCreates
+}
+
+func (c slowCreateCollection) Create(ctx context.Context, obj *certificate.Secret) (*certificate.Secret, error) {
+	made, err := c.Collection.Create(ctx, obj)
+	c.s.landed <- struct{}{}
+	<-c.s.reply
+	return made, err
+}
+
+// Two writers share one ReadYourWrites (a certificate controller that
+// creates a request, a request controller that answers it): when the
+// second writer's update is recorded before the first writer's create
+// replies, the create's late record does not make the update's version
+// read as one it replaced. Before, every read showed the request as
+// created, unanswered, for good — the store behind showed the answer,
+// and no event was left to come.
+func TestReadYourWritesKeepsTheLaterOfTwoWritersWhoseRepliesCrossed(t *testing.T) {
+	ctx := context.Background()
+	st := slowCreates{host.NewMemoryStore(testingclock.NewFakeClock(t0)), make(chan struct{}), make(chan struct{})}
+	ryw := host.NewReadYourWrites(st)
+	created := make(chan *certificate.Secret)
+	go func() {
+		made, err := ryw.Secrets().Create(ctx, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: "ns", Name: "x"}})
+		if err != nil {
+			t.Error(err)
+		}
+		created <- made
+	}()
+	<-st.landed
+	cur, err := ryw.Secrets().Get(ctx, "ns", "x")
+	require.NoError(t, err, "the store behind shows the create before its reply")
+	cur.Data = map[string][]byte{"answer": []byte("issued")}
+	answered, err := ryw.Secrets().Update(ctx, cur)
+	require.NoError(t, err)
+	close(st.reply)
+	first := <-created
+	require.NotEqual(t, first.ResourceVersion, answered.ResourceVersion)
+
+	got, err := ryw.Secrets().Get(ctx, "ns", "x")
+	require.NoError(t, err)
+	require.Equal(t, answered.ResourceVersion, got.ResourceVersion, "the later write, not the create whose reply came last")
+	require.Equal(t, "issued", string(got.Data["answer"]))
+	list, err := ryw.Secrets().List(ctx, host.ListOptions{Namespace: "ns"})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, answered.ResourceVersion, list[0].ResourceVersion)
 }

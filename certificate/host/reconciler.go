@@ -115,6 +115,11 @@ type Config struct {
 	// while its issuer is still at work. Zero means DefaultLeaseDuration
 	// (2 minutes); only a Store that is a Leaser is leased.
 	LeaseDuration time.Duration
+	// IssuerCircuit sets the circuit kept for each issuer across the
+	// certificates, which certificates with fallback issuers read to
+	// skip an issuer that fails for the others (see CircuitConfig). The
+	// zero value is the documented defaults.
+	IssuerCircuit CircuitConfig
 }
 
 // Event is one pass over one object, for a log, a timeline or a test.
@@ -207,6 +212,8 @@ type Reconciler struct {
 	leaseFor time.Duration
 	leaseMu  sync.Mutex
 	lease    leaseState
+	// circuits is each issuer's health across the certificates.
+	circuits *circuits
 }
 
 // NewReconciler returns a Reconciler over cfg.Store; it reads nothing
@@ -227,7 +234,11 @@ func NewReconciler(cfg Config) (*Reconciler, error) {
 	if cfg.LeaseDuration < 0 {
 		return nil, fmt.Errorf("host: Config.LeaseDuration is %v: it must not be negative", cfg.LeaseDuration)
 	}
-	r := &Reconciler{cfg: cfg, clock: cfg.Clock, rand: cfg.Rand, store: cfg.Store, issuers: map[certificate.IssuerRef]certificate.Issuer{}}
+	if err := cfg.IssuerCircuit.Validate(); err != nil {
+		return nil, err
+	}
+	r := &Reconciler{cfg: cfg, clock: cfg.Clock, rand: cfg.Rand, store: cfg.Store, issuers: map[certificate.IssuerRef]certificate.Issuer{},
+		circuits: newCircuits(cfg.IssuerCircuit)}
 	if r.rand == nil {
 		r.rand = rand.Reader
 	}
@@ -505,6 +516,10 @@ func (r *Reconciler) request(ctx context.Context, ev Event, now time.Time) (Even
 	if aerr != nil && !next.IsZero() && errors.Is(aerr, certificate.ErrCAUnreachable) {
 		// Not a failed pass: the issuer is called again at next.
 		ev.Warning, aerr = aerr, nil
+		r.circuits.failed(req.Spec.IssuerRef, now)
+	}
+	if certificate.Answered(req) {
+		r.circuits.answered(req, now)
 	}
 	if r.lease.leaser != nil && !certificate.Answered(req) {
 		// Before the write, so that a write that fails because another
@@ -702,6 +717,9 @@ func (r *Reconciler) observe(ev Event) {
 func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate, now time.Time) (s *certificate.Snapshot, ariNext time.Time, ariErr, err error) {
 	st := r.store
 	s = &certificate.Snapshot{Certificate: c}
+	if len(c.Spec.FallbackIssuerRefs) > 0 {
+		s.IssuerHealth = r.circuits.skips(now)
+	}
 	// A secret name that is not valid names no secret, and nothing is
 	// read by it (one with a '/' could reach into another namespace in a
 	// store that joins names): the decision says the spec is invalid.
@@ -741,7 +759,7 @@ func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate, now
 		}
 	}
 	if s.Secret != nil {
-		switch adv, _ := r.issuer(c.Spec.IssuerRef).(certificate.RenewalAdvisor); {
+		switch adv, _ := r.issuer(certificate.IssuedBy(c, s.Secret)).(certificate.RenewalAdvisor); {
 		case r.cfg.ARI != nil:
 			if leaf := leafOf(r.cfg.Certificate.ParseCache, s.Secret); leaf != nil {
 				if s.ARI, ariErr = r.cfg.ARI(ctx, c, leaf); ariErr != nil {
@@ -841,6 +859,11 @@ func (p *pass) carryOut(ctx context.Context, a certificate.Action) error {
 		return nil
 
 	case certificate.CreateRequest:
+		if len(c.Spec.FallbackIssuerRefs) > 0 && !p.r.circuits.admit(a.Request.Spec.IssuerRef, p.now) {
+			// The issuer's circuit opened since the pass read it (an
+			// answer on another worker): decide again on the news.
+			return fmt.Errorf("request %s names %s, whose circuit opened since the decision: %w", a.Request.Name, describeRef(a.Request.Spec.IssuerRef), ErrIssuerSkipped)
+		}
 		key, err := p.privateKey(ctx, a.KeySecretName)
 		if err != nil {
 			return err

@@ -495,6 +495,39 @@ func TestDisabledIssuerTypesFlag(t *testing.T) {
 	}
 }
 
+func TestDNS01RecursiveNameserversFlag(t *testing.T) {
+	tests := map[string]struct {
+		arg, want, err string
+	}{
+		"unset: /etc/resolv.conf":     {"", "", ""},
+		"one server":                  {" 10.0.0.10:53 ", "10.0.0.10:53", ""},
+		"IPv6":                        {"[2001:db8::53]:53", "[2001:db8::53]:53", ""},
+		"more than one":               {"1.1.1.1:53,8.8.8.8:53", "", `-dns01-recursive-nameservers: "1.1.1.1:53,8.8.8.8:53" names more than one server`},
+		"no port":                     {"1.1.1.1", "", `-dns01-recursive-nameservers: "1.1.1.1" is not host:port`},
+		"a port that is not a number": {"dns:domain", "", `port "domain" is not a number from 1 to 65535`},
+		"port out of range":           {"dns:70000", "", `port "70000" is not a number from 1 to 65535`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			fs := flag.NewFlagSet("certlife-operator", flag.ContinueOnError)
+			f := bindFlags(fs)
+			var args []string
+			if tc.arg != "" {
+				args = []string{"-dns01-recursive-nameservers", tc.arg}
+			}
+			require.NoError(t, fs.Parse(args))
+			got, err := f.dns01Nameserver()
+			if tc.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
 // A namespaced install works with no cluster-wide Secret access: the
 // operator runs (main's flags, from the namespaced Deployment) with a
 // client that impersonates a ServiceAccount bound only to the namespaced

@@ -17,8 +17,10 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,6 +53,7 @@ type flags struct {
 	workers     int
 	http01Addr  string
 	http01Svc   string
+	dns01NS     string
 	ownerRef    bool
 	approve     bool
 	disabled    string
@@ -75,6 +78,7 @@ func bindFlags(fs *flag.FlagSet) *flags {
 	fs.IntVar(&f.workers, "workers", 4, "certificates reconciled at once")
 	fs.StringVar(&f.http01Addr, "http01-address", ":8089", "where ACME HTTP-01 challenges are answered, on every replica (route the names' port 80 /.well-known/acme-challenge/ here; empty turns it off)")
 	fs.StringVar(&f.http01Svc, "http01-service", "", "the operator's challenge Service, namespace/name (or name, in the pod's namespace), in front of -http01-address on every replica: for ACME issuers whose HTTP-01 solver sets ingress or gatewayHTTPRoute, each challenge gets an Ingress or HTTPRoute to a Service mirroring its endpoints; empty leaves those settings unused")
+	fs.StringVar(&f.dns01NS, "dns01-recursive-nameservers", "", "the recursive DNS server (host:port) through which the zone of a DNS-01 record is found and its authoritative servers asked (cert-manager's flag of the same name; one server); empty means the first of /etc/resolv.conf")
 	fs.BoolVar(&f.ownerRef, "enable-certificate-owner-ref", false, "make each Certificate the owner of its Secret, so that deleting the Certificate deletes the Secret (as cert-manager's flag of the same name)")
 	fs.BoolVar(&f.approve, "approve-requests", true, "approve every CertificateRequest that has neither an Approved nor a Denied condition, as cert-manager's approver does; false leaves approval to another approver, such as approver-policy")
 	fs.StringVar(&f.disabled, "disabled-issuer-types", "", "comma-separated issuer types (ca, selfsigned, acme) left to another controller: their requests are approved and not answered, their Issuers not written")
@@ -115,6 +119,26 @@ func (f *flags) watched() (map[string]cache.Config, error) {
 		out[f.clusterNS] = cache.Config{}
 	}
 	return out, nil
+}
+
+// dns01Nameserver is -dns01-recursive-nameservers: one host:port, or
+// empty.
+func (f *flags) dns01Nameserver() (string, error) {
+	v := strings.TrimSpace(f.dns01NS)
+	if v == "" {
+		return "", nil
+	}
+	if strings.Contains(v, ",") {
+		return "", fmt.Errorf("-dns01-recursive-nameservers: %q names more than one server; this operator asks one", v)
+	}
+	host, port, err := net.SplitHostPort(v)
+	if err != nil || host == "" {
+		return "", fmt.Errorf("-dns01-recursive-nameservers: %q is not host:port", v)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("-dns01-recursive-nameservers: %q: port %q is not a number from 1 to 65535", v, port)
+	}
+	return v, nil
 }
 
 // http01Service is -http01-service as a namespace and name: a name alone
@@ -189,6 +213,10 @@ func newManager(cfg *rest.Config, f *flags, registry prometheus.Registerer, mod 
 	if err != nil {
 		return nil, err
 	}
+	dns01NS, err := f.dns01Nameserver()
+	if err != nil {
+		return nil, err
+	}
 	challenges := operator.NewChallengeServer()
 	metrics := operator.NewMetrics()
 	if err := metrics.Register(registry); err != nil {
@@ -214,7 +242,7 @@ func newManager(cfg *rest.Config, f *flags, registry prometheus.Registerer, mod 
 		DisabledIssuerTypes:       f.disabledIssuerTypes(),
 		Workers:                   f.workers,
 		Metrics:                   metrics,
-		ACME:                      operator.ACMEOptions{ChallengeServer: challenges, HTTP01Service: http01Svc},
+		ACME:                      operator.ACMEOptions{ChallengeServer: challenges, HTTP01Service: http01Svc, DNS01Resolver: dns01NS},
 		Shim:                      f.shim(),
 	})
 	if err != nil {

@@ -57,6 +57,14 @@ type Config struct {
 	// the run while the fleet is still live (examples/fleet -memprofile).
 	HeapProfile io.Writer
 
+	// Fallback gives each shard a second CA, and every certificate that
+	// CA as its fallback issuer (spec.fallbackIssuerRefs): the hosts keep
+	// a circuit per CA (host.CircuitConfig, the defaults), and the
+	// summary counts what each CA issued over the first CA's outage and
+	// after it. Every request is checked against the circuits: none goes
+	// to a CA whose circuit is open, and while it is half-open, one.
+	Fallback bool
+
 	// Trace, when set, receives a line for each write, loop pass and CA
 	// answer that concerns the certificate named TraceName (and its
 	// secrets and requests): how to read a violation's story.
@@ -74,6 +82,15 @@ type Config struct {
 	slowCA             time.Duration
 	outageDays         []int
 	claimAuthoritative bool
+	// For the fallback scenario: arrivals certificates are created
+	// evenly over the first of outageDays and the day after (the first
+	// half's first issuance meets the outage, the second half's comes
+	// when the first CA is back); noFallbackRefs leaves the certificates of a Fallback
+	// run without their fallback issuer, so that they keep asking the
+	// first CA whatever its circuit says, and the invariants must catch
+	// it.
+	arrivals       int
+	noFallbackRefs bool
 }
 
 // Defaults are the command's defaults: 10,000 certificates for a year,
@@ -191,6 +208,15 @@ type Summary struct {
 	// the longest a certificate was not Ready past the start of its
 	// ReadyBound.
 	MaxRetryLate, MaxUnready time.Duration
+	// With Fallback: the certificates each CA issued (by issuer name)
+	// during the first CA's outage and after it; how long after the
+	// outage the first CA issued again, and the second CA issued last
+	// (-1: never); and the longest a certificate was not Ready, from
+	// when it stopped being Ready (its creation, an expiry) to when it
+	// was again.
+	IssuedInOutage, IssuedAfterOutage   map[string]int
+	FirstCABackAfter, SecondCALastAfter time.Duration
+	LongestUnready                      time.Duration
 	// Reasons counts passes by their result's reason.
 	Reasons    map[string]int
 	Violations []string // each broken invariant, once per kind and certificate
@@ -221,6 +247,11 @@ func (s Summary) String() string {
 	fmt.Fprintf(&b, "CA orders:               at most %d at once, %d answered after a delay, %d forgotten when their request went\n", s.OrdersPeak, s.Delayed, s.Forgets)
 	fmt.Fprintf(&b, "longest waits:           retry %v after the backoff allowed it (bound %v), un-Ready %v (bound %v)\n",
 		s.MaxRetryLate, RetryBound, s.MaxUnready, ReadyBound)
+	if s.IssuedInOutage != nil {
+		fmt.Fprintf(&b, "fallback:                issued in the first CA's outage: %s; after it: %s\n", describeCounts(s.IssuedInOutage), describeCounts(s.IssuedAfterOutage))
+		fmt.Fprintf(&b, "                         after the outage, the first CA issued again after %v, the second last after %v; longest un-Ready %v\n",
+			s.FirstCABackAfter, s.SecondCALastAfter, s.LongestUnready)
+	}
 	if len(s.Faults) > 0 {
 		keys := make([]string, 0, len(s.Faults))
 		for k := range s.Faults {
@@ -249,6 +280,22 @@ func (s Summary) String() string {
 	return b.String()
 }
 
+func describeCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + " " + strconv.Itoa(m[k])
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Run runs the simulation.
 func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if err := cfg.Validate(); err != nil {
@@ -274,7 +321,10 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if err := errors.Join(errs...); err != nil {
 		return Summary{}, err
 	}
-	sum := Summary{Certificates: cfg.Certificates, Days: cfg.Days, Faults: map[string]int{}, Reasons: map[string]int{}}
+	sum := Summary{Certificates: cfg.Certificates + cfg.arrivals, Days: cfg.Days, Faults: map[string]int{}, Reasons: map[string]int{}}
+	if cfg.Fallback {
+		sum.IssuedInOutage, sum.IssuedAfterOutage, sum.FirstCABackAfter, sum.SecondCALastAfter = map[string]int{}, map[string]int{}, -1, -1
+	}
 	perMinute := map[int64]int{}
 	for _, s := range shards {
 		s.track.mergeInto(&sum, perMinute)
@@ -297,6 +347,17 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		sum.OrdersPeak += s.ca.ordersPeak
 		sum.Delayed += s.delayed
 		sum.Forgets += s.ca.forgets
+		if s.ca2 != nil {
+			sum.OrdersPeak += s.ca2.ordersPeak
+			sum.Forgets += s.ca2.forgets
+			if cfg.Faults {
+				for f, n := range s.ca2.faults {
+					if fault(f) != faultNone {
+						sum.Faults[fault(f).String()] += n
+					}
+				}
+			}
+		}
 		for r, n := range s.reasons {
 			sum.Reasons[r] += n
 		}
@@ -339,8 +400,13 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	return sum, nil
 }
 
-// issuerRef is the fleet's issuer.
-var issuerRef = certificate.IssuerRef{Name: "fleet-ca"}
+// issuerRef is the fleet's issuer; fallbackRef, with Config.Fallback,
+// its second, every certificate's fallback issuer.
+var (
+	issuerRef    = certificate.IssuerRef{Name: "fleet-ca"}
+	fallbackRef  = certificate.IssuerRef{Name: "fleet-ca-2"}
+	fallbackRefs = []certificate.IssuerRef{fallbackRef}
+)
 
 // shard is one host — a loop over a store, with a CA — and its
 // certificates, on its own clock.
@@ -350,6 +416,7 @@ type shard struct {
 	clk   *testingclock.FakeClock
 	st    *store
 	ca    *ca
+	ca2   *ca // with Config.Fallback: the second CA
 	loop  *host.Loop
 	names []string
 	track *tracker
@@ -380,6 +447,19 @@ func newShard(cfg Config, index int) (*shard, error) {
 	s.track = newTracker(cfg)
 	s.st = newStore(clk)
 	s.st.shared = [][]byte{s.ca.certPEM}
+	if cfg.Fallback {
+		if s.ca2, err = newCA(rand.Reader, fmt.Sprintf("fleet CA %d, the second", index), cfg.Start.AddDate(-1, 0, 0)); err != nil {
+			return nil, err
+		}
+		s.ca2.plan, s.ca2.retryAfter = s.planSecond, RateLimitWait
+		s.st.shared = append(s.st.shared, s.ca2.certPEM)
+		s.track.circuits = func() []host.CircuitState {
+			if s.loop == nil {
+				return nil
+			}
+			return s.loop.Reconciler().Circuits()
+		}
+	}
 	s.st.observe = func(w write) {
 		s.trace(w.obj.Meta().Name, "write", describeWrite(w))
 		s.track.wrote(w, clk.Now())
@@ -401,6 +481,14 @@ func newShard(cfg Config, index int) (*shard, error) {
 			return nil, err
 		}
 	}
+	if cfg.arrivals > 0 && len(cfg.outageDays) > 0 {
+		// Created evenly over the first outage day and the day after.
+		from := cfg.Start.Add(time.Duration(cfg.outageDays[0]) * 24 * time.Hour)
+		for i := index; i < cfg.arrivals; i += cfg.Shards {
+			c := fleetCertificate(cfg, cfg.Certificates+i)
+			s.users.add(userEvent{at: from.Add(time.Duration(i) * 48 * time.Hour / time.Duration(cfg.arrivals)), kind: createCert, name: c.Name, spec: c.Spec})
+		}
+	}
 	return s, nil
 }
 
@@ -410,6 +498,14 @@ func (s *shard) start() error {
 	if s.cfg.forgetless {
 		iss = forgetless{s.ca}
 	}
+	issuers := map[certificate.IssuerRef]certificate.Issuer{issuerRef: iss}
+	if s.ca2 != nil {
+		var iss2 certificate.Issuer = s.ca2
+		if s.cfg.forgetless {
+			iss2 = forgetless{s.ca2}
+		}
+		issuers[fallbackRef] = iss2
+	}
 	s.st.reopen()
 	var st host.Store = s.st
 	if s.cfg.claimAuthoritative {
@@ -417,7 +513,7 @@ func (s *shard) start() error {
 	}
 	loop, err := host.New(host.Config{
 		Store: st, Clock: s.clk, Rand: rand.Reader,
-		Issuers:     map[certificate.IssuerRef]certificate.Issuer{issuerRef: iss},
+		Issuers:     issuers,
 		Certificate: certificate.Config{Renewal: renewal.Options{Timing: renewal.Timing{Jitter: s.cfg.Jitter}}, Backoff: s.cfg.backoff},
 		Observe:     s.observe,
 		// The simulation counts and checks every failure it provokes
@@ -433,7 +529,7 @@ func (s *shard) start() error {
 
 // drop lets the host go, for the memory figure.
 func (s *shard) drop() {
-	s.loop, s.st, s.ca = nil, nil, nil
+	s.loop, s.st, s.ca, s.ca2 = nil, nil, nil, nil
 }
 
 // forgetless is the CA without its Forget (no certificate.Forgetter): it
@@ -514,6 +610,9 @@ func fleetCertificate(cfg Config, i int) *certificate.Certificate {
 		Spec: certificate.Spec{SecretName: name + "-tls", DNSNames: []string{name + ".fleet.example"},
 			Duration: lifetimes[d], IssuerRef: issuerRef, PrivateKey: ed25519Key},
 	}
+	if cfg.Fallback && !cfg.noFallbackRefs {
+		c.Spec.FallbackIssuerRefs = fallbackRefs
+	}
 	policy := hash64("fleet-policy", strconv.FormatUint(cfg.Seed, 10)+"/"+name) % 100
 	switch {
 	case policy < DisabledPercent:
@@ -528,7 +627,20 @@ func fleetCertificate(cfg Config, i int) *certificate.Certificate {
 // (and, for an order kept pending, whether its certificate's user acts
 // meanwhile), and with faults on, how.
 func (s *shard) plan(r *certificate.CertificateRequest, now time.Time) (fault, time.Duration) {
+	return s.planFor(r, now, false)
+}
+
+// planSecond plans an order of the second CA (Config.Fallback): as the
+// first's, but never down.
+func (s *shard) planSecond(r *certificate.CertificateRequest, now time.Time) (fault, time.Duration) {
+	return s.planFor(r, now, true)
+}
+
+func (s *shard) planFor(r *certificate.CertificateRequest, now time.Time, second bool) (fault, time.Duration) {
 	key := strconv.FormatUint(s.cfg.Seed, 10) + "/" + r.Name + "/" + strconv.FormatInt(now.Unix(), 10)
+	if second {
+		key += "/second"
+	}
 	var wait time.Duration
 	if hash64("fleet-pending", key)%100 < PendingPercent {
 		wait = PendingMin + time.Duration(float64(PendingMax-PendingMin)*fraction("fleet-wait", key))
@@ -539,18 +651,18 @@ func (s *shard) plan(r *certificate.CertificateRequest, now time.Time) (fault, t
 	if wait > 0 {
 		s.delayed++
 	}
-	if !s.cfg.Faults {
-		return faultNone, wait
+	outages := s.cfg.outageDays
+	if outages == nil && s.cfg.Faults {
+		outages = OutageDays
 	}
 	day := int(now.Sub(s.cfg.Start) / (24 * time.Hour))
-	outages := OutageDays
-	if s.cfg.outageDays != nil {
-		outages = s.cfg.outageDays
-	}
 	for _, d := range outages {
-		if day == d {
+		if day == d && !second {
 			return faultOutage, wait
 		}
+	}
+	if !s.cfg.Faults {
+		return faultNone, wait
 	}
 	if wait > 0 {
 		cert := r.Annotations[certificate.AnnotationCertificateName]
@@ -655,20 +767,31 @@ func (s *shard) step(ctx context.Context) error {
 	if err != nil && ctx.Err() == nil {
 		return fmt.Errorf("fleet: shard %d: %w", s.index, err)
 	}
-	s.track.afterStep(s.st, s.ca, s.clk.Now())
+	s.track.afterStep(s.st, s.cas(), s.clk.Now())
 	return nil
+}
+
+// cas are the shard's CAs: the first, and with Config.Fallback the
+// second.
+func (s *shard) cas() []*ca {
+	if s.ca2 != nil {
+		return []*ca{s.ca, s.ca2}
+	}
+	return []*ca{s.ca}
 }
 
 // finish: the last checks, at the end of virtual time.
 func (s *shard) finish(now time.Time) {
 	s.track.sweep(now)
 	s.track.orphans(s.st, s.gone, now)
-	s.ca.mu.Lock()
 	var orders []objKey
-	for k := range s.ca.orders {
-		orders = append(orders, k)
+	for _, c := range s.cas() {
+		c.mu.Lock()
+		for k := range c.orders {
+			orders = append(orders, k)
+		}
+		c.mu.Unlock()
 	}
-	s.ca.mu.Unlock()
 	for _, k := range orders {
 		if !s.st.hasRequest(k.namespace, k.name) && !s.track.leaked[k] {
 			s.track.violation("issuer state", k.name, "at the end the CA keeps an order for request %s, which does not exist", k)

@@ -61,11 +61,27 @@ type tracker struct {
 	// them.
 	leaked map[objKey]bool
 
+	// With Config.Fallback: the host's circuits (none while its
+	// process is down), the requests seen for each half-open circuit's
+	// probe, what each CA issued in the first CA's outage and after it,
+	// when the first CA issued again after it (Unix seconds; zero:
+	// not yet), and the longest a certificate was un-Ready.
+	circuits              func() []host.CircuitState
+	probes                map[probeKey]int
+	inOutage, afterOutage map[string]int
+	firstBack, lastSecond int64
+	longestUnready        time.Duration
+
 	issuances, renewals, failures, requests, expiries, excused int
 	// The longest waits seen against the bounds: a retry after the
 	// schedule allowed it, and a certificate un-Ready after its clock
 	// started.
 	maxRetryLate, maxUnready time.Duration
+}
+
+type probeKey struct {
+	issuer string
+	until  int64
 }
 
 type goneRequest struct {
@@ -129,7 +145,8 @@ func fromUnix(s int64) time.Time {
 }
 
 func newTracker(cfg Config) *tracker {
-	return &tracker{cfg: cfg, index: map[string]int{}, perMin: map[int64]int{}, violated: map[string]bool{}, gone: map[objKey]goneRequest{}, leaked: map[objKey]bool{}}
+	return &tracker{cfg: cfg, index: map[string]int{}, perMin: map[int64]int{}, violated: map[string]bool{}, gone: map[objKey]goneRequest{}, leaked: map[objKey]bool{},
+		probes: map[probeKey]int{}, inOutage: map[string]int{}, afterOutage: map[string]int{}}
 }
 
 func policyOf(c *certificate.Certificate) policy {
@@ -328,10 +345,59 @@ func (t *tracker) createdRequest(st *certState, r *certificate.CertificateReques
 			t.maxRetryLate = max(t.maxRetryLate, now.Sub(fromUnix(owed)))
 		}
 	}
+	if t.circuits != nil {
+		t.checkCircuit(st, r, now)
+	}
 	st.lastRequest = now.Unix()
 	if st.renewalTime != 0 && now.Unix() >= st.renewalTime {
 		st.attemptsDue++
 		st.lastAttempt = now.Unix()
+	}
+}
+
+// checkCircuit: with fallback issuers, never a request to an issuer
+// whose circuit is open, and while it is half-open, one (the probe) until
+// its answer or its probe time.
+func (t *tracker) checkCircuit(st *certState, r *certificate.CertificateRequest, now time.Time) {
+	ref := r.Spec.IssuerRef.WithDefaults()
+	for _, c := range t.circuits() {
+		if c.IssuerRef != ref || c.OpenUntil.IsZero() {
+			continue
+		}
+		if now.Before(c.OpenUntil) {
+			t.violation("open circuit", st.name, "request %s to %s at %s, whose circuit is open until %s", r.Name, ref.Name, stamp(now), stamp(c.OpenUntil))
+			return
+		}
+		k := probeKey{ref.Name, c.ProbeUntil.UnixNano()}
+		if t.probes[k]++; t.probes[k] > 1 || !now.Before(c.ProbeUntil) {
+			t.violation("open circuit", st.name, "request %s to %s at %s, whose circuit is half-open and whose probe is out (until %s)", r.Name, ref.Name, stamp(now), stamp(c.ProbeUntil))
+		}
+	}
+}
+
+// issued counts an issuance by the CA that made it, for Config.Fallback.
+func (t *tracker) issued(s certificate.Status, now time.Time) {
+	if !t.cfg.Fallback || len(t.cfg.outageDays) == 0 {
+		return
+	}
+	by := issuerRef.Name
+	if s.Issuer != nil {
+		by = s.Issuer.IssuerRef.Name
+	}
+	from := t.cfg.Start.Add(time.Duration(t.cfg.outageDays[0]) * 24 * time.Hour)
+	to := from.Add(24 * time.Hour)
+	switch {
+	case now.Before(from):
+	case now.Before(to):
+		t.inOutage[by]++
+	default:
+		t.afterOutage[by]++
+		switch {
+		case by == issuerRef.Name && t.firstBack == 0:
+			t.firstBack = now.Unix()
+		case by == fallbackRef.Name:
+			t.lastSecond = now.Unix()
+		}
 	}
 }
 
@@ -355,6 +421,7 @@ func (t *tracker) wroteStatus(st *certState, s certificate.Status, now time.Time
 		st.revision = int32(*s.Revision)
 		st.attemptsDue, st.lastAttempt = 0, 0
 		newRevision = true
+		t.issued(s, now)
 	}
 	switch {
 	case s.LastFailureTime == nil:
@@ -403,6 +470,9 @@ func (t *tracker) readyAgain(st *certState, allowed int64, now time.Time) {
 		}
 		t.maxUnready = max(t.maxUnready, late)
 	}
+	if st.policy != disabled {
+		t.longestUnready = max(t.longestUnready, now.Sub(fromUnix(st.unreadySince)))
+	}
 	st.unreadySince, st.needRevision = 0, false
 }
 
@@ -427,17 +497,27 @@ func (t *tracker) renewalStarted(st *certState, now time.Time) {
 // outlives its request by more than StateGrace — the loop tells the CA of
 // every request it deletes, and a request the CA was asked about while it
 // did not exist (a stale read) is deleted and told of in turn.
-func (t *tracker) afterStep(s *store, c *ca, now time.Time) {
-	for _, k := range c.takeMade() {
-		if !s.hasRequest(k.namespace, k.name) {
-			if _, ok := t.gone[k]; !ok {
-				t.gone[k] = goneRequest{k.name, now.Unix()}
+func (t *tracker) afterStep(s *store, cas []*ca, now time.Time) {
+	holds := func(k objKey) bool {
+		for _, c := range cas {
+			if c.holds(k.namespace, k.name) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range cas {
+		for _, k := range c.takeMade() {
+			if !s.hasRequest(k.namespace, k.name) {
+				if _, ok := t.gone[k]; !ok {
+					t.gone[k] = goneRequest{k.name, now.Unix()}
+				}
 			}
 		}
 	}
 	for k, g := range t.gone {
 		switch {
-		case !c.holds(k.namespace, k.name) || s.hasRequest(k.namespace, k.name):
+		case !holds(k) || s.hasRequest(k.namespace, k.name):
 			delete(t.gone, k)
 		case now.Unix()-g.since > int64(StateGrace/time.Second):
 			t.violation("issuer state", g.cert, "request %s has been gone since %s and the CA still keeps its order at %s: nobody told it",
@@ -446,14 +526,16 @@ func (t *tracker) afterStep(s *store, c *ca, now time.Time) {
 			t.leaked[k] = true
 		}
 	}
-	leaked := 0
-	for k := range t.leaked {
-		if c.holds(k.namespace, k.name) {
-			leaked++
+	for _, c := range cas {
+		leaked := 0
+		for k := range t.leaked {
+			if c.holds(k.namespace, k.name) {
+				leaked++
+			}
 		}
-	}
-	if n, live := c.orderCount(), s.liveRequests(); n > live+len(t.gone)+leaked {
-		t.violation("issuer states", "the CA", "%d orders kept for %d live requests at %s", n, live, stamp(now))
+		if n, live := c.orderCount(), s.liveRequests(); n > live+len(t.gone)+leaked {
+			t.violation("issuer states", "the CA", "%d orders kept for %d live requests at %s", n, live, stamp(now))
+		}
 	}
 }
 
@@ -533,6 +615,24 @@ func (t *tracker) mergeInto(s *Summary, perMinute map[int64]int) {
 	s.ExcusedExpiries += t.excused
 	s.MaxRetryLate = max(s.MaxRetryLate, t.maxRetryLate)
 	s.MaxUnready = max(s.MaxUnready, t.maxUnready)
+	s.LongestUnready = max(s.LongestUnready, t.longestUnready)
+	if s.IssuedInOutage != nil {
+		for k, n := range t.inOutage {
+			s.IssuedInOutage[k] += n
+		}
+		for k, n := range t.afterOutage {
+			s.IssuedAfterOutage[k] += n
+		}
+		end := t.cfg.Start.Add(time.Duration(t.cfg.outageDays[0]+1) * 24 * time.Hour)
+		if t.firstBack != 0 {
+			if back := fromUnix(t.firstBack).Sub(end); s.FirstCABackAfter < 0 || back < s.FirstCABackAfter {
+				s.FirstCABackAfter = back
+			}
+		}
+		if t.lastSecond != 0 {
+			s.SecondCALastAfter = max(s.SecondCALastAfter, fromUnix(t.lastSecond).Sub(end))
+		}
+	}
 	for _, st := range t.certs {
 		s.MaxRequestsPerCert = max(s.MaxRequestsPerCert, int(st.requests))
 	}

@@ -104,6 +104,9 @@ type ACMEOptions struct {
 	// accepted; nil means acmeclient.HTTP01Checker{} and
 	// acmeclient.DNS01Checker{} (with the solver's nameservers).
 	HTTP01Check, DNS01Check acmeclient.Checker
+	// DNS01Providers are the settings of the dns01.cloudflare and
+	// dns01.route53 solvers (dns01providers.go).
+	DNS01Providers DNS01ProviderOptions
 	// UserAgent is sent with every ACME request; empty means
 	// "certlife-operator".
 	UserAgent string
@@ -116,6 +119,13 @@ type ACMEOptions struct {
 	// it. Empty turns the routing off: such settings are then not used,
 	// and the issuer's condition says so.
 	HTTP01Service types.NamespacedName
+	// DNS01Resolver is a recursive resolver (host:port) through which
+	// the operator finds the zone of a DNS-01 record name for the
+	// webhook, cloudflare and route53 solvers (a webhook solver's
+	// resolvedZone; the zone the record is written in) and, when
+	// DNS01Check is nil, the zone's servers for their challenges'
+	// self-check; empty means the first of /etc/resolv.conf.
+	DNS01Resolver string
 }
 
 // acmeIssuers builds, and keeps until its configuration changes, one
@@ -131,6 +141,10 @@ type acmeIssuers struct {
 	// router makes the HTTP-01 routes; nil when ACMEOptions.HTTP01Service
 	// is not set.
 	router *http01Router
+
+	// rest reaches the API server for webhook solvers; nil in tests
+	// that need none.
+	rest *restAccess
 
 	mu   sync.Mutex
 	byID map[string]*acmeRuntime
@@ -283,6 +297,8 @@ func (a *acmeIssuers) get(ctx context.Context, kind, namespace, name string, spe
 	label := labelValueHash(id)
 	store := newOrderStore(a.client, a.api, a.cache, label, storeNS)
 	solvers, configs := a.solvers(spec, secretsNS, store)
+	markWebhookAmbient(configs, kind)
+	allowAmbient(solvers, kind) // dns01providers.go
 	logger := a.log.WithValues("issuer", id)
 	iss, err := acmeclient.NewIssuer(acmeclient.IssuerConfig{
 		Client:          c,
@@ -328,8 +344,9 @@ func labelValueHash(s string) string {
 
 // solvers maps the issuer's solvers to certlife's: the presenters (the
 // challenge server for HTTP-01, with the routes its settings ask for;
-// RFC 2136 for DNS-01) and one solver configuration per solver, with its
-// selector and, for HTTP-01, its routing settings.
+// RFC 2136, Cloudflare, Route 53 or a webhook solver for DNS-01) and one
+// solver configuration per solver, with its selector and, for HTTP-01,
+// its routing settings.
 func (a *acmeIssuers) solvers(spec *cmacme.ACMEIssuer, secretsNS string, store *orderStore) (acmeclient.Solvers, []order.SolverConfig) {
 	s := acmeclient.Solvers{HTTP01: routedHTTP01{server: a.opts.ChallengeServer, router: a.router, store: store},
 		HTTP01Check: a.opts.HTTP01Check, DNS01Check: a.opts.DNS01Check}
@@ -351,6 +368,19 @@ func (a *acmeIssuers) solvers(spec *cmacme.ACMEIssuer, secretsNS string, store *
 			if s.DNS01Check == nil {
 				s.DNS01Check = acmeclient.DNS01Checker{}
 			}
+		case sv.DNS01 != nil && sv.DNS01.Webhook != nil:
+			// A cert-manager webhook solver (webhook.go).
+			sc.Solver.DNS01 = webhookDNS01Config(sv.DNS01.Webhook)
+			s.DNS01 = &dns01Presenter{secrets: a, namespace: secretsNS}
+			if s.DNS01Check == nil {
+				s.DNS01Check = acmeclient.DNS01Checker{Resolver: a.opts.DNS01Resolver}
+			}
+		case sv.DNS01 != nil && libdnsConfig(sv.DNS01) != nil: // cloudflare, route53 (dns01providers.go)
+			sc.Solver.DNS01 = libdnsConfig(sv.DNS01)
+			s.DNS01 = &dns01Presenter{secrets: a, namespace: secretsNS}
+			if s.DNS01Check == nil {
+				s.DNS01Check = acmeclient.DNS01Checker{Resolver: a.opts.DNS01Resolver}
+			}
 		default:
 			continue // refused (acmeNotServed)
 		}
@@ -360,8 +390,10 @@ func (a *acmeIssuers) solvers(spec *cmacme.ACMEIssuer, secretsNS string, store *
 }
 
 // acmeNotServed names what an ACME issuer configures that this operator
-// does not serve: DNS-01 providers other than RFC 2136, CNAME following,
-// waiting instead of the self-check, a solver that solves nothing.
+// does not serve: DNS-01 providers other than RFC 2136, Cloudflare, Route
+// 53 (and what these two cannot do) and cert-manager's webhook solvers,
+// webhook solver settings that cannot be called, CNAME following, waiting
+// instead of the self-check, a solver that solves nothing.
 func acmeNotServed(a *cmacme.ACMEIssuer) []string {
 	var out []string
 	for i, sv := range a.Solvers {
@@ -390,13 +422,17 @@ func acmeNotServed(a *cmacme.ACMEIssuer) []string {
 				name string
 				set  bool
 			}{{"acmeDNS", d.AcmeDNS != nil}, {"akamai", d.Akamai != nil}, {"azureDNS", d.AzureDNS != nil}, {"cloudDNS", d.CloudDNS != nil},
-				{"cloudflare", d.Cloudflare != nil}, {"digitalocean", d.DigitalOcean != nil}, {"route53", d.Route53 != nil}, {"webhook", d.Webhook != nil}} {
+				{"digitalocean", d.DigitalOcean != nil}} {
 				if p.set {
-					out = append(out, path+".dns01."+p.name+": is not served by this operator (its DNS-01 provider is rfc2136)")
+					out = append(out, path+".dns01."+p.name+": is not served by this operator (its DNS-01 providers are rfc2136, cloudflare, route53 and webhook)")
 				}
 			}
+			if d.Webhook != nil {
+				out = append(out, webhookNotServed(path+".dns01.webhook", d.Webhook)...)
+			}
+			out = append(out, libdnsNotServed(path+".dns01", d)...) // cloudflare, route53 (dns01providers.go)
 			if d.RFC2136 == nil && !slicesContainsTrue(d.AcmeDNS != nil, d.Akamai != nil, d.AzureDNS != nil, d.CloudDNS != nil, d.Cloudflare != nil, d.DigitalOcean != nil, d.Route53 != nil, d.Webhook != nil) {
-				out = append(out, path+".dns01: names no DNS provider (this operator's is rfc2136)")
+				out = append(out, path+".dns01: names no DNS provider (this operator's are rfc2136, cloudflare, route53 and webhook)")
 			}
 		}
 	}
@@ -472,12 +508,20 @@ func rfc2136FromConfig(cfg map[string]string) *cmacme.ACMEIssuerDNS01ProviderRFC
 type dns01Presenter struct {
 	secrets   *acmeIssuers
 	namespace string // of the TSIG Secrets
+	ambient   bool   // a ClusterIssuer's: Route 53 may use ambient credentials
 }
 
 func (d *dns01Presenter) provider(ctx context.Context, p acmeclient.Presentation) (acmeclient.Presenter, error) {
 	cfg := p.Solver.DNS01
+	if cfg != nil && cfg.Provider == webhookProvider {
+		// A cert-manager webhook solver (webhook.go).
+		return d.secrets.webhookSolver(cfg.Config, d.namespace), nil
+	}
+	if pr, ok, err := d.libdnsPresenter(ctx, cfg); ok { // cloudflare, route53 (dns01providers.go)
+		return pr, err
+	}
 	if cfg == nil || cfg.Provider != "rfc2136" {
-		return nil, errors.New("spec.acme.solvers[].dns01: no DNS provider configured (rfc2136 is the one this operator has)")
+		return nil, errors.New("spec.acme.solvers[].dns01: no DNS provider configured (this operator's are rfc2136, cloudflare, route53 and webhook)")
 	}
 	in := rfc2136FromConfig(cfg.Config)
 	secret := ""

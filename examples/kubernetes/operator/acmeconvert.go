@@ -137,7 +137,9 @@ var challengeTypes = map[challenge.Type]cmacme.ACMEChallengeType{
 // ChallengeFromCore converts a challenge into a Challenge: the challenge
 // in AnnotationACMEState, and cert-manager's spec and status filled from
 // it (the states certlife has that cert-manager's schema does not,
-// deactivated and revoked, show as invalid).
+// deactivated and revoked, show as invalid; a status without a reason
+// shows the last failed call's error as its reason, as cert-manager's
+// does).
 func ChallengeFromCore(c *challenge.Challenge) *cmacme.Challenge {
 	b, _ := json.Marshal(challengeState{CreationTimestamp: c.CreationTimestamp, Spec: c.Spec, Status: c.Status})
 	out := &cmacme.Challenge{
@@ -160,6 +162,11 @@ func ChallengeFromCore(c *challenge.Challenge) *cmacme.Challenge {
 			Reason:      c.Status.Reason,
 			State:       cmacme.State(c.Status.State),
 		},
+	}
+	if out.Status.Reason == "" {
+		// As cert-manager does, status.reason says why the last call
+		// (presenting, cleaning up) failed, until one succeeds.
+		out.Status.Reason = c.Status.LastError
 	}
 	if s := c.Status.State; s == challenge.StateDeactivated || s == challenge.StateRevoked {
 		out.Status.State = cmacme.Invalid
@@ -193,7 +200,7 @@ func ChallengeToCore(c *cmacme.Challenge) challenge.Challenge {
 }
 
 // solverFromCore shows certlife's solver as cert-manager's: HTTP-01, or
-// DNS-01 over RFC 2136 with its settings.
+// DNS-01 over RFC 2136, Cloudflare, Route 53 or a webhook solver, with its settings.
 func solverFromCore(s challenge.Solver) cmacme.ACMEChallengeSolver {
 	var out cmacme.ACMEChallengeSolver
 	if s.HTTP01 != nil {
@@ -204,6 +211,10 @@ func solverFromCore(s challenge.Solver) cmacme.ACMEChallengeSolver {
 		if d.Provider == "rfc2136" {
 			out.DNS01.RFC2136 = rfc2136FromConfig(d.Config)
 		}
+		if d.Provider == webhookProvider {
+			out.DNS01.Webhook = webhookFromConfig(d.Config)
+		}
+		libdnsFromConfig(d, out.DNS01) // cloudflare, route53 (dns01providers.go)
 	}
 	return out
 }
@@ -218,6 +229,12 @@ func solverToCore(s cmacme.ACMEChallengeSolver) challenge.Solver {
 		out.DNS01 = &challenge.DNS01Solver{}
 		if d.RFC2136 != nil {
 			out.DNS01 = dns01Config(d.RFC2136)
+		}
+		if d.Webhook != nil {
+			out.DNS01 = webhookDNS01Config(d.Webhook)
+		}
+		if c := libdnsConfig(d); c != nil { // cloudflare, route53 (dns01providers.go)
+			out.DNS01 = c
 		}
 	}
 	return out

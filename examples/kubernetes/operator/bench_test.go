@@ -68,7 +68,7 @@ func createAll(b *testing.B, h *harness, n int, algorithm string) map[string]tim
 // It reads each change of a Certificate once, as the API server sends it,
 // and never lists but to start and after a closed watch: the process's
 // CPU time while it waits is the operator's, not the test's polling.
-func readyTimes(b *testing.B, h *harness, n int, settled bool) (wait func(timeout time.Duration) map[string]time.Time) {
+func readyTimes(b *testing.B, h *harness, op *running, n int, settled bool) (wait func(timeout time.Duration) map[string]time.Time) {
 	b.Helper()
 	var (
 		mu    sync.Mutex
@@ -103,12 +103,61 @@ func readyTimes(b *testing.B, h *harness, n int, settled bool) (wait func(timeou
 		mu.Lock()
 		defer mu.Unlock()
 		if len(ready) < n {
-			b.Fatalf("%d of %d certificates Ready after %v", len(ready), n, timeout)
+			b.Fatalf("%d of %d certificates Ready after %v; those not Ready, by reason:\n%s", len(ready), n, timeout, notReadySummary(h, op))
 		}
 		out := maps.Clone(ready)
 		ready = nil // not held while the caller measures the heap
 		return out
 	}
+}
+
+// notReadySummary groups the test namespace's Certificates that are not
+// Ready by their Ready reason, with one message and the state of that
+// certificate's requests, for a benchmark that timed out.
+func notReadySummary(h *harness, op *running) string {
+	var certs cmapi.CertificateList
+	if err := k8s.List(context.Background(), &certs, client.InNamespace(h.ns)); err != nil {
+		return err.Error()
+	}
+	var reqs cmapi.CertificateRequestList
+	if err := k8s.List(context.Background(), &reqs, client.InNamespace(h.ns)); err != nil {
+		return err.Error()
+	}
+	byCert := map[string][]string{}
+	for _, r := range reqs.Items {
+		st := "no Ready condition"
+		for _, c := range r.Status.Conditions {
+			if c.Type == cmapi.CertificateRequestConditionReady {
+				st = fmt.Sprintf("%s/%s: %s", c.Status, c.Reason, c.Message)
+			}
+		}
+		name := r.Annotations[cmapi.CertificateNameKey]
+		byCert[name] = append(byCert[name], r.Name+" "+st)
+	}
+	count, example := map[string]int{}, map[string]string{}
+	for _, c := range certs.Items {
+		r := condition(c.Status.Conditions, certificate.ConditionReady)
+		if r != nil && r.Status == cmmeta.ConditionTrue {
+			continue
+		}
+		reason := "no Ready condition"
+		if r != nil {
+			reason = string(r.Status) + "/" + r.Reason
+		}
+		if count[reason]++; count[reason] == 1 {
+			msg := ""
+			if r != nil {
+				msg = r.Message
+			}
+			example[reason] = fmt.Sprintf("%s (rv %s): %s; requests %v; its last passes:\n    %s", c.Name, c.ResourceVersion, msg, byCert[c.Name],
+				strings.Join(op.passed.lastPasses(c.Name), "\n    "))
+		}
+	}
+	var out strings.Builder
+	for reason, k := range count {
+		fmt.Fprintf(&out, "  %d %s, e.g. %s\n", k, reason, example[reason])
+	}
+	return out.String()
 }
 
 // followCertificates calls seen with every Certificate in the test's
@@ -223,9 +272,9 @@ func BenchmarkCreateToReady100(b *testing.B) {
 	for range b.N {
 		h := newHarness(b)
 		h.caIssuer("ca")
-		h.start()
+		op := h.start()
 		h.eventually("the issuer", func() bool { return issuerReady(h, "ca") })
-		wait := readyTimes(b, h, 100, false)
+		wait := readyTimes(b, h, op, 100, false)
 		created := createAll(b, h, 100, "ECDSA")
 		ready := wait(5 * time.Minute)
 		var d []time.Duration
@@ -287,11 +336,15 @@ func benchmarkHeap(b *testing.B, n int, algorithm string) {
 		op.writes.take()
 		before := liveHeap()
 		writeHeapProfile(b, ".before")
-		wait := readyTimes(b, h, n, true)
+		wait := readyTimes(b, h, op, n, true)
 		start, cpuStart := time.Now(), cpuSeconds()
 		created := createAll(b, h, n, algorithm)
 		createdAll := time.Since(start)
-		readyAt := wait(max(20*time.Minute, time.Duration(n)*200*time.Millisecond))
+		timeout := max(20*time.Minute, time.Duration(n)*200*time.Millisecond)
+		if d, err := time.ParseDuration(os.Getenv("OPERATOR_BENCH_WAIT")); err == nil && d > 0 {
+			timeout = d
+		}
+		readyAt := wait(timeout)
 		allReady, cpu := time.Since(start), cpuSeconds()-cpuStart
 		h.settle(op)
 		after := liveHeap()

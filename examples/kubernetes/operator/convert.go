@@ -2,6 +2,7 @@ package operator
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -39,7 +40,43 @@ const (
 	// last renewal happened in), as JSON — only when it says more than
 	// the spec's policy does, as for a certificate renewed in windows.
 	AnnotationRenewalStatus = "certlife.dev/renewal-status"
+	// AnnotationFallbackIssuers on a Certificate names, in order, the
+	// issuers its requests go to when the one before fails
+	// (certificate.Spec.FallbackIssuerRefs): a comma-separated list of
+	// "Kind/name" or "Kind.group/name" ("ClusterIssuer/zerossl,
+	// Issuer/backup-ca"); a name alone is an Issuer of cert-manager.io.
+	// A value that cannot be read makes the spec invalid, naming the
+	// annotation.
+	AnnotationFallbackIssuers = "certlife.dev/fallback-issuers"
+	// AnnotationIssuerStatus on a Certificate: which of its issuers the
+	// current revision uses and why (certificate.Status.Issuer), as JSON;
+	// set only for a Certificate with fallback issuers.
+	AnnotationIssuerStatus = "certlife.dev/issuer-status"
 )
+
+// fallbackIssuers reads AnnotationFallbackIssuers; nil for none.
+func fallbackIssuers(v string) ([]certificate.IssuerRef, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	var out []certificate.IssuerRef
+	for item := range strings.SplitSeq(v, ",") {
+		item = strings.TrimSpace(item)
+		ref := certificate.IssuerRef{Kind: cmapi.IssuerKind, Group: GroupName, Name: item}
+		if kind, name, ok := strings.Cut(item, "/"); ok {
+			ref.Name = name
+			ref.Kind, ref.Group, _ = strings.Cut(kind, ".")
+			if ref.Group == "" {
+				ref.Group = GroupName
+			}
+		}
+		if ref.Name == "" || ref.Kind == "" || strings.Contains(ref.Name, "/") {
+			return nil, fmt.Errorf("%q is not Kind/name, Kind.group/name or name", item)
+		}
+		out = append(out, ref)
+	}
+	return out, nil
+}
 
 // LabelManaged marks every Secret the operator writes — targets and next
 // private keys — with the value "true": cert-manager's own label for the
@@ -145,7 +182,7 @@ type Passwords struct {
 func CertificateToCore(c *cmapi.Certificate, pw Passwords) *certificate.Certificate {
 	spec := specToCore(c, pw)
 	meta := metaToCore(&c.ObjectMeta)
-	meta.Annotations = keysToCore(c.Annotations, nil, AnnotationRetryAfter, AnnotationRenewalStatus)
+	meta.Annotations = keysToCore(c.Annotations, nil, AnnotationRetryAfter, AnnotationRenewalStatus, AnnotationFallbackIssuers, AnnotationIssuerStatus)
 	return &certificate.Certificate{ObjectMeta: meta, Spec: spec, Status: statusToCore(c, &spec)}
 }
 
@@ -161,6 +198,11 @@ func specToCore(c *cmapi.Certificate, pw Passwords) certificate.Spec {
 		Duration:       durationToCore(s.Duration),
 		RenewBefore:    durationToCore(s.RenewBefore),
 		IssuerRef:      issuerRefToCore(s.IssuerRef),
+		// An unreadable list is none here; NotServed refuses it.
+		FallbackIssuerRefs: func() []certificate.IssuerRef {
+			r, _ := fallbackIssuers(c.Annotations[AnnotationFallbackIssuers])
+			return r
+		}(),
 		LiteralSubject: s.LiteralSubject,
 		IsCA:           s.IsCA,
 		Usages:         usagesToCore(s.Usages),
@@ -303,6 +345,12 @@ func statusToCore(c *cmapi.Certificate, spec *certificate.Spec) certificate.Stat
 		out.FailedIssuanceAttempts = new(*s.FailedIssuanceAttempts)
 	}
 	out.RenewalInfo = renewalInfoToCore(s.ACME)
+	if raw, ok := c.Annotations[AnnotationIssuerStatus]; ok {
+		var is *certificate.IssuerStatus
+		if json.Unmarshal([]byte(raw), &is) == nil {
+			out.Issuer = is
+		}
+	}
 	out.Renewal = impliedRenewal(&out, spec)
 	if raw, ok := c.Annotations[AnnotationRenewalStatus]; ok {
 		var rs *renewal.Status
@@ -406,6 +454,12 @@ func CertificateStatusFromCore(c *cmapi.Certificate, s certificate.Status, spec 
 		renewalJSON = string(b)
 	}
 	setAnnotation(&c.ObjectMeta, AnnotationRenewalStatus, renewalJSON)
+	issuerJSON := ""
+	if s.Issuer != nil {
+		b, _ := json.Marshal(s.Issuer)
+		issuerJSON = string(b)
+	}
+	setAnnotation(&c.ObjectMeta, AnnotationIssuerStatus, issuerJSON)
 }
 
 // setAnnotation sets key to v, or removes it when v is empty.

@@ -50,7 +50,7 @@ func TestStatusRoundTrip(t *testing.T) {
 		annotations []string
 	}{
 		"a status with every field": {spec: scheduled, in: fullStatus(),
-			annotations: []string{operator.AnnotationRetryAfter, operator.AnnotationRenewalStatus}},
+			annotations: []string{operator.AnnotationRetryAfter, operator.AnnotationRenewalStatus, operator.AnnotationIssuerStatus}},
 		"an empty status": {in: certificate.Status{}},
 		"an Automatic renewal status, which the spec implies: no annotation": {
 			in: certificate.Status{NotAfter: new(t0), Renewal: &renewal.Status{Policy: renewal.PolicyAutomatic}}},
@@ -152,9 +152,11 @@ func TestCertificateSpecCarriesEveryField(t *testing.T) {
 		Duration: &certificate.Duration{Duration: 48 * time.Hour}, RenewBefore: &certificate.Duration{Duration: time.Hour},
 		RenewBeforePercentage: new(int32(30)),
 		IssuerRef:             certificate.IssuerRef{Name: "ca", Kind: "ClusterIssuer", Group: "cert-manager.io"},
-		LiteralSubject:        "CN=web",
-		OtherNames:            []keys.OtherName{{OID: "1.3.6.1.4.1.311.20.2.3", UTF8Value: "web@example.com"}},
-		IsCA:                  true, Usages: []keys.Usage{keys.UsageServerAuth},
+		FallbackIssuerRefs: []certificate.IssuerRef{{Name: "zerossl", Kind: "ClusterIssuer", Group: "cert-manager.io"},
+			{Name: "backup", Kind: "Issuer", Group: "example.org"}},
+		LiteralSubject: "CN=web",
+		OtherNames:     []keys.OtherName{{OID: "1.3.6.1.4.1.311.20.2.3", UTF8Value: "web@example.com"}},
+		IsCA:           true, Usages: []keys.Usage{keys.UsageServerAuth},
 		EncodeUsagesInRequest: new(true),
 		NameConstraints: &keys.NameConstraints{Critical: true,
 			Permitted: &keys.NameConstraintItem{DNSDomains: []string{"example"}, IPRanges: []string{"192.0.2.0/24"}, EmailAddresses: []string{"example"}, URIDomains: []string{"example"}},
@@ -325,6 +327,8 @@ func fullStatus() certificate.Status {
 		LastFailureTime: new(t0.Add(time.Minute)), FailedIssuanceAttempts: new(2), RetryAfter: new(t0.Add(time.Hour)),
 		NotBefore: new(t0), NotAfter: new(t0.Add(90 * 24 * time.Hour)), RenewalTime: new(t0.Add(60 * 24 * time.Hour)),
 		Renewal: &renewal.Status{Policy: renewal.PolicyScheduled, Windows: &renewal.WindowsStatus{Valid: "True", MatchedWindow: "windows[0]"}},
+		Issuer: &certificate.IssuerStatus{Revision: 4, Index: 1, IssuerRef: certificate.IssuerRef{Name: "zerossl", Kind: "ClusterIssuer", Group: "cert-manager.io"},
+			FailedAttempts: 1, Reason: certificate.ReasonIssuerFailedRepeatedly, Message: "spec.issuerRef failed"},
 		RenewalInfo: &certificate.RenewalInfoStatus{
 			SuggestedWindow: &renewal.ARIWindow{Start: t0.Add(59 * 24 * time.Hour), End: t0.Add(61 * 24 * time.Hour), ExplanationURL: "https://ca.example/why"},
 			LastChecked:     new(t0.Add(2 * time.Minute)), NextCheck: new(t0.Add(6 * time.Hour)), LastError: "renewal information: 503"},
@@ -352,7 +356,8 @@ func fullCertificate() *cmapi.Certificate {
 	return &cmapi.Certificate{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "apps", UID: "uid-web", Generation: 2, ResourceVersion: "9",
 			CreationTimestamp: metav1.NewTime(t0), Labels: map[string]string{"l": "v"},
-			Annotations: map[string]string{"a": "v", cmapi.IssueTemporaryCertificateAnnotation: "true"}},
+			Annotations: map[string]string{"a": "v", cmapi.IssueTemporaryCertificateAnnotation: "true",
+				operator.AnnotationFallbackIssuers: "ClusterIssuer/zerossl, Issuer.example.org/backup"}},
 		Spec: cmapi.CertificateSpec{
 			SecretName: "web-tls", CommonName: "web", DNSNames: []string{"web.example"}, IPAddresses: []string{"192.0.2.1"},
 			URIs: []string{"spiffe://cluster.local/web"}, EmailAddresses: []string{"web@example.com"},
@@ -438,4 +443,60 @@ func TestIssueTemporaryCertificateAnnotation(t *testing.T) {
 			assert.Empty(t, operator.NotServed(crt), "served")
 		})
 	}
+}
+
+// The fallback issuers annotation: Kind/name, Kind.group/name or a name
+// alone (an Issuer of cert-manager.io); anything else makes the spec
+// invalid, naming the annotation.
+func TestFallbackIssuersAnnotation(t *testing.T) {
+	tests := map[string]struct {
+		value string
+		want  []certificate.IssuerRef
+		bad   bool
+	}{
+		"none":              {value: ""},
+		"a name":            {value: "backup", want: []certificate.IssuerRef{{Name: "backup", Kind: "Issuer", Group: "cert-manager.io"}}},
+		"kinds and a group": {value: "ClusterIssuer/zerossl,Issuer.example.org/b.c", want: []certificate.IssuerRef{{Name: "zerossl", Kind: "ClusterIssuer", Group: "cert-manager.io"}, {Name: "b.c", Kind: "Issuer", Group: "example.org"}}},
+		"an empty item":     {value: "a,,b", bad: true},
+		"no name":           {value: "ClusterIssuer/", bad: true},
+		"no kind":           {value: "/name", bad: true},
+		"a slash in a name": {value: "Issuer/a/b", bad: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			crt := &cmapi.Certificate{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{operator.AnnotationFallbackIssuers: tc.value}},
+				Spec: cmapi.CertificateSpec{SecretName: "s", IssuerRef: cmmeta.IssuerReference{Name: "ca"}}}
+			problems := paths(operator.NotServed(crt))
+			if tc.bad {
+				assert.Contains(t, problems, "metadata.annotations["+operator.AnnotationFallbackIssuers+"]")
+				return
+			}
+			assert.Empty(t, problems)
+			assert.Equal(t, tc.want, operator.CertificateToCore(crt, operator.Passwords{}).Spec.FallbackIssuerRefs)
+		})
+	}
+}
+
+// The keystore passwords a Certificate names by passwordSecretRef are
+// read through the caller's getter; a missing Secret or key is an error
+// naming the field, and never carries a password.
+func TestKeystorePasswords(t *testing.T) {
+	crt := &cmapi.Certificate{ObjectMeta: metav1.ObjectMeta{Namespace: "apps"}, Spec: cmapi.CertificateSpec{Keystores: &cmapi.CertificateKeystores{
+		PKCS12: &cmapi.PKCS12Keystore{Create: true, PasswordSecretRef: cmmeta.SecretKeySelector{LocalObjectReference: cmmeta.LocalObjectReference{Name: "pw"}, Key: "p12"}},
+		JKS:    &cmapi.JKSKeystore{Create: true, PasswordSecretRef: cmmeta.SecretKeySelector{LocalObjectReference: cmmeta.LocalObjectReference{Name: "pw"}, Key: "jks"}},
+	}}}
+	secrets := map[string]*corev1.Secret{"pw": {Data: map[string][]byte{"p12": []byte("secret-one"), "jks": []byte("secret-two")}}}
+	get := func(name string) (*corev1.Secret, error) { return secrets[name], nil }
+	pw, err := operator.KeystorePasswords(crt, get)
+	require.NoError(t, err)
+	assert.Equal(t, operator.Passwords{PKCS12: "secret-one", JKS: "secret-two"}, pw)
+
+	delete(secrets["pw"].Data, "jks")
+	_, err = operator.KeystorePasswords(crt, get)
+	require.EqualError(t, err, `spec.keystores.jks.passwordSecretRef: secret pw has no key "jks"`)
+	assert.NotContains(t, err.Error(), "secret-one")
+
+	delete(secrets, "pw")
+	_, err = operator.KeystorePasswords(crt, get)
+	require.EqualError(t, err, "spec.keystores.pkcs12.passwordSecretRef: secret pw does not exist")
 }

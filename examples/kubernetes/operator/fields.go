@@ -31,6 +31,9 @@ func NotServed(c *cmapi.Certificate) []*certificate.FieldError {
 	if k := s.Keystores; k != nil && k.PKCS12 != nil && k.PKCS12.Create && k.PKCS12.Profile == cmapi.Modern2026PKCS12Profile {
 		add("spec.keystores.pkcs12.profile", "%q %s: use Modern2023, LegacyDES or LegacyRC2", k.PKCS12.Profile, notYet)
 	}
+	if _, err := fallbackIssuers(c.Annotations[AnnotationFallbackIssuers]); err != nil {
+		add("metadata.annotations["+AnnotationFallbackIssuers+"]", "%v", err)
+	}
 	if r := s.Renewal; r != nil {
 		for i, w := range r.Windows {
 			if _, problem := windowToCore(w, i); problem != nil {

@@ -124,7 +124,7 @@ func fieldsClassified[T any](t *testing.T, served []string, refused map[string]s
 // Every field of cert-manager's issuer API is served or refused by name:
 // the ca (with its CRL distribution points, OCSP servers and
 // issuing-certificate URLs), selfSigned and acme issuers with HTTP-01 and
-// DNS-01 over RFC 2136 are served; other issuer types and DNS providers
+// DNS-01 over RFC 2136, Cloudflare, Route 53 or a webhook solver are served; other issuer types and DNS providers
 // are refused — the issuer's Ready condition and its requests say so,
 // naming the field.
 func TestIssuerFieldsServedOrRefused(t *testing.T) {
@@ -178,11 +178,12 @@ func TestIssuerFieldsServedOrRefused(t *testing.T) {
 			return &cmapi.IssuerSpec{IssuerConfig: cmapi.IssuerConfig{ACME: a}}
 		})
 	dnsRefused := map[string]string{"CNAMEStrategy": "spec.acme.solvers[0].dns01.cnameStrategy"}
-	for _, p := range []struct{ field, json string }{{"Akamai", "akamai"}, {"CloudDNS", "cloudDNS"}, {"Cloudflare", "cloudflare"}, {"Route53", "route53"},
-		{"AzureDNS", "azureDNS"}, {"DigitalOcean", "digitalocean"}, {"AcmeDNS", "acmeDNS"}, {"Webhook", "webhook"}} {
+	for _, p := range []struct{ field, json string }{{"Akamai", "akamai"}, {"CloudDNS", "cloudDNS"},
+		{"AzureDNS", "azureDNS"}, {"DigitalOcean", "digitalocean"}, {"AcmeDNS", "acmeDNS"}} {
 		dnsRefused[p.field] = "spec.acme.solvers[0].dns01." + p.json
 	}
-	fieldsClassified(t, []string{"RFC2136"}, dnsRefused, func(set func(*cmacme.ACMEChallengeSolverDNS01)) *cmapi.IssuerSpec {
+	// Cloudflare and Route 53: their fields in TestLibDNSFieldsServedOrRefused.
+	fieldsClassified(t, []string{"RFC2136", "Webhook", "Cloudflare", "Route53"}, dnsRefused, func(set func(*cmacme.ACMEChallengeSolverDNS01)) *cmapi.IssuerSpec {
 		d := &cmacme.ACMEChallengeSolverDNS01{RFC2136: &cmacme.ACMEIssuerDNS01ProviderRFC2136{Nameserver: "ns:53"}}
 		set(d)
 		if d.RFC2136 != nil && d.RFC2136.Nameserver == "" {
@@ -198,6 +199,14 @@ func TestIssuerFieldsServedOrRefused(t *testing.T) {
 			set(r)
 			a := acme()
 			a.Solvers = []cmacme.ACMEChallengeSolver{{DNS01: &cmacme.ACMEChallengeSolverDNS01{RFC2136: r}}}
+			return &cmapi.IssuerSpec{IssuerConfig: cmapi.IssuerConfig{ACME: a}}
+		})
+	fieldsClassified(t, []string{"GroupName", "SolverName", "Config"}, nil,
+		func(set func(*cmacme.ACMEIssuerDNS01ProviderWebhook)) *cmapi.IssuerSpec {
+			w := &cmacme.ACMEIssuerDNS01ProviderWebhook{GroupName: "acme.example.com", SolverName: "example"}
+			set(w)
+			a := acme()
+			a.Solvers = []cmacme.ACMEChallengeSolver{{DNS01: &cmacme.ACMEChallengeSolverDNS01{Webhook: w}}}
 			return &cmapi.IssuerSpec{IssuerConfig: cmapi.IssuerConfig{ACME: a}}
 		})
 	// An HTTP-01 solver's Ingress or Gateway route settings are served

@@ -94,7 +94,7 @@ func (r *IssuerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		cond.Status, cond.Reason, cond.Message = cmmeta.ConditionFalse, reason, message
 	}
 	out := ctrl.Result{RequeueAfter: issuerRecheck}
-	switch problems := issuerNotServed(spec); {
+	switch problems := append(issuerNotServed(spec), ambientNotAllowed(kind, spec)...); { // ambient: dns01providers.go
 	case len(problems) > 0:
 		notReady(ReasonNotServed, strings.Join(problems, "; "))
 		out.RequeueAfter = 0 // a change to the issuer brings it back

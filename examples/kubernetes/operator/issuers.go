@@ -239,7 +239,7 @@ func (i issuerOf) Answer(ctx context.Context, r *certificate.CertificateRequest,
 	case err != nil:
 		return time.Time{}, err
 	}
-	if problems := issuerNotServed(spec); len(problems) > 0 {
+	if problems := append(issuerNotServed(spec), ambientNotAllowed(i.ref.Kind, spec)...); len(problems) > 0 { // ambient: dns01providers.go
 		pendingIfChanged(r, notReadyPrefix+strings.Join(problems, "; "), now)
 		return now.Add(localca.NotReadyRecheck), nil
 	}

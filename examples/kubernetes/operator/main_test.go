@@ -71,6 +71,11 @@ func apiServer(t testing.TB) {
 		}
 		// cert-manager's CRDs, and the Gateway API's (the shims' Gateways).
 		e := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "config", "crd"), filepath.Join("..", "config", "crd", "gateway-api")}, ErrorIfCRDPathMissing: true}
+		// The aggregation layer, for the webhook solver's tests.
+		if err := enableAggregation(e); err != nil {
+			envError = fmt.Errorf("envtest's aggregation layer: %w", err)
+			return
+		}
 		cfg, err := e.Start()
 		if err != nil {
 			envError = fmt.Errorf("starting envtest: %w", err)
@@ -93,10 +98,14 @@ func TestMain(m *testing.M) {
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
 	code := m.Run()
+	stopSolver()
 	if env != nil {
 		if err := env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
 		}
+	}
+	if aggregationDir != "" {
+		_ = os.RemoveAll(aggregationDir)
 	}
 	os.Exit(code)
 }
@@ -276,15 +285,40 @@ func (h *harness) start(mod ...func(*manager.Options, *operator.Options)) *runni
 type passed struct {
 	mu    sync.Mutex
 	names map[string]bool
+	// last holds the last few passes over each Certificate, for a test
+	// or benchmark that reports one that never got Ready.
+	last map[string][]string
 }
 
 func (p *passed) observe(ev host.Event) {
-	if ev.Kind != host.KindCertificate || ev.Result == nil {
+	if ev.Kind != host.KindCertificate {
 		return
+	}
+	line := fmt.Sprintf("%s no decision: err=%v", time.Now().Format("15:04:05.000"), ev.Err)
+	if ev.Result != nil {
+		line = fmt.Sprintf("%s %s/%s done=%v next=%s err=%v warning=%v", time.Now().Format("15:04:05.000"), ev.Result.Stage, ev.Result.Reason,
+			ev.Done, ev.Next.Format("15:04:05.000"), ev.Err, ev.Warning)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.names[ev.Name] = true
+	if ev.Result != nil {
+		p.names[ev.Name] = true
+	}
+	if p.last == nil {
+		p.last = map[string][]string{}
+	}
+	l := append(p.last[ev.Name], line)
+	if len(l) > 8 {
+		l = l[len(l)-8:]
+	}
+	p.last[ev.Name] = l
+}
+
+// lastPasses is what the last passes over the Certificate name did.
+func (p *passed) lastPasses(name string) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.last[name])
 }
 
 // has reports whether the operator has decided on the Certificate name.

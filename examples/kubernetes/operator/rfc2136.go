@@ -273,9 +273,15 @@ func (r *RFC2136) update(ctx context.Context, p acmeclient.Presentation, add boo
 		return fmt.Errorf("rfc2136: record name %s is not in zone %s", name, zone)
 	}
 
+	return r.send(ctx, alg, zone, name, value, r.ttl(), add)
+}
+
+// send adds (or deletes) the TXT value at name in zone with one RFC 2136
+// update, signed with alg when it is not empty.
+func (r *RFC2136) send(ctx context.Context, alg, zone, name, value string, ttl uint32, add bool) error {
 	op := "add"
 	txt := &dns.TXT{
-		Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: r.ttl()},
+		Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: ttl},
 		Txt: []string{value},
 	}
 	m := new(dns.Msg)

@@ -250,7 +250,8 @@ func Setup(mgr manager.Manager, o Options) error {
 		return err
 	}
 	acme := &acmeIssuers{client: mgr.GetClient(), api: mgr.GetAPIReader(), cache: mgr.GetCache(), store: st, clock: o.Clock,
-		opts: o.ACME, log: mgr.GetLogger().WithName("acme"), clusterSecret: o.ClusterResourceNamespace, byID: map[string]*acmeRuntime{}}
+		opts: o.ACME, log: mgr.GetLogger().WithName("acme"), clusterSecret: o.ClusterResourceNamespace, byID: map[string]*acmeRuntime{},
+		rest: &restAccess{config: mgr.GetConfig(), client: mgr.GetHTTPClient()}}
 	if o.Metrics != nil {
 		o.Metrics.acmeRequests.issuers.Store(acme)
 		var cached client.Reader = mgr.GetCache()

@@ -91,7 +91,7 @@ func BenchmarkPacedIssuance(b *testing.B) {
 		op := h.start()
 		h.eventually("the issuer", func() bool { return issuerReady(h, "ca") })
 		h.settle(op)
-		wait := readyTimes(b, h, n, true)
+		wait := readyTimes(b, h, op, n, true)
 		start := time.Now()
 		tick := time.NewTicker(50 * time.Millisecond)
 		for i := range n {

@@ -144,6 +144,21 @@ func checkNames(kind host.Kind, namespace, name string) error {
 
 // passwords reads the keystore passwords spec.keystores names in Secrets.
 func (s *store) passwords(ctx context.Context, c *cmapi.Certificate) (Passwords, error) {
+	return KeystorePasswords(c, func(name string) (*corev1.Secret, error) {
+		sec, err := s.secret(ctx, c.Namespace, name)
+		if errors.Is(err, host.ErrNotFound) {
+			return nil, nil
+		}
+		return sec, err
+	})
+}
+
+// KeystorePasswords reads the keystore passwords c's spec.keystores
+// names by passwordSecretRef, through get, which returns a Secret of c's
+// namespace by name (nil, nil when there is none): the passwords the
+// operator checks and writes keystores with. A missing Secret or key is
+// an error naming the field. A password is never part of an error.
+func KeystorePasswords(c *cmapi.Certificate, get func(name string) (*corev1.Secret, error)) (Passwords, error) {
 	var pw Passwords
 	k := c.Spec.Keystores
 	if k == nil {
@@ -153,12 +168,12 @@ func (s *store) passwords(ctx context.Context, c *cmapi.Certificate) (Passwords,
 		if ref == "" {
 			return "", nil // the literal password, if any
 		}
-		sec, err := s.secret(ctx, c.Namespace, ref)
-		if errors.Is(err, host.ErrNotFound) {
-			return "", fmt.Errorf("spec.keystores.%s.passwordSecretRef: secret %s does not exist", field, ref)
-		}
+		sec, err := get(ref)
 		if err != nil {
 			return "", err
+		}
+		if sec == nil {
+			return "", fmt.Errorf("spec.keystores.%s.passwordSecretRef: secret %s does not exist", field, ref)
 		}
 		v, ok := sec.Data[key]
 		if !ok || len(v) == 0 {

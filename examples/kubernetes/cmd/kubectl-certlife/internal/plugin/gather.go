@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/certlife/certlife/certificate"
-	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/renewal"
 
 	"github.com/certlife/certlife/examples/kubernetes/operator"
@@ -216,39 +215,12 @@ func getSecret(ctx context.Context, c client.Reader, namespace, name string) (*c
 }
 
 // passwords reads the keystore passwords spec.keystores names, as the
-// operator does: the decision checks the keystores in the Secret with
-// them. They are never printed.
+// operator does (operator.KeystorePasswords): the decision checks the
+// keystores in the Secret with them. They are never printed.
 func passwords(ctx context.Context, c client.Reader, crt *cmapi.Certificate) (operator.Passwords, error) {
-	var pw operator.Passwords
-	k := crt.Spec.Keystores
-	if k == nil {
-		return pw, nil
-	}
-	read := func(field, ref, key string) (keys.Password, error) {
-		if ref == "" {
-			return "", nil
-		}
-		sec, err := getSecret(ctx, c, crt.Namespace, ref)
-		if err != nil {
-			return "", err
-		}
-		if sec == nil {
-			return "", fmt.Errorf("spec.keystores.%s.passwordSecretRef: secret %s does not exist", field, ref)
-		}
-		return keys.Password(sec.Data[key]), nil
-	}
-	var err error
-	if p := k.PKCS12; p != nil && p.Create {
-		if pw.PKCS12, err = read("pkcs12", p.PasswordSecretRef.Name, p.PasswordSecretRef.Key); err != nil {
-			return pw, err
-		}
-	}
-	if j := k.JKS; j != nil && j.Create {
-		if pw.JKS, err = read("jks", j.PasswordSecretRef.Name, j.PasswordSecretRef.Key); err != nil {
-			return pw, err
-		}
-	}
-	return pw, nil
+	return operator.KeystorePasswords(crt, func(name string) (*corev1.Secret, error) {
+		return getSecret(ctx, c, crt.Namespace, name)
+	})
 }
 
 // ariWindow is the CA's suggested renewal window the status records

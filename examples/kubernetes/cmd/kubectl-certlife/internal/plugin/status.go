@@ -13,7 +13,6 @@ import (
 	cmacme "github.com/cert-manager/cert-manager/pkg/apis/acme/v1"
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 
-	"github.com/certlife/certlife/backoff"
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/keys"
 	"github.com/certlife/certlife/renewal"
@@ -458,21 +457,7 @@ func failureFields(g *gathered, p *parsedSecret, now time.Time, cfg certificate.
 	if t := st.RetryAfter; t != nil {
 		f = append(f, [2]string{"CA Retry-After", stamp(*t, now)})
 	}
-	in := backoff.Input{FailedAttempts: st.FailedIssuanceAttempts, JitterKey: g.snap.Certificate.UID}
-	if st.LastFailureTime != nil {
-		in.LastFailure = *st.LastFailureTime
-	}
-	if st.RetryAfter != nil {
-		in.RetryAfter = *st.RetryAfter
-	}
-	if leaf := p.leaf(); leaf != nil && !keys.IsTemporaryCertificate(leaf) {
-		in.NotBefore, in.NotAfter = leaf.NotBefore, leaf.NotAfter
-	}
-	pol := cfg.Backoff
-	if pol.SafetyMargin == 0 {
-		pol.SafetyMargin = cfg.Renewal.SafetyMargin
-	}
-	b := pol.Decide(in, now)
+	b := certificate.NextAttempt(g.snap.Certificate, p.leaf(), now, cfg)
 	if !b.NextAttempt.IsZero() {
 		state := "allowed now"
 		if b.Wait {
