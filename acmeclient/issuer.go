@@ -97,9 +97,16 @@ type IssuerConfig struct {
 	// directory offers renewalInfo.
 	DisableRenewalInfo bool
 	// Limits are the CA's rate limits the issuer paces its orders by
-	// (see RateLimits): nil means Let's Encrypt's published limits
-	// (LetsEncryptRateLimits); &RateLimits{Disabled: true} sends every
-	// order at once, as an issuer without pacing does.
+	// (see RateLimits). Nil means Let's Encrypt's published limits
+	// (LetsEncryptRateLimits) when the Client's directory is Let's
+	// Encrypt's production or staging one (acme-v02.api.letsencrypt.org,
+	// acme-staging-v02.api.letsencrypt.org), and for any other CA no
+	// limits of its own but still learning from the CA's answers: an
+	// order the CA refuses for a rate limit (429 rateLimited) waits
+	// Pending (Reason "Paced") until the CA's Retry-After instead of
+	// failing the request. &RateLimits{Disabled: true} turns pacing and
+	// learning off: every order is sent at once, as an issuer without
+	// pacing does.
 	Limits *RateLimits
 }
 
@@ -304,7 +311,7 @@ func NewIssuer(cfg IssuerConfig) (*Issuer, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("%w: IssuerConfig: %s", ErrConfig, strings.Join(problems, "; "))
 	}
-	return &Issuer{cfg: cfg, selectors: selectors, shown: map[string]bool{}, idx: newIndex(), ari: map[string]*ariEntry{}, pace: newPacer(cfg.Limits)}, nil
+	return &Issuer{cfg: cfg, selectors: selectors, shown: map[string]bool{}, idx: newIndex(), ari: map[string]*ariEntry{}, pace: newPacer(defaultLimits(cfg.Limits, cfg.Client.acme.DirectoryURL))}, nil
 }
 
 var (

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -61,9 +62,10 @@ func (l Limit) tolerance() time.Duration { return l.Window - l.interval() }
 // costs nothing, and the request waits Pending for its slot instead of
 // failing.
 //
-// A nil *RateLimits in IssuerConfig means LetsEncryptRateLimits; a zero
-// Limit field is no limit of that kind (still learned from a refusal);
-// Disabled turns pacing off.
+// A nil *RateLimits in IssuerConfig means LetsEncryptRateLimits for Let's
+// Encrypt's directories and no configured limits (learning only) for any
+// other CA; a zero Limit field is no limit of that kind (still learned
+// from a refusal); Disabled turns pacing and learning off.
 type RateLimits struct {
 	// Disabled turns pacing off: every order is sent at once, and a
 	// refusal for a rate limit is an order's failure like any other,
@@ -95,7 +97,8 @@ type RateLimits struct {
 // hours, 50 certificates per registered domain per 7 days, 5 certificates
 // per exact set of identifiers per 7 days, 5 failed validations per
 // identifier per account per hour. They are the default of an issuer
-// whose IssuerConfig.Limits is nil.
+// whose IssuerConfig.Limits is nil and whose Client's directory is Let's
+// Encrypt's.
 func LetsEncryptRateLimits() RateLimits {
 	week := 7 * 24 * time.Hour
 	return RateLimits{
@@ -202,10 +205,37 @@ type pacer struct {
 	pruneAt  int
 }
 
+// defaultLimits is the limits an issuer paces by: the configured ones,
+// else Let's Encrypt's for its directories and none (learning from the
+// CA's refusals only) for any other.
+func defaultLimits(l *RateLimits, directoryURL string) *RateLimits {
+	if l != nil {
+		return l
+	}
+	if isLetsEncrypt(directoryURL) {
+		d := LetsEncryptRateLimits()
+		return &d
+	}
+	return &RateLimits{}
+}
+
+// isLetsEncrypt reports whether a directory URL is Let's Encrypt's
+// production or staging endpoint.
+func isLetsEncrypt(directoryURL string) bool {
+	u, err := url.Parse(directoryURL)
+	if err != nil {
+		return false
+	}
+	switch strings.ToLower(strings.TrimSuffix(u.Hostname(), ".")) {
+	case "acme-v02.api.letsencrypt.org", "acme-staging-v02.api.letsencrypt.org":
+		return true
+	}
+	return false
+}
+
 func newPacer(l *RateLimits) *pacer {
 	if l == nil {
-		d := LetsEncryptRateLimits()
-		l = &d
+		l = &RateLimits{}
 	}
 	if l.Disabled {
 		return nil

@@ -242,6 +242,29 @@ func TestPacingLearnsALowerLimitFromTheFirstRefusal(t *testing.T) {
 	t.Logf("%d orders sent, 1 refused; the last %v after the first (the CA's limit allows %v)", len(sent), sent[n-1].Sub(start), at.Sub(start))
 }
 
+// With no Limits configured, a CA that is not Let's Encrypt gets no
+// limits of the issuer's own: orders go at once until the CA refuses one
+// for a rate limit; that order waits Pending (Paced) for the CA's
+// Retry-After instead of failing, and the limit the CA named paces the
+// rest, so no other is refused.
+func TestPacingByDefaultLearnsFromACAThatIsNotLetsEncrypt(t *testing.T) {
+	caOrders := acmeclient.Limit{Count: 10, Window: 3 * time.Hour}
+	e := newPaceEnv(t, acmetest.RateLimits{OrdersPerAccount: caOrders}, nil)
+	const n = 30
+	reqs := newPaced(t, n, "private.example.net")
+	start := e.clock.Now()
+	e.run(t, reqs)
+
+	refusals := e.srv.RateLimitRefusals()
+	require.Len(t, refusals, 1, "the first refusal teaches the issuer; no other follows: %v", refusals)
+	sent := e.srv.OrdersAccepted()
+	require.Len(t, sent, n, "every request issued, none failed")
+	for k := range caOrders.Count {
+		assert.Equal(t, start, sent[k], "order %d goes at once: no limit of the issuer's own", k)
+	}
+	assert.False(t, reqs[caOrders.Count].announced.IsZero(), "the refused order waited Paced, saying when")
+}
+
 // A limit that cannot be kept is refused by name; none is refused when
 // pacing is off.
 func TestPacingLimitsAreChecked(t *testing.T) {
