@@ -196,8 +196,10 @@ func TestPacingIssuesAThousandCertificatesWithoutARefusal(t *testing.T) {
 		d.take(at)
 		require.False(t, sent[k].Before(at), "order %d sent at %v, before the limits allow it (%v)", k, sent[k], at)
 		worst = max(worst, sent[k].Sub(at))
-		want := fmt.Sprintf("sub-%04d.fleet.example.com", k)
-		assert.Equal(t, want, issued[k].Names, "certificates are issued in the order they were asked for")
+		if k >= orders.Count { // the first are sent at once and may finish in any order
+			want := fmt.Sprintf("sub-%04d.fleet.example.com", k)
+			assert.Equal(t, want, issued[k].Names, "certificates are issued in the order they were asked for")
+		}
 		changed += reqs[k].changed
 		moved = max(moved, reqs[k].moved)
 	}
