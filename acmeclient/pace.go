@@ -710,6 +710,12 @@ var (
 	quoteRe  = regexp.MustCompile(`for "([^"]+)"`)
 )
 
+// maxLearnedWindow bounds the window taken from a CA's words: a longer one
+// (no CA documents a limit over weeks) is a CA's error or a hostile
+// answer that would hold the limit's orders for years, and is ignored; the
+// refusal's Retry-After still holds them.
+const maxLearnedWindow = 31 * 24 * time.Hour
+
 func (p *pacer) learnLocked(err error, ids []bucketID, now time.Time) time.Time {
 	var e *Error
 	if !errors.As(err, &e) || !errors.Is(err, ErrRateLimited) {
@@ -734,7 +740,7 @@ func (p *pacer) learnLocked(err error, ids []bucketID, now time.Time) time.Time 
 	if m := countRe.FindStringSubmatch(detail); m != nil {
 		if n, err := strconv.Atoi(m[1]); err == nil && n > 0 {
 			if w := windowRe.FindStringSubmatch(detail); w != nil {
-				if d, err := time.ParseDuration(w[1]); err == nil && d > 0 && d/time.Duration(n) > 0 {
+				if d, err := time.ParseDuration(w[1]); err == nil && d > 0 && d <= maxLearnedWindow && d/time.Duration(n) > 0 {
 					p.learned[kind] = Limit{Count: n, Window: d}
 				}
 			}

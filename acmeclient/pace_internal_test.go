@@ -64,3 +64,31 @@ func BenchmarkPaceAdmit(b *testing.B) {
 		p.issued(keys[k], now)
 	}
 }
+
+// A refusal whose words name an absurd window (a CA's error or a hostile
+// answer) is not learned: the orders wait for its Retry-After only.
+func TestPaceIgnoresAnAbsurdLearnedWindow(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		detail string
+		learn  bool
+	}{
+		{"too many new orders (10) from this account in the last 3h0m0s", true},
+		{"too many new orders (1) from this account in the last 2562047h0m0s", false},
+		{"too many new orders (1) from this account in the last 745h", false},
+		{"too many new orders (-5) from this account in the last 3h", false},
+		{"too many new orders (99999999999999999999) from this account in the last 3h", false},
+		{"too many new orders (10) from this account in the last garbage", false},
+	} {
+		p := newPacer(&RateLimits{})
+		err := &Error{Kind: ErrRateLimited, Status: 429, Type: "urn:ietf:params:acme:error:rateLimited", Detail: tc.detail, RetryAfter: now.Add(time.Hour)}
+		ids := demand([]string{"a.example.com"}, nil)
+		p.learn(err, ids, now)
+		if got := !p.learned[kindOrders].IsZero(); got != tc.learn {
+			t.Errorf("%q: learned %v, want %v", tc.detail, p.learned[kindOrders], tc.learn)
+		}
+		if h := p.admit("k", RequestRef{}, ids, now); h.ok || h.at.After(now.Add(time.Hour+3*time.Hour)) {
+			t.Errorf("%q: admitted %v, held until %v; want held, until the Retry-After (a learned limit's tolerance at most)", tc.detail, h.ok, h.at)
+		}
+	}
+}
