@@ -311,7 +311,7 @@ func NewIssuer(cfg IssuerConfig) (*Issuer, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("%w: IssuerConfig: %s", ErrConfig, strings.Join(problems, "; "))
 	}
-	return &Issuer{cfg: cfg, selectors: selectors, shown: map[string]bool{}, idx: newIndex(), ari: map[string]*ariEntry{}, pace: newPacer(defaultLimits(cfg.Limits, cfg.Client.acme.DirectoryURL))}, nil
+	return &Issuer{cfg: cfg, selectors: selectors, shown: map[string]bool{}, idx: newIndex(), ari: map[string]*ariEntry{}, pace: newPacer(defaultLimits(cfg.Limits, cfg.Client.directoryURL()))}, nil
 }
 
 var (
