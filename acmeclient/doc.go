@@ -50,7 +50,8 @@
 // is followed up to an hour (order.Config.MaxRetryAfter); a longer one
 // fails the request with it, for the certificate's backoff — except a
 // newOrder refused for a rate limit: the issuer paces its orders by the
-// CA's limits (IssuerConfig.Limits, Let's Encrypt's by default; see
+// CA's limits (IssuerConfig.Limits: Let's Encrypt's by default for its directories,
+// none but what the CA's refusals say for any other; see
 // RateLimits), so an order that would pass one is not sent, and one the
 // CA refuses anyway waits for its slot; either way the request stays
 // Pending, saying when its order goes. A context
