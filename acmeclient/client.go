@@ -237,6 +237,15 @@ func redactQuery(u *url.URL) string {
 
 func (c *Client) now() time.Time { return c.clock.Now() }
 
+// directoryURL is the ACME directory the Client talks to; "" for a Client
+// not made by New.
+func (c *Client) directoryURL() string {
+	if c == nil || c.acme == nil {
+		return ""
+	}
+	return c.acme.DirectoryURL
+}
+
 // Transport returns the client's transport, for its request counts.
 func (c *Client) Transport() *Transport { return c.transport }
 

@@ -48,7 +48,13 @@
 // KeepAnswered (10 minutes) — by any later Step, Forget or Sweep — and
 // none of them holds a scheduler slot meanwhile. The server's Retry-After
 // is followed up to an hour (order.Config.MaxRetryAfter); a longer one
-// fails the request with it, for the certificate's backoff. A context
+// fails the request with it, for the certificate's backoff — except a
+// newOrder refused for a rate limit: the issuer paces its orders by the
+// CA's limits (IssuerConfig.Limits: Let's Encrypt's by default for its directories,
+// none but what the CA's refusals say for any other; see
+// RateLimits), so an order that would pass one is not sent, and one the
+// CA refuses anyway waits for its slot; either way the request stays
+// Pending, saying when its order goes. A context
 // that ends (shutdown, lost leadership) ends the step with ctx.Err() and
 // counts as no failed attempt.
 //

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -95,6 +96,18 @@ type IssuerConfig struct {
 	// certificate it issued to a host that asks, when the server's
 	// directory offers renewalInfo.
 	DisableRenewalInfo bool
+	// Limits are the CA's rate limits the issuer paces its orders by
+	// (see RateLimits). Nil means Let's Encrypt's published limits
+	// (LetsEncryptRateLimits) when the Client's directory is Let's
+	// Encrypt's production or staging one (acme-v02.api.letsencrypt.org,
+	// acme-staging-v02.api.letsencrypt.org), and for any other CA no
+	// limits of its own but still learning from the CA's answers: an
+	// order the CA refuses for a rate limit (429 rateLimited) waits
+	// Pending (Reason "Paced") until the CA's Retry-After instead of
+	// failing the request. &RateLimits{Disabled: true} turns pacing and
+	// learning off: every order is sent at once, as an issuer without
+	// pacing does.
+	Limits *RateLimits
 }
 
 // Event is one decision of the order or a challenge machine that had
@@ -198,6 +211,9 @@ type Issuer struct {
 	ariMu      sync.Mutex
 	ari        map[string]*ariEntry
 	ariPruneAt int
+
+	// pace keeps the rate limits; nil when pacing is off.
+	pace *pacer
 }
 
 // ReasonServerUnreachable is the Result.Reason of a step not taken
@@ -248,6 +264,7 @@ func NewIssuer(cfg IssuerConfig) (*Issuer, error) {
 	if cfg.StaleAfter < 0 {
 		problems = append(problems, fmt.Sprintf("StaleAfter %v is negative", cfg.StaleAfter))
 	}
+	problems = append(problems, cfg.Limits.problems()...)
 	selectors := cfg.SolverConfigs
 	if len(selectors) == 0 {
 		// One default per presenter; among defaults the first that
@@ -294,7 +311,7 @@ func NewIssuer(cfg IssuerConfig) (*Issuer, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("%w: IssuerConfig: %s", ErrConfig, strings.Join(problems, "; "))
 	}
-	return &Issuer{cfg: cfg, selectors: selectors, shown: map[string]bool{}, idx: newIndex(), ari: map[string]*ariEntry{}}, nil
+	return &Issuer{cfg: cfg, selectors: selectors, shown: map[string]bool{}, idx: newIndex(), ari: map[string]*ariEntry{}, pace: newPacer(defaultLimits(cfg.Limits, cfg.Client.directoryURL()))}, nil
 }
 
 var (
@@ -386,7 +403,9 @@ func (i *Issuer) Answer(ctx context.Context, r *certificate.CertificateRequest, 
 	res, err := i.stepAt(ctx, r, now)
 	if err == nil && !res.Answered && res.Reason != "" && r != nil {
 		prefix := res.Reason + ": "
-		if c := r.Condition(certificate.RequestConditionReady); c == nil || c.Reason != certificate.RequestReasonPending || !strings.HasPrefix(c.Message, prefix) {
+		c := r.Condition(certificate.RequestConditionReady)
+		if c == nil || c.Reason != certificate.RequestReasonPending || !strings.HasPrefix(c.Message, prefix) ||
+			res.Reason == ReasonPaced && c.Message != prefix+res.Message { // a paced request says when its order goes
 			certificate.SetPending(r, prefix+res.Message, now)
 		}
 	}
@@ -528,6 +547,14 @@ func (i *Issuer) step(ctx context.Context, r *certificate.CertificateRequest, ke
 			certificate.SetInvalid(r, problem, now)
 			return Result{Answered: true, Changed: true, Reason: order.ReasonInvalidSpec, Message: problem}, nil
 		}
+		if !i.pace.exempt(spec.Replaces) {
+			// A request whose order would pass a rate limit gets a slot
+			// and no state: nothing is sent, nothing kept.
+			dns, ips, _ := order.Identifiers(&spec)
+			if h := i.pace.admit(key, ref, demand(dns, ips), now); !h.ok {
+				return Result{RequeueAt: h.at, Reason: ReasonPaced, Message: h.why}, nil
+			}
+		}
 		// The state's first write says that a newOrder may be sent
 		// (OrderRequestedAt), so that the CreateOrder of this step
 		// needs no write of its own before it sends one.
@@ -563,6 +590,14 @@ func (i *Issuer) step(ctx context.Context, r *certificate.CertificateRequest, ke
 		acted, next, why, err := i.round(ctx, key, st, now, created && round == 0)
 		if err != nil {
 			return retry, err
+		}
+		if why.reason == ReasonPaced && created && st.Order.Status.URL == "" {
+			// Refused for a rate limit as its first order: the request
+			// waits for its slot with no state, as if never admitted.
+			if err := i.remove(ctx, key, "its order waits for a rate limit: "+why.message, now); err != nil {
+				return retry, err
+			}
+			res.Changed = true
 		}
 		res.Err = firstErr(res.Err, why.err)
 		res.Reason, res.Message = why.reason, why.message
@@ -623,6 +658,10 @@ func (i *Issuer) round(ctx context.Context, key string, st *State, now time.Time
 		w.err = i.carryOutOrder(ctx, key, st, ores, now, fresh)
 		if err := i.put(ctx, key, st, now); err != nil {
 			return false, time.Time{}, w, err
+		}
+		var pe *pacedError
+		if errors.As(w.err, &pe) {
+			return false, pe.at, why{reason: ReasonPaced, message: pe.why}, ctx.Err()
 		}
 		return acted, ores.RequeueAt, w, ctx.Err()
 	}
@@ -841,6 +880,7 @@ func (i *Issuer) load(ctx context.Context, now time.Time) error {
 		}
 	}
 	i.idx.mu.Unlock()
+	i.pace.rebuild(states)
 	i.loaded.Store(true)
 	return nil
 }
@@ -1002,6 +1042,7 @@ func (i *Issuer) remove(ctx context.Context, key, why string, now time.Time) err
 		}
 		i.forgetShown(c)
 	}
+	i.pace.removed(key, now)
 	ev.Actions = append(ev.Actions, "Delete{"+key+"}")
 	if err := i.cfg.Store.Delete(ctx, ref, key); err != nil {
 		ev.Err = fmt.Errorf("acmeclient: deleting the state of %s: %w", key, err)
@@ -1032,7 +1073,12 @@ func (i *Issuer) carryOutOrder(ctx context.Context, key string, st *State, res o
 		case order.Sync:
 			o.Status, err = c.SyncOrder(ctx, o.Status, a)
 		case order.Finalize:
+			i.pace.finalizing(key)
 			o.Status, err = c.Finalize(ctx, o.Status, a)
+			if errors.Is(err, ErrRateLimited) {
+				dns, ips, _ := order.Identifiers(&o.Spec)
+				i.pace.learn(err, demand(dns, ips), now)
+			}
 		case order.FetchCertificate:
 			o.Status, err = c.FetchCertificate(ctx, o.Status, a)
 		case order.CreateChallenge:
@@ -1084,6 +1130,22 @@ func (i *Issuer) createOrder(ctx context.Context, key string, st *State, a order
 			i.trace(ev)
 		}
 	}
+	exempt := i.pace.exempt(a.Replaces)
+	ids := demand(a.DNSNames, a.IPAddresses)
+	if !exempt {
+		unsent, sent := i.pace.admitted(key)
+		if sent {
+			// Ordered again: the last order's certificate counts if it
+			// was finalized, and is given back if not.
+			i.pace.removed(key, now)
+		}
+		if !unsent {
+			if h := i.pace.admit(key, st.Request, ids, now); !h.ok {
+				st.OrderRequestedAt = nil
+				return &pacedError{at: h.at, why: h.why}
+			}
+		}
+	}
 	if !fresh {
 		sent := now
 		st.OrderRequestedAt = &sent
@@ -1091,10 +1153,29 @@ func (i *Issuer) createOrder(ctx context.Context, key string, st *State, a order
 			return err
 		}
 	}
+	before := st.Order.Status
 	status, err := c.CreateOrder(ctx, st.Order.Status, a)
 	st.Order.Status = status
 	if err == nil || !mayHaveCreated(err) {
 		st.OrderRequestedAt = nil
+	}
+	if i.pace != nil {
+		var e *Error
+		switch {
+		case !exempt && errors.Is(err, ErrRateLimited) && errors.As(err, &e) && e.Status == http.StatusTooManyRequests:
+			// Refused for a rate limit: nothing was created, so it
+			// costs nothing, and the order waits for its slot rather
+			// than failing.
+			h := i.pace.refused(key, st.Request, err, now)
+			st.Order.Status = before
+			return &pacedError{at: h.at, why: h.why}
+		case errors.Is(err, ErrRateLimited):
+			i.pace.learn(err, ids, now)
+		case !exempt:
+			i.pace.sent(key)
+		case err == nil && status.ReplacesRefused != "":
+			i.pace.force(key, ids, now) // sent as a new order after all
+		}
 	}
 	return err
 }
@@ -1256,6 +1337,7 @@ func (i *Issuer) answer(ctx context.Context, r *certificate.CertificateRequest, 
 	var res Result
 	switch {
 	case o.Status.State == order.StateValid && len(o.Status.Certificate) > 0 && order.CheckCertificate(&o.Spec, o.Status.Certificate) == "":
+		i.pace.issued(o.Name, now)
 		certificate.SetIssued(r, o.Status.Certificate, chainCA(o.Status.Certificate), now)
 		res = Result{Answered: true, Reason: order.ReasonDone, Message: "the certificate is issued"}
 	case o.Status.State.Failed():
@@ -1267,6 +1349,13 @@ func (i *Issuer) answer(ctx context.Context, r *certificate.CertificateRequest, 
 		if ra := o.Status.RetryAfter; ra != nil && ra.After(now) {
 			retryAfter = *ra
 		}
+		var failedIDs []string
+		for _, c := range st.Challenges {
+			if c.Status.State == challenge.StateInvalid {
+				failedIDs = append(failedIDs, c.Spec.DNSName)
+			}
+		}
+		i.pace.failed(o.Name, failedIDs, now)
 		certificate.SetFailed(r, msg, now, retryAfter)
 		res = Result{Answered: true, Reason: order.ReasonFailed, Message: msg}
 		if o.Status.LastError != "" {
@@ -1304,6 +1393,7 @@ func (i *Issuer) Forget(ctx context.Context, namespace, name string) error {
 	}
 	i.sweep(ctx, now, sweepPerStep)
 	ref := RequestRef{Namespace: namespace, Name: name}
+	i.pace.forget(ref, now)
 	var errs []error
 	for _, key := range i.idx.keysOf(ref) {
 		release, err := i.idx.claim(ctx, key)

@@ -125,7 +125,8 @@ func TestAFarRetryAfterIsCappedInEitherForm(t *testing.T) {
 				return nil
 			})
 			iss, err := acmeclient.NewIssuer(acmeclient.IssuerConfig{Client: e.client, Store: acmeclient.NewMemoryStore(), Solvers: e.srv.Solvers(),
-				Order: order.Config{Schedule: retry.Schedule{MaxAttempts: 2}}})
+				Order:  order.Config{Schedule: retry.Schedule{MaxAttempts: 2}},
+				Limits: &acmeclient.RateLimits{Disabled: true}}) // unpaced: a refusal is the order's failure
 			require.NoError(t, err)
 			r, _ := newRequest(t, "web-1", "limited.example")
 			ctx := timeout(t)

@@ -89,6 +89,9 @@ type Options struct {
 	// example with TLSALPN01Handler's GetCertificate. Zero starts a
 	// listener of the server's own that answers with TLSALPN01Handler.
 	TLSALPN01Port int
+	// RateLimits, when set, makes the server refuse orders and
+	// finalizes past them as Let's Encrypt does (see RateLimits).
+	RateLimits *RateLimits
 }
 
 // Server is Pebble running in this process on loopback: its ACME
@@ -118,6 +121,8 @@ type Server struct {
 	// orders counts the orders Pebble created, by identifiers.
 	ordersMu sync.Mutex
 	orders   map[string]int
+	// limits enforces Options.RateLimits; nil without.
+	limits *limiter
 	// newOrders is held exclusively while Pebble creates an order with
 	// the account's valid authorizations hidden (AuthzReusePercent 0).
 	newOrders sync.RWMutex
@@ -216,6 +221,10 @@ func Start(opts Options) (*Server, error) {
 	if opts.AuthzReusePercent == 0 {
 		h = s.withoutReuse(h)
 	}
+	if opts.RateLimits != nil {
+		s.limits = &limiter{cfg: *opts.RateLimits, tat: map[string]time.Time{}}
+		h = s.limits.wrap(h)
+	}
 	s.acme = httptest.NewUnstartedServer(s.countOrders(h))
 	s.acme.Config.ErrorLog = log.New(io.Discard, "", 0)
 	s.acme.StartTLS()
@@ -238,6 +247,16 @@ func (o Options) validate() error {
 	if o.Intermediates < 0 || o.AlternateRoots < 0 || o.ValidationSleep < 0 {
 		errs = append(errs, fmt.Errorf("acmetest: Intermediates (%d), AlternateRoots (%d) and ValidationSleep (%v) must not be negative",
 			o.Intermediates, o.AlternateRoots, o.ValidationSleep))
+	}
+	if l := o.RateLimits; l != nil {
+		for _, f := range []struct {
+			name string
+			l    acmeclient.Limit
+		}{{"OrdersPerAccount", l.OrdersPerAccount}, {"CertificatesPerRegisteredDomain", l.CertificatesPerRegisteredDomain}, {"CertificatesPerExactSet", l.CertificatesPerExactSet}} {
+			if f.l.Count < 0 || (f.l.Count > 0 && f.l.Window/time.Duration(f.l.Count) <= 0) {
+				errs = append(errs, fmt.Errorf("acmetest: RateLimits.%s: %d per %v is not a limit", f.name, f.l.Count, f.l.Window))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }
