@@ -564,11 +564,7 @@ func TestDNS01CloudflareIssues(t *testing.T) {
 // An Issuer without an access key is not Ready: ambient credentials are
 // a ClusterIssuer's only.
 func TestDNS01Route53Issues(t *testing.T) {
-	t.Setenv("AWS_CONFIG_FILE", "/nonexistent/aws-config")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/aws-credentials")
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_REGION", "")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	operator.IsolateAWS(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAAMBIENT")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "ambient-secret")
 	tests := map[string]struct {
@@ -687,11 +683,7 @@ func TestRoute53FakeChecksSignatures(t *testing.T) {
 // 53 refuses for a set that exists — and each CleanUp takes only its own
 // value.
 func TestRoute53WildcardAndBaseNameAtOnce(t *testing.T) {
-	t.Setenv("AWS_CONFIG_FILE", "/nonexistent/aws-config")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/aws-credentials")
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_REGION", "")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	operator.IsolateAWS(t)
 	ctx := context.Background()
 	d, err := acmetest.StartDNS()
 	require.NoError(t, err)
