@@ -2,6 +2,7 @@ package acmeclient
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -80,11 +81,26 @@ func (c *Client) SyncChallenge(ctx context.Context, st challenge.Status, a chall
 // Accept carries out challenge.Accept (RFC 8555 §7.5.1): it tells the
 // server the challenge is ready and writes Accepted, the returned State and
 // SyncedAt (the answer is a read of the challenge too).
+//
+// A server may refuse to accept a challenge that is no longer pending
+// (Pebble answers "malformed"): an earlier accept did land — made by a
+// process that stopped before writing Accepted, or whose answer was lost.
+// When the server refuses with a problem document, Accept reads the
+// challenge once; if it is no longer pending, it was accepted, and Accept
+// writes it as such instead of failing the order.
 func (c *Client) Accept(ctx context.Context, st challenge.Status, a challenge.Accept) (challenge.Status, error) {
 	now := c.now()
 	ch, rec, err := oneRequest(c, ctx, "accept challenge", KindChallenge, now, func(cctx context.Context) (*acme.Challenge, error) {
 		return c.acme.Accept(cctx, &acme.Challenge{URI: a.URL})
 	})
+	if err != nil && refusedByServer(err) && ctx.Err() == nil {
+		got, grec, gerr := oneRequest(c, ctx, "read challenge", KindChallenge, now, func(cctx context.Context) (*acme.Challenge, error) {
+			return c.acme.GetChallenge(cctx, a.URL)
+		})
+		if gerr == nil && got != nil && got.Status != acme.StatusPending {
+			ch, rec, err = got, grec, nil
+		}
+	}
 	if err != nil {
 		return failChallenge(ctx, st, err, now), err
 	}
@@ -115,4 +131,12 @@ func failChallenge(ctx context.Context, st challenge.Status, err error, now time
 		st.Reason = msg
 	}
 	return st
+}
+
+// refusedByServer reports whether err is a problem document the server
+// answered with (a 4xx other than a rate limit), not a network or server
+// failure.
+func refusedByServer(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Status >= 400 && e.Status < 500 && e.Status != 429
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/challenge"
 	"github.com/certlife/certlife/keys"
+	"github.com/certlife/certlife/order"
 )
 
 // RFC 8555 §6.5: a badNonce rejection is retried with a fresh nonce. Half
@@ -243,4 +244,49 @@ func TestOrderAsksForTheRequestsValidity(t *testing.T) {
 	leaf := leafOf(t, e.srv, r, key, "validity.example")
 	assert.False(t, leaf.NotBefore.Before(before), "notBefore %v, asked from %v", leaf.NotBefore, before)
 	assert.Equal(t, 10*24*time.Hour, leaf.NotAfter.Sub(leaf.NotBefore))
+}
+
+// A process that accepted a challenge and stopped before writing Accepted
+// comes back to a challenge it sees as pending; the server, which has it
+// processing or valid already, refuses a second accept (Pebble answers
+// "malformed"). The second accept reads the challenge and carries on from
+// where the server is instead of failing the order.
+func TestAcceptOfAChallengeAcceptedBefore(t *testing.T) {
+	e := newEnv(t, acmetest.Options{}, nil)
+	ctx := timeout(t)
+	c := e.client
+	_, err := c.EnsureAccount(ctx, acmeclient.AccountOptions{AgreeToTerms: true})
+	require.NoError(t, err)
+	o, err := c.CreateOrder(ctx, order.Status{}, order.CreateOrder{DNSNames: []string{"twice.example"}})
+	require.NoError(t, err)
+	require.Len(t, o.Authorizations, 1)
+	o, err = c.GetAuthorization(ctx, o, order.GetAuthorization{URL: o.Authorizations[0].URL})
+	require.NoError(t, err)
+	var offered order.OfferedChallenge
+	for _, x := range o.Authorizations[0].Challenges {
+		if x.Type == challenge.TypeHTTP01 {
+			offered = x
+		}
+	}
+	require.NotEmpty(t, offered.URL, "no http-01 challenge offered: %+v", o.Authorizations[0])
+	ka, err := c.KeyAuthorization(offered.Token)
+	require.NoError(t, err)
+	require.NoError(t, e.srv.HTTP01Handler().Present(ctx, acmeclient.Presentation{Type: challenge.TypeHTTP01,
+		Identifier: "twice.example", Token: offered.Token, KeyAuthorization: ka}))
+
+	first, err := c.Accept(ctx, challenge.Status{State: challenge.StatePending}, challenge.Accept{URL: offered.URL})
+	require.NoError(t, err)
+	require.True(t, first.Accepted)
+
+	// The first process's write is lost; the next one starts from the
+	// status it had before.
+	e.client.Transport().ResetCounts()
+	again, err := c.Accept(ctx, challenge.Status{State: challenge.StatePending}, challenge.Accept{URL: offered.URL})
+	require.NoError(t, err, "a second accept of an accepted challenge failed the order")
+	assert.True(t, again.Accepted)
+	assert.Contains(t, []challenge.State{challenge.StateProcessing, challenge.StateValid}, again.State)
+	assert.NotEqual(t, challenge.StateErrored, again.State)
+	assert.Empty(t, again.Reason)
+	n := e.client.Transport().Counts()
+	assert.Equal(t, 2, n.ByKind[acmeclient.KindChallenge], "the refused accept and one read of the challenge: %v", n)
 }
