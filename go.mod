@@ -39,9 +39,9 @@ require (
 )
 
 require (
-	github.com/go-jose/go-jose/v4 v4.1.4
+	github.com/go-jose/go-jose/v4 v4.1.8
 	github.com/letsencrypt/challtestsrv v1.4.2 // indirect
-	github.com/letsencrypt/pebble/v2 v2.10.1
+	github.com/letsencrypt/pebble/v2 v2.10.3
 	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/net v0.61.0
 	golang.org/x/sync v0.24.0 // indirect
