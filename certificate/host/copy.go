@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/renewal"
 )
 
 // deepCopy returns a copy of obj (a *certificate.Certificate, Secret or
@@ -59,13 +60,27 @@ func copyMeta(m certificate.ObjectMeta) certificate.ObjectMeta {
 	return m
 }
 
+// copyData copies a secret's data into one allocation: each value is its
+// own range of it, capped at its length, so that an append to one
+// reallocates rather than writing over the next.
 func copyData(d map[string][]byte) map[string][]byte {
 	if d == nil {
 		return nil
 	}
+	n := 0
+	for _, v := range d {
+		n += len(v)
+	}
+	buf := make([]byte, 0, n)
 	out := make(map[string][]byte, len(d))
 	for k, v := range d {
-		out[k] = bytes.Clone(v)
+		if v == nil {
+			out[k] = nil
+			continue
+		}
+		at := len(buf)
+		buf = append(buf, v...)
+		out[k] = buf[at:len(buf):len(buf)]
 	}
 	return out
 }
@@ -102,14 +117,14 @@ func copyCertificate(c *certificate.Certificate) *certificate.Certificate {
 	sp.Usages = slices.Clone(sp.Usages)
 	sp.EncodeUsagesInRequest = ptr(sp.EncodeUsagesInRequest)
 	sp.NameConstraints = deep(sp.NameConstraints)
-	sp.PrivateKey = deep(sp.PrivateKey)
+	sp.PrivateKey = ptr(sp.PrivateKey) // no pointers, slices or maps
 	sp.SecretTemplate = deep(sp.SecretTemplate)
 	if sp.AdditionalOutputFormats != nil {
 		sp.AdditionalOutputFormats = reflectCopy(sp.AdditionalOutputFormats)
 	}
 	sp.Keystores = deep(sp.Keystores)
 	sp.RevisionHistoryLimit = ptr(sp.RevisionHistoryLimit)
-	sp.Renewal = deep(sp.Renewal)
+	sp.Renewal = copyRenewalSpec(sp.Renewal)
 	sp.FallbackIssuerRefs = slices.Clone(sp.FallbackIssuerRefs)
 	st := &out.Status
 	st.Conditions = slices.Clone(st.Conditions)
@@ -120,10 +135,29 @@ func copyCertificate(c *certificate.Certificate) *certificate.Certificate {
 	st.NotBefore = ptr(st.NotBefore)
 	st.NotAfter = ptr(st.NotAfter)
 	st.RenewalTime = ptr(st.RenewalTime)
-	st.Renewal = deep(st.Renewal)
+	if st.Renewal != nil {
+		r := *st.Renewal
+		r.Windows = ptr(r.Windows) // strings only
+		st.Renewal = &r
+	}
 	st.RenewalInfo = deep(st.RenewalInfo)
 	st.Issuer = ptr(st.Issuer)
 	return out
+}
+
+func copyRenewalSpec(s *renewal.Spec) *renewal.Spec {
+	if s == nil {
+		return nil
+	}
+	out := *s
+	if s.Windows != nil {
+		out.Windows = make([]renewal.Window, len(s.Windows))
+		for i, w := range s.Windows {
+			w.DaysOfWeek = slices.Clone(w.DaysOfWeek)
+			out.Windows[i] = w
+		}
+	}
+	return &out
 }
 
 func copyRequest(r *certificate.CertificateRequest) *certificate.CertificateRequest {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/certlife/certlife/certificate"
+	"github.com/certlife/certlife/keys"
+	"github.com/certlife/certlife/renewal"
 )
 
 // A deep copy equals its original and shares nothing with it: changing
@@ -40,6 +42,23 @@ func TestDeepCopySharesNothing(t *testing.T) {
 	sc.Data["tls.key"][0] = 'X'
 	if string(s.Data["tls.key"]) != "key" {
 		t.Errorf("changing the copy's data changed the original's: %q", s.Data["tls.key"])
+	}
+	// The copy's values share one allocation; each stays its own.
+	s.Data = map[string][]byte{"a": []byte("aa"), "b": []byte("bb"), "c": []byte("cc"), "empty": {}, "nil": nil}
+	sc = deepCopy(s)
+	for k := range sc.Data {
+		sc.Data[k] = append(sc.Data[k], "++"...)
+	}
+	if !reflect.DeepEqual(s.Data, map[string][]byte{"a": []byte("aa"), "b": []byte("bb"), "c": []byte("cc"), "empty": {}, "nil": nil}) {
+		t.Errorf("appending to the copy's values changed the original: %q", s.Data)
+	}
+	for _, k := range []string{"a", "b", "c"} {
+		if got := string(sc.Data[k]); got != k+k+"++" {
+			t.Errorf("appending to the copy's values ran into each other: %s = %q", k, got)
+		}
+	}
+	if sc = deepCopy(s); sc.Data["nil"] != nil || sc.Data["empty"] == nil {
+		t.Errorf("the copy's nil and empty values are not as the original's: %#v", sc.Data)
 	}
 
 	r := &certificate.CertificateRequest{Spec: certificate.RequestSpec{Request: []byte("csr")},
@@ -167,4 +186,37 @@ func shared(a, b reflect.Value, path string) []string {
 		}
 	}
 	return out
+}
+
+// BenchmarkDeepCopy copies what ReadYourWrites hands out for each read a
+// kept write answers: an issued certificate as a host holds it (key spec,
+// renewal status, conditions), its secret and its request.
+func BenchmarkDeepCopy(b *testing.B) {
+	when := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	rev := 2
+	c := &certificate.Certificate{
+		ObjectMeta: certificate.ObjectMeta{Namespace: "default", Name: "web", UID: "u1", ResourceVersion: "42",
+			Labels: map[string]string{"app": "web"}},
+		Spec: certificate.Spec{SecretName: "web-tls", DNSNames: []string{"web.example", "www.web.example"},
+			IssuerRef:  certificate.IssuerRef{Name: "ca", Kind: "Issuer"},
+			PrivateKey: &keys.KeySpec{Algorithm: keys.AlgorithmEd25519, RotationPolicy: keys.RotationAlways},
+			Renewal:    &renewal.Spec{Policy: renewal.PolicyScheduled, Windows: []renewal.Window{{DaysOfWeek: []string{"Mon", "Tue"}, Start: "09:00", End: "17:00"}}}},
+		Status: certificate.Status{Revision: &rev, NotBefore: &when, NotAfter: &when, RenewalTime: &when,
+			Renewal: &renewal.Status{Policy: renewal.PolicyAutomatic},
+			Conditions: []certificate.Condition{{Type: "Ready", Status: "True", LastTransitionTime: when},
+				{Type: "Issuing", Status: "False", LastTransitionTime: when}}},
+	}
+	s := &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: "default", Name: "web-tls",
+		Annotations: map[string]string{"cert-manager.io/certificate-name": "web", "cert-manager.io/issuer-name": "ca"}},
+		Data: map[string][]byte{"tls.crt": make([]byte, 1100), "tls.key": make([]byte, 120), "ca.crt": make([]byte, 900)}}
+	r := &certificate.CertificateRequest{ObjectMeta: certificate.ObjectMeta{Namespace: "default", Name: "web-2",
+		Annotations: map[string]string{"cert-manager.io/certificate-name": "web"}},
+		Spec:   certificate.RequestSpec{Request: make([]byte, 400), IssuerRef: c.Spec.IssuerRef},
+		Status: certificate.RequestStatus{Certificate: make([]byte, 1100), Conditions: c.Status.Conditions[:1]}}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = deepCopy(c)
+		_ = deepCopy(s)
+		_ = deepCopy(r)
+	}
 }
