@@ -57,11 +57,50 @@ func secretDrift(p *pass) []string {
 		return nil
 	}
 	c, sec := p.cert, p.secret
-	labels, annotations := secretMetadataBy(c, p.parsed.Leaf, p.issuedBy())
-	drift := metadataDrift(nil, "annotation", sec.Annotations, annotations, isCertlifeAnnotation)
-	drift = metadataDrift(drift, "label", sec.Labels, labels, nil)
-	drift = metadataDrift(drift, "annotation", sec.Annotations, annotations, func(k string) bool { return !isCertlifeAnnotation(k) })
+	var drift []string
+	if ref := p.issuedBy(); !metadataInPlace(c, p.parsed.Leaf, ref, sec) {
+		labels, annotations := secretMetadataBy(c, p.parsed.Leaf, ref)
+		drift = metadataDrift(nil, "annotation", sec.Annotations, annotations, isCertlifeAnnotation)
+		drift = metadataDrift(drift, "label", sec.Labels, labels, nil)
+		drift = metadataDrift(drift, "annotation", sec.Annotations, annotations, func(k string) bool { return !isCertlifeAnnotation(k) })
+	}
 	return append(drift, keys.DataMismatches(sec.Data, p.parsed, outputSpec(&c.Spec))...)
+}
+
+// metadataInPlace reports whether sec carries every label and annotation
+// secretMetadataBy(c, leaf, ref) gives, with the same values: what
+// secretDrift finds no metadata drift for, checked without building the
+// maps, since nearly every pass finds none. leaf is not nil.
+func metadataInPlace(c *Certificate, leaf *x509.Certificate, ref IssuerRef, sec *Secret) bool {
+	a := sec.Annotations
+	if !holds(a, AnnotationCertificateName, c.Name) || !holds(a, AnnotationIssuerName, ref.Name) ||
+		!holds(a, AnnotationIssuerKind, ref.Kind) || !holds(a, AnnotationIssuerGroup, ref.Group) ||
+		!holds(a, AnnotationCommonName, leaf.Subject.CommonName) ||
+		!holds(a, AnnotationAltNames, strings.Join(leaf.DNSNames, ",")) ||
+		!holds(a, AnnotationIPSANs, strings.Join(ipStrings(leaf.IPAddresses), ",")) ||
+		!holds(a, AnnotationURISANs, strings.Join(uriStrings(leaf.URIs), ",")) ||
+		!holds(a, AnnotationEmailSANs, strings.Join(leaf.EmailAddresses, ",")) {
+		return false
+	}
+	if t := c.Spec.SecretTemplate; t != nil {
+		for k, v := range t.Labels {
+			if !holds(sec.Labels, k, v) {
+				return false
+			}
+		}
+		for k, v := range t.Annotations {
+			// certlife's own win over the template's (secretMetadataBy).
+			if !isCertlifeAnnotation(k) && !holds(a, k, v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func holds(m map[string]string, k, v string) bool {
+	h, ok := m[k]
+	return ok && h == v
 }
 
 // metadataDrift names, in the order of their keys, the entries of want
