@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,11 +45,13 @@ func TestService(t *testing.T) {
 		ACME: &managed.ACME{DirectoryURL: ca.DirectoryURL, HTTPClient: ca.Client(), AgreeToTerms: true, RequestValidity: true}}
 	dsn := filepath.Join(t.TempDir(), "service.db")
 	// Pebble validates HTTP-01 by asking its own port; the test routes
-	// that to the service's port 80 of the moment.
-	toService := func(m *managed.Manager) {
-		u := &url.URL{Scheme: "http", Host: m.Addrs()[1].String()}
-		ca.SetHTTP01Handler(httputil.NewSingleHostReverseProxy(u))
-	}
+	// that to the service's port 80 of the moment. Between the two
+	// starts there is none: a validation that comes then waits for the
+	// second start, as behind a load balancer that holds requests while
+	// its only backend restarts, instead of failing the order.
+	route := newRoute(ctx)
+	ca.SetHTTP01Handler(route)
+	toService := func(m *managed.Manager) { route.to(&url.URL{Scheme: "http", Host: m.Addrs()[1].String()}) }
 	public := strings.Join(names, ",")
 
 	// First start: everything due now is done, and the service stops
@@ -60,6 +63,7 @@ func TestService(t *testing.T) {
 		c := cert(t, m, "public")
 		require.False(t, ready(c), "the public certificate is Ready before the CA validated")
 		require.True(t, ready(cert(t, m, "internal")), "the internal certificate waits for no one: the local CA is made and signs at once")
+		route.to(nil) // the service stops
 		return nil
 	})
 	require.NoError(t, err)
@@ -155,4 +159,46 @@ func get(t *testing.T, addr, name string) string {
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// route proxies to the service's plain port of the moment; with none, a
+// request waits for one until ctx ends.
+type route struct {
+	ctx     context.Context
+	mu      sync.Mutex
+	target  *httputil.ReverseProxy
+	changed chan struct{} // closed when target changes
+}
+
+func newRoute(ctx context.Context) *route { return &route{ctx: ctx, changed: make(chan struct{})} }
+
+func (r *route) to(u *url.URL) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.target = nil
+	if u != nil {
+		r.target = httputil.NewSingleHostReverseProxy(u)
+	}
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+func (r *route) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	for {
+		r.mu.Lock()
+		target, changed := r.target, r.changed
+		r.mu.Unlock()
+		if target != nil {
+			target.ServeHTTP(w, req)
+			return
+		}
+		select {
+		case <-changed:
+		case <-req.Context().Done():
+			return
+		case <-r.ctx.Done():
+			http.Error(w, "no service to route to", http.StatusBadGateway)
+			return
+		}
+	}
 }
