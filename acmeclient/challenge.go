@@ -85,7 +85,7 @@ func (c *Client) SyncChallenge(ctx context.Context, st challenge.Status, a chall
 // A server may refuse to accept a challenge that is no longer pending
 // (Pebble answers "malformed"): an earlier accept did land — made by a
 // process that stopped before writing Accepted, or whose answer was lost.
-// When the server refuses with a problem document, Accept reads the
+// When the server refuses in a way a retry cannot fix, Accept reads the
 // challenge once; if it is no longer pending, it was accepted, and Accept
 // writes it as such instead of failing the order.
 func (c *Client) Accept(ctx context.Context, st challenge.Status, a challenge.Accept) (challenge.Status, error) {
@@ -133,10 +133,10 @@ func failChallenge(ctx context.Context, st challenge.Status, err error, now time
 	return st
 }
 
-// refusedByServer reports whether err is a problem document the server
-// answered with (a 4xx other than a rate limit), not a network or server
-// failure.
+// refusedByServer reports whether err is a refusal the server answered
+// with that a retry cannot fix (Retryable): the kind that errors the
+// challenge, not a network failure, a server error or a rate limit.
 func refusedByServer(err error) bool {
 	var e *Error
-	return errors.As(err, &e) && e.Status >= 400 && e.Status < 500 && e.Status != 429
+	return errors.As(err, &e) && e.Status != 0 && !Retryable(err)
 }

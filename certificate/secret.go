@@ -22,17 +22,11 @@ func secretMetadata(c *Certificate, leaf *x509.Certificate) (labels, annotations
 // secretMetadataBy is secretMetadata for a certificate issued by ref, one
 // of the spec's issuers.
 func secretMetadataBy(c *Certificate, leaf *x509.Certificate, ref IssuerRef) (labels, annotations map[string]string) {
-	annotations = map[string]string{
-		AnnotationCertificateName: c.Name,
-		AnnotationIssuerName:      ref.Name, AnnotationIssuerKind: ref.Kind, AnnotationIssuerGroup: ref.Group,
-	}
-	if leaf != nil {
-		annotations[AnnotationCommonName] = leaf.Subject.CommonName
-		annotations[AnnotationAltNames] = strings.Join(leaf.DNSNames, ",")
-		annotations[AnnotationIPSANs] = strings.Join(ipStrings(leaf.IPAddresses), ",")
-		annotations[AnnotationURISANs] = strings.Join(uriStrings(leaf.URIs), ",")
-		annotations[AnnotationEmailSANs] = strings.Join(leaf.EmailAddresses, ",")
-	}
+	annotations = make(map[string]string, 9)
+	certlifeAnnotations(c, leaf, ref, func(k, v string) bool {
+		annotations[k] = v
+		return true
+	})
 	if t := c.Spec.SecretTemplate; t != nil {
 		labels = maps.Clone(t.Labels)
 		for k, v := range t.Annotations {
@@ -42,6 +36,22 @@ func secretMetadataBy(c *Certificate, leaf *x509.Certificate, ref IssuerRef) (la
 		}
 	}
 	return labels, annotations
+}
+
+// certlifeAnnotations gives each annotation certlife writes on the secret
+// of c issued by ref to put, in turn, while put returns true; it reports
+// whether put returned true for all. Those of the leaf's details come
+// only with a leaf.
+func certlifeAnnotations(c *Certificate, leaf *x509.Certificate, ref IssuerRef, put func(k, v string) bool) bool {
+	if !put(AnnotationCertificateName, c.Name) || !put(AnnotationIssuerName, ref.Name) ||
+		!put(AnnotationIssuerKind, ref.Kind) || !put(AnnotationIssuerGroup, ref.Group) {
+		return false
+	}
+	return leaf == nil || put(AnnotationCommonName, leaf.Subject.CommonName) &&
+		put(AnnotationAltNames, strings.Join(leaf.DNSNames, ",")) &&
+		put(AnnotationIPSANs, strings.Join(ipStrings(leaf.IPAddresses), ",")) &&
+		put(AnnotationURISANs, strings.Join(uriStrings(leaf.URIs), ",")) &&
+		put(AnnotationEmailSANs, strings.Join(leaf.EmailAddresses, ","))
 }
 
 // secretDrift lists how the secret differs from what the spec asks around
@@ -73,13 +83,7 @@ func secretDrift(p *pass) []string {
 // maps, since nearly every pass finds none. leaf is not nil.
 func metadataInPlace(c *Certificate, leaf *x509.Certificate, ref IssuerRef, sec *Secret) bool {
 	a := sec.Annotations
-	if !holds(a, AnnotationCertificateName, c.Name) || !holds(a, AnnotationIssuerName, ref.Name) ||
-		!holds(a, AnnotationIssuerKind, ref.Kind) || !holds(a, AnnotationIssuerGroup, ref.Group) ||
-		!holds(a, AnnotationCommonName, leaf.Subject.CommonName) ||
-		!holds(a, AnnotationAltNames, strings.Join(leaf.DNSNames, ",")) ||
-		!holds(a, AnnotationIPSANs, strings.Join(ipStrings(leaf.IPAddresses), ",")) ||
-		!holds(a, AnnotationURISANs, strings.Join(uriStrings(leaf.URIs), ",")) ||
-		!holds(a, AnnotationEmailSANs, strings.Join(leaf.EmailAddresses, ",")) {
+	if !certlifeAnnotations(c, leaf, ref, func(k, v string) bool { return holds(a, k, v) }) {
 		return false
 	}
 	if t := c.Spec.SecretTemplate; t != nil {
@@ -89,7 +93,8 @@ func metadataInPlace(c *Certificate, leaf *x509.Certificate, ref IssuerRef, sec 
 			}
 		}
 		for k, v := range t.Annotations {
-			// certlife's own win over the template's (secretMetadataBy).
+			// certlife's own win over the template's (secretMetadataBy):
+			// with a leaf, every certlife annotation is one of them.
 			if !isCertlifeAnnotation(k) && !holds(a, k, v) {
 				return false
 			}
