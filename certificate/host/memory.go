@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -102,8 +103,9 @@ func compareKeys(a, b objKey) int {
 type stored struct {
 	data       []byte
 	meta       certificate.ObjectMeta
-	spec       []byte // certificates and requests: the spec, for generation
-	secretName string // certificates: spec.secretName
+	spec       []byte            // certificates and requests: the spec, for generation
+	secretName string            // certificates: spec.secretName
+	labels     map[string]string // the object's labels, for ListOptions.Labels
 }
 
 func newTables() map[Kind]*table {
@@ -191,7 +193,7 @@ func (c memCollection[T]) List(ctx context.Context, opts ListOptions) ([]T, erro
 	var raw [][]byte
 	for _, k := range t.keys(opts) {
 		e := t.objs[k]
-		if opts.Namespace != "" && e.meta.Namespace != opts.Namespace {
+		if opts.Namespace != "" && e.meta.Namespace != opts.Namespace || !opts.MatchesLabels(e.labels) {
 			continue
 		}
 		raw = append(raw, e.data)
@@ -327,6 +329,7 @@ func entryOf[T Object](kind Kind, obj T) (stored, error) {
 		return stored{}, fmt.Errorf("host: encoding %s %s: %w", kind, obj.Meta().Name, err)
 	}
 	e := stored{data: b, meta: *obj.Meta(), spec: specOf(obj)}
+	e.labels = maps.Clone(e.meta.Labels)
 	e.meta.Labels, e.meta.Annotations = nil, nil // the index needs none
 	if c, ok := any(obj).(*certificate.Certificate); ok {
 		e.secretName = c.Spec.SecretName
@@ -405,6 +408,9 @@ func checkListOptions(opts ListOptions) error {
 		if err := certificate.ValidateObjectName(opts.SecretName); err != nil {
 			return fmt.Errorf("host: listing: ListOptions.SecretName: %w", err)
 		}
+	}
+	if _, ok := opts.Labels[""]; ok {
+		return errors.New("host: listing: ListOptions.Labels: a label key is empty")
 	}
 	return nil
 }

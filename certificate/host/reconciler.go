@@ -714,6 +714,10 @@ func (r *Reconciler) observe(ev Event) {
 // missing. ariErr is a failed ARI read, which the pass goes on without;
 // ariNext is when the certificate's issuer asked to be asked again about
 // its renewal window.
+// nextKeyLabels selects a certificate's next-key secrets; shared, never
+// changed.
+var nextKeyLabels = map[string]string{certificate.LabelNextPrivateKey: "true"}
+
 func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate, now time.Time) (s *certificate.Snapshot, ariNext time.Time, ariErr, err error) {
 	st := r.store
 	s = &certificate.Snapshot{Certificate: c}
@@ -735,11 +739,12 @@ func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate, now
 			s.Secret = sec
 		}
 	}
-	owned, err := st.Secrets().List(ctx, ListOptions{Namespace: c.Namespace, OwnerUID: c.UID})
+	owned, err := st.Secrets().List(ctx, ListOptions{Namespace: c.Namespace, OwnerUID: c.UID, Labels: nextKeyLabels})
 	if err != nil {
 		return nil, time.Time{}, nil, err
 	}
 	for _, o := range owned {
+		// Checked again for a store that does not select by labels.
 		if o.Labels[certificate.LabelNextPrivateKey] == "true" {
 			s.NextPrivateKeySecrets = append(s.NextPrivateKeySecrets, o)
 		}

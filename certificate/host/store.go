@@ -65,6 +65,14 @@ type ListOptions struct {
 	// SecretName selects the certificates whose spec.secretName is this
 	// (certificates only; with Namespace).
 	SecretName string
+	// Labels selects the objects whose labels have each of these keys
+	// with its value, as a Kubernetes equality selector "k1=v1,k2=v2"
+	// does; empty selects any. The loop lists a certificate's next-key
+	// secrets with it (certificate.LabelNextPrivateKey "true") beside
+	// OwnerUID, so that a store which filters before it copies does not
+	// copy the certificate's own secret, with its key and chain, on every
+	// pass. Callers share the map: a store must not change it.
+	Labels map[string]string
 }
 
 // Matches reports whether the object passes o; a Store can filter with
@@ -89,6 +97,18 @@ func (o ListOptions) Matches(obj any) bool {
 		return false
 	case o.SecretName != "" && secretName != o.SecretName:
 		return false
+	}
+	return o.MatchesLabels(m.Labels)
+}
+
+// MatchesLabels reports whether labels pass o.Labels; a store that keeps
+// an object's labels apart from the rest of it can filter with it before
+// it builds the object.
+func (o ListOptions) MatchesLabels(labels map[string]string) bool {
+	for k, v := range o.Labels {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
 	}
 	return true
 }

@@ -21,8 +21,8 @@
 //   - What Get, List, Create and Update return is the caller's: changing
 //     it changes nothing stored; and what was passed to Create and Update
 //     is not kept: changing it afterwards changes nothing stored.
-//   - List selects by ListOptions.Namespace, OwnerUID and SecretName and
-//     their combinations, across namespaces when Namespace is empty, each
+//   - List selects by ListOptions.Namespace, OwnerUID, SecretName and
+//     Labels and their combinations, across namespaces when Namespace is empty, each
 //     object once and at its latest version; an object whose owner or
 //     secret name changed, or that was deleted, leaves the selection.
 //   - Update at the object's resource version succeeds and gives it a new

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -231,6 +232,31 @@ func TestSuiteReportsEachDeparture(t *testing.T) {
 				}
 			}),
 			want: "List of CertificateRequests with OwnerUID hosttest-owner-uid-1 must return exactly the objects it selects",
+		},
+		"a List that ignores the labels": {
+			open: faulty(func(f *faultyStore) {
+				f.secrets.list = func(ctx context.Context, o host.ListOptions) ([]*certificate.Secret, error) {
+					o.Labels = nil
+					return f.MemoryStore.Secrets().List(ctx, o)
+				}
+			}),
+			want: "OwnerUID hosttest-owner-uid-2, Labels certlife.dev/next-private-key=true must return exactly the objects it selects",
+		},
+		"a List that takes a label without its value": {
+			open: faulty(func(f *faultyStore) {
+				f.secrets.list = func(ctx context.Context, o host.ListOptions) ([]*certificate.Secret, error) {
+					all, err := f.MemoryStore.Secrets().List(ctx, host.ListOptions{Namespace: o.Namespace, OwnerUID: o.OwnerUID})
+					return slices.DeleteFunc(all, func(s *certificate.Secret) bool {
+						for k := range o.Labels {
+							if _, ok := s.Labels[k]; !ok {
+								return true
+							}
+						}
+						return false
+					}), err
+				}
+			}),
+			want: "OwnerUID hosttest-owner-uid-2, Labels certlife.dev/next-private-key=true must return exactly the objects it selects",
 		},
 		"a Delete of a missing object that succeeds": {
 			open: faulty(func(f *faultyStore) {

@@ -268,12 +268,14 @@ func testList(h *harness) {
 	h.sub(string(host.KindSecret), func(h *harness) {
 		k := secrets
 		made := map[string]*certificate.Secret{}
-		for _, s := range []struct{ ns, name, uid, owner string }{{a, "s1", u1, owner1}, {a, "s2", u2, owner2}, {b, "s3", u1, owner1}} {
+		for _, s := range []struct{ ns, name, uid, owner, next string }{{a, "s1", u1, owner1, "true"}, {a, "s2", u2, owner2, "false"}, {b, "s3", u1, owner1, "true"}} {
 			obj := k.sample(s.ns, s.name, len(made))
 			obj.OwnerUID, obj.Annotations[certificate.AnnotationCertificateName] = s.uid, s.owner
+			obj.Labels[certificate.LabelNextPrivateKey] = s.next
 			made[s.name] = mustCreate(h, k, obj)
 		}
 		all := []string{a + "/s1", a + "/s2", b + "/s3"}
+		next := map[string]string{certificate.LabelNextPrivateKey: "true"}
 		checkLists(h, k, made, []listCase{
 			{host.ListOptions{}, all},
 			{host.ListOptions{Namespace: a}, all[:2]},
@@ -281,6 +283,23 @@ func testList(h *harness) {
 			{host.ListOptions{Namespace: a, OwnerUID: u2}, all[1:2]},
 			{host.ListOptions{OwnerUID: u1}, []string{a + "/s1", b + "/s3"}},
 			{host.ListOptions{Namespace: b, OwnerUID: u2}, nil},
+			// Labels: every key with its value; a key must be there,
+			// even for an empty value.
+			{host.ListOptions{Namespace: a, OwnerUID: u1, Labels: next}, all[:1]},
+			{host.ListOptions{OwnerUID: u1, Labels: next}, []string{a + "/s1", b + "/s3"}},
+			{host.ListOptions{Namespace: a, OwnerUID: u2, Labels: next}, nil},
+			{host.ListOptions{Labels: map[string]string{certificate.LabelNextPrivateKey: "false"}}, all[1:2]},
+			{host.ListOptions{Namespace: a, Labels: map[string]string{certificate.LabelNextPrivateKey: "true", labelSample: "0"}}, all[:1]},
+			{host.ListOptions{Labels: map[string]string{certificate.LabelNextPrivateKey: "true", labelSample: "1"}}, nil},
+			{host.ListOptions{Labels: map[string]string{"hosttest-absent": ""}}, nil},
+		})
+		// Relabelled: it joins the selection of its new labels.
+		s2 := clone(made["s2"])
+		s2.Labels[certificate.LabelNextPrivateKey] = "true"
+		made["s2"] = mustUpdate(h, k, s2)
+		checkLists(h, k, made, []listCase{
+			{host.ListOptions{Namespace: a, Labels: next}, all[:2]},
+			{host.ListOptions{Labels: map[string]string{certificate.LabelNextPrivateKey: "false"}}, nil},
 		})
 		// Taken over by another owner: it leaves the first owner's
 		// selection.
@@ -291,6 +310,8 @@ func testList(h *harness) {
 			{host.ListOptions{Namespace: a, OwnerUID: u1}, nil},
 			{host.ListOptions{Namespace: a, OwnerUID: u2}, all[:2]},
 			{host.ListOptions{OwnerUID: u1}, all[2:]},
+			{host.ListOptions{Namespace: a, OwnerUID: u2, Labels: next}, all[:2]},
+			{host.ListOptions{OwnerUID: u1, Labels: next}, all[2:]},
 		})
 		mustRemove(h, k, made["s3"])
 		delete(made, "s3")
@@ -335,6 +356,13 @@ func describeOptions(o host.ListOptions) string {
 	}
 	if o.SecretName != "" {
 		parts = append(parts, "SecretName "+o.SecretName)
+	}
+	if len(o.Labels) > 0 {
+		var sel []string
+		for _, k := range slices.Sorted(maps.Keys(o.Labels)) {
+			sel = append(sel, k+"="+o.Labels[k])
+		}
+		parts = append(parts, "Labels "+strings.Join(sel, ","))
 	}
 	if parts == nil {
 		return "no options"

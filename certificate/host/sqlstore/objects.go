@@ -74,6 +74,9 @@ func (c collection[T]) List(ctx context.Context, opts host.ListOptions) ([]T, er
 			return nil, fmt.Errorf("sqlstore: listing: ListOptions.SecretName: %w", err)
 		}
 	}
+	if _, ok := opts.Labels[""]; ok {
+		return nil, errors.New("sqlstore: listing: ListOptions.Labels: a label key is empty")
+	}
 	q, args := c.listQuery(opts)
 	rows, err := c.s.db.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -97,7 +100,11 @@ func (c collection[T]) List(ctx context.Context, opts host.ListOptions) ([]T, er
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, obj)
+		// Labels are inside the encoded object, not in a column: they
+		// are selected here.
+		if opts.MatchesLabels(obj.Meta().Labels) {
+			out = append(out, obj)
+		}
 	}
 	return out, nil
 }

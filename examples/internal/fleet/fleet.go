@@ -461,7 +461,9 @@ func newShard(cfg Config, index int) (*shard, error) {
 		}
 	}
 	s.st.observe = func(w write) {
-		s.trace(w.obj.Meta().Name, "write", describeWrite(w))
+		if name := w.obj.Meta().Name; s.traced(name) {
+			s.trace(name, "write", describeWrite(w))
+		}
 		s.track.wrote(w, clk.Now())
 	}
 	if cfg.Faults {
@@ -870,7 +872,7 @@ func (s *shard) act(ev userEvent, now time.Time) error {
 }
 
 func (s *shard) observe(e host.Event) {
-	if s.cfg.Trace != nil {
+	if s.traced(e.Name) {
 		s.trace(e.Name, "loop", describeEvent(e))
 	}
 	switch {
@@ -973,13 +975,21 @@ func fraction(domain, key string) float64 {
 
 // trace writes a line about the object named name when it concerns the
 // traced certificate.
-func (s *shard) trace(name, what, line string) {
+// traced reports whether the story of the object name is printed: the
+// traced certificate's and its secrets' and requests'.
+func (s *shard) traced(name string) bool {
 	if s.cfg.Trace == nil || !strings.HasPrefix(name, s.cfg.TraceName) {
-		return
+		return false
 	}
 	rest := name[len(s.cfg.TraceName):]
-	if rest != "" && rest[0] != '-' {
-		return // another certificate whose name starts the same
+	return rest == "" || rest[0] == '-' // not another certificate whose name starts the same
+}
+
+// trace prints a line of the story of name; callers check traced first,
+// so that a line nobody reads is not formatted.
+func (s *shard) trace(name, what, line string) {
+	if !s.traced(name) {
+		return
 	}
 	fmt.Fprintf(s.cfg.Trace, "%s shard %d %-5s %s\n", s.clk.Now().UTC().Format("2006-01-02 15:04:05.000"), s.index, what, line)
 }

@@ -515,7 +515,7 @@ func (c collection[T]) List(_ context.Context, opts host.ListOptions) ([]T, erro
 	c.s.mu.Lock()
 	var es []*entry
 	for _, k := range c.t.keys(opts) {
-		if e := c.t.seen(k); e != nil && (opts.Namespace == "" || k.namespace == opts.Namespace) {
+		if e := c.t.seen(k); e != nil && (opts.Namespace == "" || k.namespace == opts.Namespace) && e.maps.matchesLabels(opts.Labels) {
 			es = append(es, e)
 			if _, ok := c.t.behind[k]; ok {
 				c.s.staleReads++
@@ -806,15 +806,31 @@ func (p packedMaps) annotation(key string) string {
 }
 
 func (p packedMaps) label(key string) string {
+	v, _ := p.lookupLabel(key)
+	return v
+}
+
+func (p packedMaps) lookupLabel(key string) (string, bool) {
 	if p.keys == nil {
-		return ""
+		return "", false
 	}
 	for i, k := range p.keys.keys[:p.keys.labels] {
 		if k == key {
-			return p.vals[i]
+			return p.vals[i], true
 		}
 	}
-	return ""
+	return "", false
+}
+
+// matchesLabels is host.ListOptions.MatchesLabels on the packed labels,
+// so that List unpacks only what it returns.
+func (p packedMaps) matchesLabels(sel map[string]string) bool {
+	for k, v := range sel {
+		if got, ok := p.lookupLabel(k); !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
 
 func (e *entry) unpackMeta() certificate.ObjectMeta {

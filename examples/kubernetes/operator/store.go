@@ -325,6 +325,12 @@ func (c secrets) List(ctx context.Context, opts host.ListOptions) ([]*certificat
 	if opts.OwnerUID != "" && opts.Namespace != "" {
 		lo = append(lo, client.MatchingFields{indexOwner: opts.OwnerUID})
 	}
+	if len(opts.Labels) > 0 {
+		// The cache selects before it copies: a certificate's own Secret,
+		// with its key and chain, is not copied to be dropped. The
+		// selector names cert-manager's labels, as the Secrets carry them.
+		lo = append(lo, client.MatchingLabels(keysFromCore(opts.Labels, certificateLabels)))
+	}
 	if err := c.s.cache.List(ctx, &list, lo...); err != nil {
 		return nil, err
 	}
