@@ -59,13 +59,14 @@ func dnsNameProblem(name string) string {
 	case strings.HasSuffix(name, "."):
 		return "it ends with a dot"
 	}
-	labels := strings.Split(name, ".")
-	for i, l := range labels {
+	i := -1
+	for l := range strings.SplitSeq(name, ".") { // no slice of labels: this runs on every pass
+		i++
 		switch {
 		case l == "":
 			return "it has an empty label"
 		case l == "*" && i == 0:
-			if len(labels) < 2 {
+			if name == "*" {
 				return "a wildcard needs a domain after it"
 			}
 			continue
