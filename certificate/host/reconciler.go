@@ -122,9 +122,7 @@ type Config struct {
 	IssuerCircuit CircuitConfig
 }
 
-// Event is one pass over one object, for a log, a timeline or a test. It
-// is to be read, not changed: its decision's actions may share bytes with
-// objects the store lent the pass (Lender).
+// Event is one pass over one object, for a log, a timeline or a test.
 type Event struct {
 	Time time.Time
 	// Kind is KindCertificate for a certificate's decision, KindRequest
