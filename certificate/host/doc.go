@@ -80,10 +80,7 @@
 // Watcher reports writes made by anyone, and a Loop reacts at once; one
 // that is Authoritative lets the decisions trust that a secret it did not
 // find is gone, and one that is not can say so of one miss
-// (ErrAbsenceConfirmed). A store that keeps decoded objects can lend
-// them (Lender) to the reads whose objects a pass only looks at — a
-// certificate's secret, requests and next-key secrets — instead of
-// copying them on every pass.
+// (ErrAbsenceConfirmed).
 //
 // # Reading your own writes
 //
@@ -136,8 +133,8 @@
 //
 // # Stability
 //
-// The interfaces Store, Collection, Lender, Watcher, Authoritative and
-// Leaser, and the exported fields and methods of Config, Event,
-// Reconciler, Loop, ReadYourWrites, MemoryStore and FileStore, change
-// only with a note in CHANGELOG.md; new fields and methods may be added.
+// The interfaces Store, Collection, Watcher, Authoritative and Leaser,
+// and the exported fields and methods of Config, Event, Reconciler, Loop,
+// ReadYourWrites, MemoryStore and FileStore, change only with a note in
+// CHANGELOG.md; new fields and methods may be added.
 package host

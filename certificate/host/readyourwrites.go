@@ -616,25 +616,6 @@ type rywCollection[T Object] struct {
 }
 
 func (c rywCollection[T]) Get(ctx context.Context, namespace, name string) (T, error) {
-	return c.get(ctx, namespace, name, false)
-}
-
-// Lend implements Lender: a write kept is lent as it is, and a read the
-// store behind answers is lent when it is a Lender.
-func (c rywCollection[T]) Lend(ctx context.Context, namespace, name string) (T, error) {
-	return c.get(ctx, namespace, name, true)
-}
-
-// out is what a read returns of a kept write: a copy, or, lent, the
-// write itself (never changed while kept).
-func out[T Object](obj T, lent bool) T {
-	if lent {
-		return obj
-	}
-	return deepCopy(obj)
-}
-
-func (c rywCollection[T]) get(ctx context.Context, namespace, name string, lent bool) (T, error) {
 	if c.kind == KindCertificate {
 		held, err := c.s.held(ctx, object{c.kind, namespace, name})
 		if err != nil {
@@ -644,13 +625,7 @@ func (c rywCollection[T]) get(ctx context.Context, namespace, name string, lent 
 			return nil, fmt.Errorf("%s %s: the store does not show yet the writes of the last pass, which met a conflict: %w", c.kind, key(namespace, name), ErrConflict)
 		}
 	}
-	var obj T
-	var err error
-	if lent {
-		obj, err = lend(ctx, c.c, namespace, name)
-	} else {
-		obj, err = c.c.Get(ctx, namespace, name)
-	}
+	obj, err := c.c.Get(ctx, namespace, name)
 	notFound := errors.Is(err, ErrNotFound)
 	if err != nil && !notFound {
 		return nil, err
@@ -671,30 +646,15 @@ func (c rywCollection[T]) get(ctx context.Context, namespace, name string, lent 
 	if kept.obj == nil {
 		return nil, fmt.Errorf("%s %s: deleted: %w", c.kind, key(namespace, name), ErrNotFound)
 	}
-	return out(kept.obj.(T), lent), nil
+	return deepCopy(kept.obj.(T)), nil
 }
 
 func (c rywCollection[T]) List(ctx context.Context, opts ListOptions) ([]T, error) {
-	return c.list(ctx, opts, false)
-}
-
-// LendList implements Lender, as Lend does.
-func (c rywCollection[T]) LendList(ctx context.Context, opts ListOptions) ([]T, error) {
-	return c.list(ctx, opts, true)
-}
-
-func (c rywCollection[T]) list(ctx context.Context, opts ListOptions, lent bool) ([]T, error) {
-	var objs []T
-	var err error
-	if lent {
-		objs, err = lendList(ctx, c.c, opts)
-	} else {
-		objs, err = c.c.List(ctx, opts)
-	}
+	objs, err := c.c.List(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	res := objs[:0:0]
+	out := objs[:0:0]
 	listed := make(map[object]bool, len(objs))
 	for _, obj := range objs {
 		m := obj.Meta()
@@ -705,11 +665,11 @@ func (c rywCollection[T]) list(ctx context.Context, opts ListOptions, lent bool)
 		case v == stale && ok:
 			return nil, fmt.Errorf("%s %s: the store lists version %s, from before a write through it or one an update found stale: %w", c.kind, key(m.Namespace, m.Name), m.ResourceVersion, ErrConflict)
 		case !ok || v == caughtUp:
-			res = append(res, obj)
+			out = append(out, obj)
 		case kept.obj == nil:
 			// deleted
 		case opts.Matches(kept.obj):
-			res = append(res, out(kept.obj.(T), lent))
+			out = append(out, deepCopy(kept.obj.(T)))
 		}
 	}
 	adds, lagging, behind := c.s.adds(c.kind, opts, listed)
@@ -717,9 +677,9 @@ func (c rywCollection[T]) list(ctx context.Context, opts ListOptions, lent bool)
 		return nil, fmt.Errorf("%s %s: the store does not list yet an object created through it: %w", c.kind, key(lagging.namespace, lagging.name), ErrConflict)
 	}
 	for _, kept := range adds {
-		res = append(res, out(kept.obj.(T), lent))
+		out = append(out, deepCopy(kept.obj.(T)))
 	}
-	return res, nil
+	return out, nil
 }
 
 func (c rywCollection[T]) Create(ctx context.Context, obj T) (T, error) {

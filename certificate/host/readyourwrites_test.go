@@ -383,11 +383,6 @@ func FuzzReadYourWrites(f *testing.F) {
 			}
 			for n, fl := range floors {
 				got, err := ryw.Secrets().Get(ctx, "ns", n)
-				lent, lerr := ryw.Secrets().(host.Lender[*certificate.Secret]).Lend(ctx, "ns", n)
-				require.Equal(t, err == nil, lerr == nil, "%s: Lend fails where Get does (%v, %v)", n, err, lerr)
-				if err == nil {
-					require.Equal(t, got.ResourceVersion, lent.ResourceVersion, "%s: Lend shows what Get shows", n)
-				}
 				switch {
 				case errors.Is(err, host.ErrNotFound):
 					// Not found is what the last write made, or another
@@ -501,48 +496,6 @@ func TestReadYourWritesLetsObjectsGoButNeverShowsThePast(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list, 2)
 	require.Zero(t, ryw.Pending(), "the watch showed every write")
-}
-
-// A write kept because the store does not show it yet is lent as it is
-// (host.Lender): the same object to every Lend and LendList, while Get
-// and List copy it; once the store shows the write, reads are the
-// store's again.
-func TestReadYourWritesLendsTheWritesItKeeps(t *testing.T) {
-	ctx := context.Background()
-	s := newLagStore(testingclock.NewFakeClock(t0), func() lag { return lagAfter })
-	ryw := host.NewReadYourWrites(s)
-	secrets := ryw.Secrets()
-	lender, ok := secrets.(host.Lender[*certificate.Secret])
-	require.True(t, ok, "ReadYourWrites' collections are Lenders")
-	made, err := secrets.Create(ctx, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: "ns", Name: "a", OwnerUID: "u"},
-		Data: map[string][]byte{"k": []byte("v")}})
-	require.NoError(t, err)
-
-	one, err := lender.Lend(ctx, "ns", "a")
-	require.NoError(t, err)
-	two, err := lender.Lend(ctx, "ns", "a")
-	require.NoError(t, err)
-	require.Same(t, one, two, "a kept write is lent, not copied")
-	require.Equal(t, made.ResourceVersion, one.ResourceVersion)
-	listed, err := lender.LendList(ctx, host.ListOptions{Namespace: "ns", OwnerUID: "u"})
-	require.NoError(t, err)
-	require.Len(t, listed, 1)
-	require.Same(t, one, listed[0])
-	got, err := secrets.Get(ctx, "ns", "a")
-	require.NoError(t, err)
-	require.NotSame(t, one, got, "Get copies")
-	require.Equal(t, one, got)
-	got.Data["k"][0] = 'x'
-	again, err := lender.Lend(ctx, "ns", "a")
-	require.NoError(t, err)
-	require.Equal(t, "v", string(again.Data["k"]), "changing what Get returned changes nothing lent")
-
-	s.pump() // the store shows the write: reads are its own
-	shown, err := lender.Lend(ctx, "ns", "a")
-	require.NoError(t, err)
-	require.Equal(t, made.ResourceVersion, shown.ResourceVersion)
-	require.NotSame(t, one, shown)
-	require.Zero(t, ryw.Pending())
 }
 
 // syncingStore is a MemoryStore that says it has not synced until told.

@@ -710,15 +710,14 @@ func (r *Reconciler) observe(ev Event) {
 	LogEvent(context.Background(), r.cfg.Logger, ev)
 }
 
+// gather reads everything a decision about c reads; nil for what is
+// missing. ariErr is a failed ARI read, which the pass goes on without;
+// ariNext is when the certificate's issuer asked to be asked again about
+// its renewal window.
 // nextKeyLabels selects a certificate's next-key secrets; shared, never
 // changed.
 var nextKeyLabels = map[string]string{certificate.LabelNextPrivateKey: "true"}
 
-// gather reads everything a decision about c reads; nil for what is
-// missing. It reads through Lender where the store is one: the snapshot
-// is only read, never changed, by the decision or by the pass. ariErr is
-// a failed ARI read, which the pass goes on without; ariNext is when the
-// certificate's issuer asked to be asked again about its renewal window.
 func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate, now time.Time) (s *certificate.Snapshot, ariNext time.Time, ariErr, err error) {
 	st := r.store
 	s = &certificate.Snapshot{Certificate: c}
@@ -730,7 +729,7 @@ func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate, now
 	// store that joins names): the decision says the spec is invalid.
 	secretNamed := certificate.ValidateObjectName(c.Spec.SecretName) == nil
 	if secretNamed {
-		sec, err := lend(ctx, st.Secrets(), c.Namespace, c.Spec.SecretName)
+		sec, err := st.Secrets().Get(ctx, c.Namespace, c.Spec.SecretName)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			s.SecretAbsenceConfirmed = r.authoritative || errors.Is(err, ErrAbsenceConfirmed)
@@ -740,7 +739,7 @@ func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate, now
 			s.Secret = sec
 		}
 	}
-	owned, err := lendList(ctx, st.Secrets(), ListOptions{Namespace: c.Namespace, OwnerUID: c.UID, Labels: nextKeyLabels})
+	owned, err := st.Secrets().List(ctx, ListOptions{Namespace: c.Namespace, OwnerUID: c.UID, Labels: nextKeyLabels})
 	if err != nil {
 		return nil, time.Time{}, nil, err
 	}
@@ -750,11 +749,11 @@ func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate, now
 			s.NextPrivateKeySecrets = append(s.NextPrivateKeySecrets, o)
 		}
 	}
-	if s.Requests, err = lendList(ctx, st.Requests(), ListOptions{Namespace: c.Namespace, OwnerUID: c.UID}); err != nil {
+	if s.Requests, err = st.Requests().List(ctx, ListOptions{Namespace: c.Namespace, OwnerUID: c.UID}); err != nil {
 		return nil, time.Time{}, nil, err
 	}
 	if secretNamed {
-		others, err := lendList(ctx, st.Certificates(), ListOptions{Namespace: c.Namespace, SecretName: c.Spec.SecretName})
+		others, err := st.Certificates().List(ctx, ListOptions{Namespace: c.Namespace, SecretName: c.Spec.SecretName})
 		if err != nil {
 			return nil, time.Time{}, nil, err
 		}

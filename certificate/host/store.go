@@ -152,43 +152,6 @@ type Collection[T Object] interface {
 	Delete(ctx context.Context, namespace, name string) error
 }
 
-// Lender is implemented by a Collection that can show its objects
-// without copying them: from a cache of decoded objects, say, that it
-// would otherwise copy on every read. The loop reads what a decision
-// takes as its input through it — a certificate's secret, next-key
-// secrets, requests and the certificates that share its secret — and
-// reads through Get and List what it changes (the certificate itself, a
-// request an issuer answers, a secret it writes). Decisions never change
-// their input (package certificate checks this under fuzzing); an Event
-// handed to a hook may hold parts of lent objects, which hooks must not
-// change either. A Collection that does not implement Lender is read with
-// Get and List.
-type Lender[T Object] interface {
-	// Lend is Get, but what it returns may be shared with the collection
-	// and with other callers: no one may change it, or anything it
-	// reaches (maps, slices, byte slices).
-	Lend(ctx context.Context, namespace, name string) (T, error)
-	// LendList is List, on Lend's terms.
-	LendList(ctx context.Context, opts ListOptions) ([]T, error)
-}
-
-// lend reads an object through c's Lend when c is a Lender, else through
-// Get; the caller must not change what it returns.
-func lend[T Object](ctx context.Context, c Collection[T], namespace, name string) (T, error) {
-	if l, ok := c.(Lender[T]); ok {
-		return l.Lend(ctx, namespace, name)
-	}
-	return c.Get(ctx, namespace, name)
-}
-
-// lendList is lend for List.
-func lendList[T Object](ctx context.Context, c Collection[T], opts ListOptions) ([]T, error) {
-	if l, ok := c.(Lender[T]); ok {
-		return l.LendList(ctx, opts)
-	}
-	return c.List(ctx, opts)
-}
-
 // Store is where a host keeps its certificates, their secrets and their
 // requests. Implement it over your storage (a database, an API, files),
 // or use MemoryStore or FileStore.

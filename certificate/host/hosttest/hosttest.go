@@ -22,12 +22,9 @@
 //     it changes nothing stored; and what was passed to Create and Update
 //     is not kept: changing it afterwards changes nothing stored.
 //   - List selects by ListOptions.Namespace, OwnerUID, SecretName and
-//     Labels and their combinations, across namespaces when Namespace is
-//     empty, each object once and at its latest version; an object whose
-//     owner, secret name or labels changed, or that was deleted, leaves
-//     the selection.
-//   - A collection that is a host.Lender shows through LendList and Lend
-//     what List and Get show.
+//     Labels and their combinations, across namespaces when Namespace is empty, each
+//     object once and at its latest version; an object whose owner or
+//     secret name changed, or that was deleted, leaves the selection.
 //   - Update at the object's resource version succeeds and gives it a new
 //     one; at an older one it is ErrConflict and changes nothing; of a
 //     missing object it is ErrNotFound. It keeps the UID and creation

@@ -242,15 +242,6 @@ func TestSuiteReportsEachDeparture(t *testing.T) {
 			}),
 			want: "OwnerUID hosttest-owner-uid-2, Labels certlife.dev/next-private-key=true must return exactly the objects it selects",
 		},
-		"a LendList that ignores the labels": {
-			open: faulty(func(f *faultyStore) {
-				f.secrets.lendList = func(ctx context.Context, o host.ListOptions) ([]*certificate.Secret, error) {
-					o.Labels = nil
-					return f.MemoryStore.Secrets().List(ctx, o)
-				}
-			}),
-			want: "LendList of Secrets with Namespace hosttest-",
-		},
 		"a List that takes a label without its value": {
 			open: faulty(func(f *faultyStore) {
 				f.secrets.list = func(ctx context.Context, o host.ListOptions) ([]*certificate.Secret, error) {
@@ -558,20 +549,6 @@ type faultyColl[T host.Object] struct {
 	create func(ctx context.Context, obj T) (T, error)
 	update func(ctx context.Context, obj T) (T, error)
 	delete func(ctx context.Context, ns, name string) error
-	// lendList, when set, is LendList; the collection is a host.Lender
-	// either way (Lend is Get).
-	lendList func(ctx context.Context, o host.ListOptions) ([]T, error)
-}
-
-func (c faultyColl[T]) Lend(ctx context.Context, ns, name string) (T, error) {
-	return c.Get(ctx, ns, name)
-}
-
-func (c faultyColl[T]) LendList(ctx context.Context, o host.ListOptions) ([]T, error) {
-	if c.lendList != nil {
-		return c.lendList(ctx, o)
-	}
-	return c.List(ctx, o)
 }
 
 func (c faultyColl[T]) Get(ctx context.Context, ns, name string) (T, error) {

@@ -1,7 +1,6 @@
 package hosttest
 
 import (
-	"encoding/json"
 	"errors"
 	"maps"
 	"slices"
@@ -344,49 +343,7 @@ func checkLists[T host.Object](h *harness, k kind[T], made map[string]T, cases [
 				h.t.Errorf("List must show each object at its latest version: %s at %q, want %q%s", describe(k.name, o.Meta()), o.Meta().ResourceVersion, m.Meta().ResourceVersion, h.readNote())
 			}
 		}
-		checkLent(h, k, c.opts, got)
 	}
-}
-
-// checkLent checks, for a collection that is a host.Lender, that LendList
-// with opts shows what List showed (listed), and Lend each of them as Get
-// does.
-func checkLent[T host.Object](h *harness, k kind[T], opts host.ListOptions, listed []T) {
-	h.t.Helper()
-	l, ok := k.coll(h.s).(host.Lender[T])
-	if !ok {
-		return
-	}
-	lent, err := l.LendList(h.ctx, opts)
-	if err != nil {
-		h.t.Errorf("LendList of %ss with %s must succeed as List did: %v", k.name, describeOptions(opts), err)
-		return
-	}
-	lent = slices.DeleteFunc(slices.Clone(lent), func(o T) bool { return !slices.Contains(h.ns[:], o.Meta().Namespace) })
-	if got, want := names(lent), names(listed); !slices.Equal(got, want) {
-		h.t.Errorf("LendList of %ss with %s must show what List shows: got [%s], want [%s]", k.name, describeOptions(opts), strings.Join(got, " "), strings.Join(want, " "))
-		return
-	}
-	byName := make(map[string]T, len(lent))
-	for _, o := range lent {
-		byName[o.Meta().Namespace+"/"+o.Meta().Name] = o
-	}
-	for _, o := range listed {
-		m := o.Meta()
-		if !sameJSON(byName[m.Namespace+"/"+m.Name], o) {
-			h.t.Errorf("LendList must show %s as List does", describe(k.name, m))
-		}
-		one, err := l.Lend(h.ctx, m.Namespace, m.Name)
-		if err != nil || !sameJSON(one, o) {
-			h.t.Errorf("Lend of %s must show it as Get and List do (error: %v)", describe(k.name, m), err)
-		}
-	}
-}
-
-func sameJSON(a, b any) bool {
-	x, errX := json.Marshal(a)
-	y, errY := json.Marshal(b)
-	return errX == nil && errY == nil && string(x) == string(y)
 }
 
 func describeOptions(o host.ListOptions) string {

@@ -203,22 +203,6 @@ func (c failing[T]) Update(ctx context.Context, obj T) (T, error) {
 	return obj, err
 }
 
-// Lend and LendList pass a read on to a store that is a host.Lender, so
-// that the loop over a scenario reads as it would over that store.
-func (c failing[T]) Lend(ctx context.Context, namespace, name string) (T, error) {
-	if l, ok := c.Collection.(host.Lender[T]); ok {
-		return l.Lend(ctx, namespace, name)
-	}
-	return c.Collection.Get(ctx, namespace, name)
-}
-
-func (c failing[T]) LendList(ctx context.Context, opts host.ListOptions) ([]T, error) {
-	if l, ok := c.Collection.(host.Lender[T]); ok {
-		return l.LendList(ctx, opts)
-	}
-	return c.Collection.List(ctx, opts)
-}
-
 func (c failing[T]) Delete(ctx context.Context, namespace, name string) error {
 	if c.fail("delete") {
 		return errDiskFull

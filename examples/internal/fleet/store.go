@@ -179,9 +179,6 @@ type entry struct {
 	maps packedMaps
 	// body is a *certBody, a *reqBody, or a secret's secretData.
 	body any
-	// lent is the object Lend and LendList share, unpacked at the first
-	// of them: an entry never changes once written. Guarded by store.mu.
-	lent any
 }
 
 type certBody struct {
@@ -498,30 +495,6 @@ type collection[T host.Object] struct {
 }
 
 func (c collection[T]) Get(_ context.Context, namespace, name string) (T, error) {
-	return c.get(namespace, name, false)
-}
-
-// Lend implements host.Lender: every read of a version shares one
-// object, unpacked once.
-func (c collection[T]) Lend(_ context.Context, namespace, name string) (T, error) {
-	return c.get(namespace, name, true)
-}
-
-// read is an entry's object: the caller's own, or the one it shares with
-// every lent read of the entry.
-func (c collection[T]) read(e *entry, lent bool) T {
-	if !lent {
-		return unpack[T](e)
-	}
-	c.s.mu.Lock()
-	defer c.s.mu.Unlock()
-	if e.lent == nil {
-		e.lent = unpack[T](e)
-	}
-	return e.lent.(T)
-}
-
-func (c collection[T]) get(namespace, name string, lent bool) (T, error) {
 	if err := checkNames(c.t.kind, namespace, name); err != nil {
 		return nil, err
 	}
@@ -535,19 +508,10 @@ func (c collection[T]) get(namespace, name string, lent bool) (T, error) {
 	if e == nil {
 		return nil, fmt.Errorf("%s %s/%s: %w", c.t.kind, namespace, name, host.ErrNotFound)
 	}
-	return c.read(e, lent), nil
+	return unpack[T](e), nil
 }
 
 func (c collection[T]) List(_ context.Context, opts host.ListOptions) ([]T, error) {
-	return c.list(opts, false)
-}
-
-// LendList implements host.Lender, as Lend does.
-func (c collection[T]) LendList(_ context.Context, opts host.ListOptions) ([]T, error) {
-	return c.list(opts, true)
-}
-
-func (c collection[T]) list(opts host.ListOptions, lent bool) ([]T, error) {
 	c.s.mu.Lock()
 	var es []*entry
 	for _, k := range c.t.keys(opts) {
@@ -561,7 +525,7 @@ func (c collection[T]) list(opts host.ListOptions, lent bool) ([]T, error) {
 	c.s.mu.Unlock()
 	out := make([]T, 0, len(es))
 	for _, e := range es {
-		if obj := c.read(e, lent); opts.Matches(obj) {
+		if obj := unpack[T](e); opts.Matches(obj) {
 			out = append(out, obj)
 		}
 	}
