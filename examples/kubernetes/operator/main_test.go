@@ -283,14 +283,21 @@ func (h *harness) start(mod ...func(*manager.Options, *operator.Options)) *runni
 // passed records the Certificates the operator has passed over (decided
 // on), whether or not the pass wrote anything.
 type passed struct {
-	mu    sync.Mutex
-	names map[string]bool
+	mu sync.Mutex
+	// certificates and requests count the passes over each kind.
+	certificates, requests int
+	names                  map[string]bool
 	// last holds the last few passes over each Certificate, for a test
 	// or benchmark that reports one that never got Ready.
 	last map[string][]string
 }
 
 func (p *passed) observe(ev host.Event) {
+	if ev.Kind == host.KindRequest {
+		p.mu.Lock()
+		p.requests++
+		p.mu.Unlock()
+	}
 	if ev.Kind != host.KindCertificate {
 		return
 	}
@@ -301,6 +308,7 @@ func (p *passed) observe(ev host.Event) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.certificates++
 	if ev.Result != nil {
 		p.names[ev.Name] = true
 	}
@@ -312,6 +320,13 @@ func (p *passed) observe(ev host.Event) {
 		l = l[len(l)-8:]
 	}
 	p.last[ev.Name] = l
+}
+
+// counts are the passes over Certificates and CertificateRequests so far.
+func (p *passed) counts() (certificates, requests int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.certificates, p.requests
 }
 
 // lastPasses is what the last passes over the Certificate name did.
