@@ -710,14 +710,14 @@ func (r *Reconciler) observe(ev Event) {
 	LogEvent(context.Background(), r.cfg.Logger, ev)
 }
 
-// gather reads everything a decision about c reads; nil for what is
-// missing. ariErr is a failed ARI read, which the pass goes on without;
-// ariNext is when the certificate's issuer asked to be asked again about
-// its renewal window.
 // nextKeyLabels selects a certificate's next-key secrets; shared, never
 // changed.
 var nextKeyLabels = map[string]string{certificate.LabelNextPrivateKey: "true"}
 
+// gather reads everything a decision about c reads; nil for what is
+// missing. ariErr is a failed ARI read, which the pass goes on without;
+// ariNext is when the certificate's issuer asked to be asked again about
+// its renewal window.
 func (r *Reconciler) gather(ctx context.Context, c *certificate.Certificate, now time.Time) (s *certificate.Snapshot, ariNext time.Time, ariErr, err error) {
 	st := r.store
 	s = &certificate.Snapshot{Certificate: c}
