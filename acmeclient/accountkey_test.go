@@ -3,7 +3,9 @@ package acmeclient_test
 import (
 	"context"
 	"crypto"
+	"crypto/rand"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/certificate/host"
 	"github.com/certlife/certlife/keys"
+	"github.com/certlife/certlife/order"
 )
 
 // The account key is made on first use and kept in the store: the next
@@ -155,4 +158,42 @@ func TestAccountKeyRefusals(t *testing.T) {
 	s, err := secrets.Get(t.Context(), "default", "taken")
 	require.NoError(t, err)
 	assert.Equal(t, "not a key", string(s.Data[keys.SecretPrivateKey]), "not overwritten")
+}
+
+// One Client is shared by every caller of a host (an operator's Issuer
+// controller and its request workers each ensure the account): calls to
+// EnsureAccount that overlap, with orders beside them, all find the one
+// account and race on nothing (this test is meant to run with -race).
+func TestEnsureAccountConcurrently(t *testing.T) {
+	ca, err := acmetest.Start(acmetest.Options{})
+	require.NoError(t, err)
+	defer ca.Close()
+	key, err := keys.Generate(rand.Reader, keys.KeySpec{Algorithm: keys.AlgorithmECDSA})
+	require.NoError(t, err)
+	c, err := acmeclient.New(acmeclient.Config{DirectoryURL: ca.DirectoryURL, Key: key, HTTPClient: ca.Client()})
+	require.NoError(t, err)
+	first, err := c.EnsureAccount(t.Context(), acmeclient.AccountOptions{AgreeToTerms: true})
+	require.NoError(t, err)
+	require.True(t, first.Created)
+
+	const callers = 8
+	urls := make([]string, callers)
+	errs := make([]error, 2*callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			a, err := c.EnsureAccount(t.Context(), acmeclient.AccountOptions{AgreeToTerms: true})
+			urls[i], errs[i] = a.URL, err
+		})
+		wg.Go(func() {
+			_, errs[callers+i] = c.CreateOrder(t.Context(), order.Status{}, order.CreateOrder{DNSNames: []string{fmt.Sprintf("c%d.example", i)}})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "call %d", i)
+	}
+	for i, u := range urls {
+		assert.Equal(t, first.URL, u, "caller %d finds the account the first call made", i)
+	}
 }

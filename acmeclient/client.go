@@ -75,7 +75,10 @@ type Config struct {
 // Every call is single-shot: it makes the requests the action needs, never
 // polls, never sleeps (a bad nonce is retried at once with the server's new
 // nonce), and returns what it saw and, when the server said, when to look
-// again. A Client is safe for concurrent use.
+// again. A Client is safe for concurrent use, EnsureAccount included.
+// Every call that acts on the account's behalf (orders, authorizations,
+// challenges, certificates, revocation) needs EnsureAccount to have
+// succeeded first, and fails with ErrUnauthorized until it has.
 type Client struct {
 	acme       *acme.Client
 	transport  *Transport
@@ -337,7 +340,9 @@ type Account struct {
 
 // EnsureAccount registers the client's key, or finds the account it
 // already has, in one request (RFC 8555 §7.3: newAccount answers 200 with
-// the existing account).
+// the existing account). The account's URL is the answer's Location,
+// which must be an https:// URL (or http:// with InsecureAllowHTTP); an
+// answer without one is an ErrServer error.
 func (c *Client) EnsureAccount(ctx context.Context, opts AccountOptions) (Account, error) {
 	dir, err := c.Directory(ctx)
 	if err != nil {
@@ -354,7 +359,7 @@ func (c *Client) EnsureAccount(ctx context.Context, opts AccountOptions) (Accoun
 		a.ExternalAccountBinding = &acme.ExternalAccountBinding{KID: opts.EAB.KeyID, Key: opts.EAB.Key}
 	}
 	ctx, call := withCall(ctx, KindAccount)
-	got, err := c.acme.Register(ctx, a, acme.AcceptTOS)
+	_, err = c.acme.Register(ctx, a, acme.AcceptTOS)
 	created := true
 	if errors.Is(err, acme.ErrAccountAlreadyExists) {
 		created, err = false, nil
@@ -362,9 +367,17 @@ func (c *Client) EnsureAccount(ctx context.Context, opts AccountOptions) (Accoun
 	if err != nil {
 		return Account{}, classify("account", err, call, c.now())
 	}
-	url := string(c.acme.KID)
-	if got != nil && got.URI != "" {
-		url = got.URI
+	// The account's URL is the Location of the newAccount answer, new
+	// account or found (RFC 8555 §7.3, §7.3.1). It is read from the answer
+	// this call recorded, not from x/crypto/acme's Client.KID, which other
+	// goroutines' registrations write under a lock this package cannot
+	// take.
+	url := call.header.Get("Location")
+	if url == "" {
+		return Account{}, errorf("account", ErrServer, "the server's newAccount answer names no account: it has no Location header")
+	}
+	if err := checkURL("account", url, "the server's newAccount answer, as the account's Location,", c.allowHTTP); err != nil {
+		return Account{}, err
 	}
 	c.mu.Lock()
 	c.accountURL = url

@@ -177,6 +177,10 @@ func TestURLsThatAreNotHTTPSAreRefused(t *testing.T) {
 		"the directory's revokeCert":  {directoryWith("revokeCert"), "directory", "the directory BASE/dir, as revokeCert,"},
 		"the directory's keyChange":   {directoryWith("keyChange"), "directory", "the directory BASE/dir, as keyChange,"},
 		"the directory's renewalInfo": {directoryWith("renewalInfo"), "directory", "the directory BASE/dir, as renewalInfo,"},
+		"the new account's Location": {answer("/account", http.StatusCreated, func(string) any { return map[string]any{"status": "valid"} }, "Location", "PLAIN/acct/1"),
+			"account", "the server's newAccount answer, as the account's Location,"},
+		"the found account's Location": {answer("/account", http.StatusOK, func(string) any { return map[string]any{"status": "valid"} }, "Location", "PLAIN/acct/1"),
+			"account", "the server's newAccount answer, as the account's Location,"},
 		"the new order's Location": {answer("/new-order", http.StatusCreated, func(base string) any { return hostileOrder(base, "pending") }, "Location", "PLAIN/order/1"),
 			"newOrder", "the server's newOrder answer, as the order's Location,"},
 		"an authorization of the new order": {answer("/new-order", http.StatusCreated, plainIn(func(base string) any {
@@ -247,6 +251,20 @@ func TestURLsThatAreNotHTTPSAreRefused(t *testing.T) {
 		_, err = c.Finalize(t.Context(), order.Status{URL: h.srv.URL + "/order/1"}, order.Finalize{URL: plain.srv.URL + "/finalize/1", CSR: []byte{0x30, 0}})
 		require.ErrorIs(t, err, acmeclient.ErrInsecureURL)
 		require.Zero(t, plain.total(), "a request went to the http:// server")
+	})
+
+	t.Run("an account answer that names no account is an error, and no account is kept", func(t *testing.T) {
+		for _, status := range []int{http.StatusCreated, http.StatusOK} {
+			h := newHostile(t, true)
+			answer("/account", status, func(string) any { return map[string]any{"status": "valid"} })(h, "")
+			c := h.client(t)
+			_, err := c.EnsureAccount(t.Context(), acmeclient.AccountOptions{})
+			require.ErrorIs(t, err, acmeclient.ErrServer, "status %d", status)
+			require.Contains(t, err.Error(), "no Location header")
+			_, err = c.CreateOrder(t.Context(), order.Status{}, order.CreateOrder{DNSNames: []string{"a.example"}})
+			require.ErrorContains(t, err, "no account yet")
+			require.Zero(t, h.hitsOf("/new-order"))
+		}
 	})
 
 	t.Run("InsecureAllowHTTP follows them", func(t *testing.T) {

@@ -192,6 +192,9 @@ func subproblems(sps []acme.Subproblem) string {
 // refused replaces and the order was asked for again without it.
 func (c *Client) newOrder(ctx context.Context, a order.CreateOrder) (o *wireOrder, refused string, err error) {
 	const op = "create order"
+	if _, err := c.account(); err != nil {
+		return nil, "", err
+	}
 	dir, err := c.Directory(ctx)
 	if err != nil {
 		return nil, "", err
