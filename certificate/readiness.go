@@ -122,7 +122,8 @@ func readiness(p *pass, now time.Time, cfg Config) Result {
 		st.NotBefore, st.NotAfter = &nb, &na
 		st.RenewalTime, st.Renewal = &rt, &rs
 		st.Conditions = setRenewalConditions(st.Conditions, renewalCond, now, c.Generation)
-		st.RenewalInfo = renewalInfo(c.Status.RenewalInfo, p, now)
+		sameLeaf := c.Status.NotBefore != nil && c.Status.NotAfter != nil && c.Status.NotBefore.Equal(nb) && c.Status.NotAfter.Equal(na)
+		st.RenewalInfo = renewalInfo(c.Status.RenewalInfo, sameLeaf, p, now)
 	} else {
 		st.NotBefore, st.NotAfter, st.RenewalTime, st.RenewalInfo = nil, nil, nil, nil
 	}
@@ -139,9 +140,27 @@ func readiness(p *pass, now time.Time, cfg Config) Result {
 // check differs from the one recorded — the host asked the CA in this
 // pass — and is kept otherwise, so that a pass answered from the host's
 // memory writes nothing.
-func renewalInfo(was *RenewalInfoStatus, p *pass, now time.Time) *RenewalInfoStatus {
+//
+// A record of the same certificate (sameLeaf) whose next check is still
+// ahead is kept as it stands, whatever this pass's host says. Hosts that
+// share the certificate (replicas of one service, a process restarted)
+// each remember their own last check, with its own next one: were each
+// to record its own, they would overwrite one another on every pass, and
+// every write would bring the others' passes, for as long as they run.
+// The record is for users to read (no decision reads it), so one that is
+// a check behind costs nothing; the host that finds it due records what
+// it knows then.
+func renewalInfo(was *RenewalInfoStatus, sameLeaf bool, p *pass, now time.Time) *RenewalInfoStatus {
 	if p.ari == nil && p.ariNext.IsZero() && p.ariErr == "" {
 		return nil
+	}
+	if was != nil && sameLeaf && was.NextCheck != nil && now.Before(*was.NextCheck) {
+		kept := *was
+		if w := was.SuggestedWindow; w != nil {
+			cw := *w
+			kept.SuggestedWindow = &cw
+		}
+		return &kept
 	}
 	out := &RenewalInfoStatus{LastError: p.ariErr}
 	if w := p.ari; w != nil {

@@ -99,8 +99,10 @@ func TestReadinessWritesNothingTwice(t *testing.T) {
 
 // The status records what the CA said of the renewal window, in whole
 // seconds: asked again later, from the host's memory (the same next
-// check), it writes nothing; a new check writes the new times; an
-// issuer that gives no renewal information leaves none.
+// check), it writes nothing, nor when another host's next check differs
+// while the record is not yet due; a new check writes the new times, and
+// a new certificate its own at once; an issuer that gives no renewal
+// information leaves none.
 func TestReadinessRecordsRenewalInfo(t *testing.T) {
 	f := newFixture(t)
 	s, _ := f.healthy(t0.Add(-10 * 24 * time.Hour))
@@ -122,8 +124,18 @@ func TestReadinessRecordsRenewalInfo(t *testing.T) {
 	s.Certificate.Status = st
 	require.Empty(t, Readiness(s, now.Add(time.Hour), Config{}).Actions, "a pass that did not ask the CA wrote the status")
 
-	// A new check that failed: the window kept, the error and the new times recorded.
-	later := now.Add(6 * time.Hour)
+	// Another host (a replica, or this one restarted) asked the CA at its
+	// own time, so its next check differs: while the record's next check
+	// is ahead, the record stands, or hosts sharing the certificate would
+	// overwrite one another on every pass.
+	other := s
+	other.ARINextCheck = now.Add(7 * time.Hour)
+	require.Empty(t, Readiness(other, now.Add(2*time.Hour), Config{}).Actions, "another host's next check overwrote a record not yet due")
+
+	// A new check that failed, when the host's next check came (the
+	// record's, to the second, is not later): the window kept, the error
+	// and the new times recorded.
+	later := s.ARINextCheck
 	s.ARINextCheck, s.ARIError = later.Add(time.Minute), "renewal information: 503 Service Unavailable"
 	res = Readiness(s, later, Config{})
 	require.Len(t, res.Actions, 1)
@@ -132,6 +144,19 @@ func TestReadinessRecordsRenewalInfo(t *testing.T) {
 	require.Equal(t, "renewal information: 503 Service Unavailable", got.LastError)
 	require.Equal(t, later.Truncate(time.Second).UTC(), *got.LastChecked)
 	require.Equal(t, later.Add(time.Minute).Truncate(time.Second).UTC(), *got.NextCheck)
+
+	// A new certificate: its check is recorded at once, though the old
+	// one's record is not yet due.
+	renewed, _ := f.healthy(t0.Add(-time.Hour))
+	renewed.Certificate.Status = res.Actions[0].(UpdateStatus).Status
+	renewed.ARI = &renewal.ARIWindow{Start: t0.Add(50 * 24 * time.Hour), End: t0.Add(51 * 24 * time.Hour)}
+	renewed.ARINextCheck = later.Add(6 * time.Hour)
+	res = Readiness(renewed, later.Add(time.Second), Config{})
+	require.Len(t, res.Actions, 1)
+	got = res.Actions[0].(UpdateStatus).Status.RenewalInfo
+	require.Equal(t, t0.Add(50*24*time.Hour).UTC(), got.SuggestedWindow.Start)
+	require.Empty(t, got.LastError)
+	require.Equal(t, later.Add(6*time.Hour).Truncate(time.Second).UTC(), *got.NextCheck)
 
 	// No renewal information (another issuer): none recorded.
 	s.ARI, s.ARINextCheck, s.ARIError = nil, time.Time{}, ""

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -154,7 +155,8 @@ func TestReplicasKilledAtRandom(t *testing.T) {
 	defer store.Close()
 	require.NoError(t, logLeases(ctx, db))
 
-	ca, err := acmetest.Start(acmetest.Options{})
+	pebbleLog := &tailLog{max: 400}
+	ca, err := acmetest.Start(acmetest.Options{Log: pebbleLog})
 	require.NoError(t, err)
 	defer ca.Close()
 
@@ -190,6 +192,8 @@ func TestReplicasKilledAtRandom(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			fleet.dumpLogs()
+			t.Logf("Pebble's log (last lines of %d):\n%s", pebbleLog.total(), pebbleLog.String())
+			t.Logf("Pebble's goroutines:\n%s", pebbleGoroutines())
 			t.Fatalf("%d of %d certificates issued after %v, %d kills:\n%s", n, replicaCerts, replicaConvergeBy, len(kills), notReady(ctx, store))
 		}
 		wait := time.Second + time.Duration(rng.Int64N(int64(3*time.Second)))
@@ -683,4 +687,58 @@ func checkLeases(t *testing.T, log []leaseWrite, kills []kill, lease time.Durati
 		}
 	}
 	return longest, lag, held
+}
+
+// tailLog keeps the last max lines written to it.
+type tailLog struct {
+	mu    sync.Mutex
+	max   int
+	lines []string
+	n     int
+	part  []byte
+}
+
+func (l *tailLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.part = append(l.part, p...)
+	for {
+		i := bytes.IndexByte(l.part, '\n')
+		if i < 0 {
+			break
+		}
+		l.lines = append(l.lines, string(l.part[:i]))
+		l.part = l.part[i+1:]
+		l.n++
+		if len(l.lines) > l.max {
+			l.lines = l.lines[len(l.lines)-l.max:]
+		}
+	}
+	return len(p), nil
+}
+
+func (l *tailLog) total() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
+
+func (l *tailLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+// pebbleGoroutines are the stacks of this process's goroutines that run
+// Pebble's code (it runs in the test's process), to show one that waits.
+func pebbleGoroutines() string {
+	var buf bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&buf, 2)
+	var out []string
+	for g := range strings.SplitSeq(buf.String(), "\n\n") {
+		if strings.Contains(g, "letsencrypt/pebble") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }

@@ -401,3 +401,56 @@ func TestReplicasOrderEachRevisionOnceAndTakeOverADeadReplicasOrder(t *testing.T
 		"request %s of killed %s taken over by %s %v after its last pass (lease %v); %d passes found a request held by another",
 		certs, created, sent, took.Round(100*time.Millisecond), len(workers), killed, victim.id, takeover.replica, waited, host.DefaultLeaseDuration, len(e.held))
 }
+
+// Replicas each ask the CA for a certificate's renewal window on their
+// own schedule: one started later asks when it first looks, so its next
+// check differs from the one the status records. The status's record is
+// rewritten when it is due, not whenever two replicas' next checks
+// differ: otherwise every pass of one would overwrite the other's record,
+// and every write would bring the other's pass, with no end.
+func TestReplicasDoNotOverwriteEachOthersRenewalInfo(t *testing.T) {
+	ctx := context.Background()
+	e := newReplicaEnv(t, 2)
+	e.reps[1].dead = true // started later
+	e.create("web")
+	e.run("first issuance", 10*time.Minute, e.allAt(1))
+	// settle steps the live replicas through everything due until
+	// nothing is, and says how many rounds that took.
+	settle := func() (rounds int) {
+		for busy := true; busy && rounds < 200; rounds++ {
+			busy = false
+			for _, r := range e.reps {
+				if n, ok := r.loop.Next(); ok && !r.dead && !n.After(e.clk.Now()) {
+					_, err := r.loop.Step(ctx)
+					require.NoError(t, err)
+					busy = true
+				}
+			}
+		}
+		return rounds
+	}
+	settle()
+	first := e.certs()[0].Status.RenewalInfo
+	require.NotNil(t, first, "the first replica recorded the CA's renewal window")
+	require.NotNil(t, first.NextCheck)
+
+	var writes int
+	e.store.Watch(func(ch host.Change) {
+		if ch.Kind == host.KindCertificate && !ch.Deleted {
+			e.mu.Lock()
+			writes++
+			e.mu.Unlock()
+		}
+	})
+	e.clk.Step(90 * time.Second)
+	e.reps[1].dead = false
+	// Both replicas look at everything that is due, over and over, until
+	// neither has anything due: a fight over the record never ends.
+	rounds := settle()
+	e.mu.Lock()
+	require.Less(t, rounds, 200, "the replicas are still writing the certificate after %d rounds (%d writes)", rounds, writes)
+	defer e.mu.Unlock()
+	assert.Zero(t, writes, "the record was not due: nothing to write")
+	assert.Equal(t, first, e.certs()[0].Status.RenewalInfo, "the first replica's record stands")
+	assert.Equal(t, 1, e.reps[1].client.Transport().Counts().ByKind[acmeclient.KindRenewalInfo], "the second replica asked the CA itself")
+}
