@@ -336,6 +336,7 @@ func benchmarkHeap(b *testing.B, n int, algorithm string) {
 		h.eventually("the issuer", func() bool { return issuerReady(h, "ca") })
 		h.settle(op)
 		op.writes.take()
+		op.reads.take()
 		before := liveHeap()
 		writeHeapProfile(b, ".before")
 		wait := readyTimes(b, h, op, n, true)
@@ -394,6 +395,19 @@ func benchmarkHeap(b *testing.B, n int, algorithm string) {
 		// a conflict.
 		b.ReportMetric(float64(sum(failed))/float64(n), "conflicts/certificate")
 		b.Logf("writes %v, failed %v", ok, failed)
+		// Reads, from the informer cache and from the API server: counts
+		// too, and what a pass costs besides its writes.
+		var cached, api int
+		for k, v := range op.reads.take() {
+			if strings.HasPrefix(k, "cache ") {
+				cached += v
+			} else {
+				api += v
+			}
+			b.ReportMetric(float64(v)/float64(n), strings.NewReplacer(" ", "-", "/", "-").Replace(k)+"/issuance")
+		}
+		b.ReportMetric(float64(cached)/float64(n), "cache-reads/issuance")
+		b.ReportMetric(float64(api)/float64(n), "api-reads/issuance")
 		op.stop()
 	}
 }

@@ -195,6 +195,7 @@ func newCountingClient(w *writes) client.NewClientFunc {
 type running struct {
 	mgr      manager.Manager
 	writes   *writes
+	reads    *reads
 	registry *prometheus.Registry
 	stop     func()
 	// passed are the Certificates the operator has decided on.
@@ -246,7 +247,9 @@ func newHarness(t testing.TB) *harness {
 func (h *harness) start(mod ...func(*manager.Options, *operator.Options)) *running {
 	h.t.Helper()
 	w := &writes{ok: map[string]int{}, failed: map[string]int{}}
+	rd := &reads{n: map[string]int{}}
 	mo := manager.Options{
+		NewCache:               newCountingCache(rd),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: new(true)},
@@ -262,7 +265,7 @@ func (h *harness) start(mod ...func(*manager.Options, *operator.Options)) *runni
 	for _, f := range mod {
 		f(&mo, &o)
 	}
-	mgr, err := operator.NewManager(restConfig, mo, o)
+	mgr, err := operator.NewManager(countingConfig(restConfig, rd), mo, o)
 	require.NoError(h.t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -277,7 +280,7 @@ func (h *harness) start(mod ...func(*manager.Options, *operator.Options)) *runni
 		})
 	}
 	h.t.Cleanup(stop)
-	return &running{mgr: mgr, writes: w, registry: registry, stop: stop, passed: seen}
+	return &running{mgr: mgr, writes: w, reads: rd, registry: registry, stop: stop, passed: seen}
 }
 
 // passed records the Certificates the operator has passed over (decided
