@@ -544,6 +544,9 @@ func ownerKey[T client.Object](_ context.Context, obj T) []reconcile.Request {
 func secretKeys(c client.Reader) func(context.Context, *corev1.Secret) []reconcile.Request {
 	return func(ctx context.Context, s *corev1.Secret) []reconcile.Request {
 		out := ownerKey(ctx, s)
+		if nextPrivateKey(s) {
+			return out // no Certificate names it: it is its owner's alone
+		}
 		var list cmapi.CertificateList
 		if err := c.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingFields{indexSecretName: s.Name}); err == nil {
 			for i := range list.Items {
@@ -554,10 +557,22 @@ func secretKeys(c client.Reader) func(context.Context, *corev1.Secret) []reconci
 	}
 }
 
+// nextPrivateKey reports a Secret the operator made to hold a
+// Certificate's next private key (labelled so): its owner's alone, never
+// a Certificate's secretName or an issuer's CA. Two of an issuance's
+// three Secret events are about one (made, then deleted), so the maps
+// skip their lookups for it.
+func nextPrivateKey(obj client.Object) bool {
+	return obj.GetLabels()[cmapi.IsNextPrivateKeySecretLabelKey] == "true"
+}
+
 // caSecretIssuers maps a Secret to the issuers (or cluster issuers)
 // signing with it.
 func caSecretIssuers(c client.Reader, cluster bool, clusterNS string) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		if nextPrivateKey(obj) {
+			return nil
+		}
 		var out []reconcile.Request
 		match := client.MatchingFields{indexCASecret: obj.GetName()}
 		if cluster {
