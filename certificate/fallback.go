@@ -105,13 +105,22 @@ func describeChoice(ch IssuerStatus) string {
 	return "using " + describeRef(ch.IssuerRef) + " (" + which + "): " + ch.Message
 }
 
-// skippedUntil is when the host's report lets issuer i be tried again:
-// zero when it may be now.
+// skippedUntil is when issuer i may be tried again, by the host's report
+// and by the skips the recorded choice of the next revision carries (what
+// another host reported): zero when it may be now.
 func (p *pass) skippedUntil(i int) time.Time {
 	var until time.Time
-	for _, h := range p.health {
+	skip := func(h IssuerSkip) {
 		if h.IssuerRef.WithDefaults() == p.refs[i] && p.now.Before(h.Until) && h.Until.After(until) {
 			until = h.Until
+		}
+	}
+	for _, h := range p.health {
+		skip(h)
+	}
+	if is := p.cert.Status.Issuer; is != nil && is.Revision == nextRevision(p.cert) {
+		for _, h := range is.Skipped {
+			skip(h)
 		}
 	}
 	return until
@@ -148,8 +157,22 @@ func (p *pass) chooseIssuer() (ch IssuerStatus, changed, held bool, until time.T
 	}
 	if j != ch.Index {
 		skipped := p.refs[ch.Index]
+		// The issuers passed over, each with its time, join those the
+		// recorded choice passed over and are still skipped.
+		var skips []IssuerSkip
+		for _, h := range ch.Skipped {
+			if p.now.Before(h.Until) {
+				skips = append(skips, h)
+			}
+		}
+		for k := ch.Index; k != j; k = (k + 1) % len(p.refs) {
+			if u := p.skippedUntil(k); !u.IsZero() && !slices.ContainsFunc(skips, func(h IssuerSkip) bool { return h.IssuerRef.WithDefaults() == p.refs[k] }) {
+				skips = append(skips, IssuerSkip{IssuerRef: p.refs[k], Until: u})
+			}
+		}
 		ch = IssuerStatus{Revision: ch.Revision, Index: j, IssuerRef: p.refs[j], Reason: ReasonIssuerUnhealthy,
-			Message: fmt.Sprintf("the host skips %s until %s: it failed for other certificates", describeRef(skipped), stamp(p.skippedUntil(ch.Index)))}
+			Message: fmt.Sprintf("the host skips %s until %s: it failed for other certificates", describeRef(skipped), stamp(p.skippedUntil(ch.Index))),
+			Skipped: skips}
 		return ch, true, false, time.Time{}
 	}
 	return ch, !recorded, false, time.Time{}

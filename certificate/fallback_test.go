@@ -61,6 +61,15 @@ func chosen(revision, index int, ref IssuerRef, failed int, reason string) *Issu
 	return &IssuerStatus{Revision: revision, Index: index, IssuerRef: ref.WithDefaults(), FailedAttempts: failed, Reason: reason}
 }
 
+// skipping is is with the skipped issuers it records.
+func skipping(is *IssuerStatus, skips ...IssuerSkip) *IssuerStatus {
+	for _, h := range skips {
+		h.IssuerRef = h.IssuerRef.WithDefaults()
+		is.Skipped = append(is.Skipped, h)
+	}
+	return is
+}
+
 // statusOf is the status a result writes, nil for none.
 func statusOf(res Result) *Status {
 	for _, a := range res.Actions {
@@ -204,14 +213,14 @@ func TestFallbackNextRequest(t *testing.T) {
 				recorded(s, chosen(2, 0, refCA, 0, ReasonFirstIssuer))
 				s.IssuerHealth = []IssuerSkip{skip(IssuerRef{Name: "ca", Kind: DefaultIssuerKind, Group: DefaultIssuerGroup}, t0.Add(time.Hour))}
 			},
-			want: want{reason: ReasonRequestPending, issuer: chosen(2, 1, refCA2, 0, ReasonIssuerUnhealthy), requeueAt: t0},
+			want: want{reason: ReasonRequestPending, issuer: skipping(chosen(2, 1, refCA2, 0, ReasonIssuerUnhealthy), skip(refCA, t0.Add(time.Hour))), requeueAt: t0},
 		},
 		"the first two skipped: the third": {
 			setup: func(s *Snapshot, _ crypto.Signer) {
 				recorded(s, chosen(2, 0, refCA, 0, ReasonFirstIssuer))
 				s.IssuerHealth = []IssuerSkip{skip(refCA, t0.Add(time.Hour)), skip(refCA2, t0.Add(time.Hour))}
 			},
-			want: want{reason: ReasonRequestPending, issuer: chosen(2, 2, refCA3, 0, ReasonIssuerUnhealthy), requeueAt: t0},
+			want: want{reason: ReasonRequestPending, issuer: skipping(chosen(2, 2, refCA3, 0, ReasonIssuerUnhealthy), skip(refCA, t0.Add(time.Hour)), skip(refCA2, t0.Add(time.Hour))), requeueAt: t0},
 		},
 		"the first issuer's deadline has come (half-open): the first": {
 			setup: func(s *Snapshot, _ crypto.Signer) {
@@ -233,6 +242,22 @@ func TestFallbackNextRequest(t *testing.T) {
 				s.IssuerHealth = []IssuerSkip{skip(refCA, t0.Add(3*time.Hour)), skip(refCA2, t0.Add(2*time.Hour)), skip(refCA3, t0.Add(4*time.Hour))}
 			},
 			want: want{reason: ReasonAllIssuersUnhealthy, requeueAt: t0.Add(2 * time.Hour)},
+		},
+		"a skip another host recorded counts with the host's own: every issuer skipped, nothing undone": {
+			setup: func(s *Snapshot, _ crypto.Signer) {
+				recorded(s, skipping(chosen(2, 1, refCA2, 0, ReasonIssuerUnhealthy), skip(refCA, t0.Add(time.Hour))))
+				s.Certificate.Spec.FallbackIssuerRefs = s.Certificate.Spec.FallbackIssuerRefs[:1]
+				s.IssuerHealth = []IssuerSkip{skip(refCA2, t0.Add(2*time.Hour))}
+			},
+			want: want{reason: ReasonAllIssuersUnhealthy, requeueAt: t0.Add(time.Hour)},
+		},
+		"a recorded skip that has run out is not one": {
+			setup: func(s *Snapshot, _ crypto.Signer) {
+				recorded(s, skipping(chosen(2, 1, refCA2, 0, ReasonIssuerUnhealthy), skip(refCA, t0)))
+				s.Certificate.Spec.FallbackIssuerRefs = s.Certificate.Spec.FallbackIssuerRefs[:1]
+				s.IssuerHealth = []IssuerSkip{skip(refCA2, t0.Add(2*time.Hour))}
+			},
+			want: want{reason: ReasonRequestPending, issuer: skipping(chosen(2, 0, refCA, 0, ReasonIssuerUnhealthy), skip(refCA2, t0.Add(2*time.Hour))), requeueAt: t0},
 		},
 		"a request made is not abandoned when its issuer is skipped": {
 			setup: func(s *Snapshot, key crypto.Signer) {

@@ -236,7 +236,7 @@ func statusEqual(a, b Status) bool {
 		!timePtrEqual(a.RetryAfter, b.RetryAfter) || !timePtrEqual(a.NotBefore, b.NotBefore) ||
 		!timePtrEqual(a.NotAfter, b.NotAfter) || !timePtrEqual(a.RenewalTime, b.RenewalTime) ||
 		!renewalStatusEqual(a.Renewal, b.Renewal) || !renewalInfoEqual(a.RenewalInfo, b.RenewalInfo) ||
-		(a.Issuer == nil) != (b.Issuer == nil) || a.Issuer != nil && *a.Issuer != *b.Issuer {
+		(a.Issuer == nil) != (b.Issuer == nil) || a.Issuer != nil && !a.Issuer.Equal(*b.Issuer) {
 		return false
 	}
 	for i := range a.Conditions {

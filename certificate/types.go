@@ -3,6 +3,7 @@ package certificate
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/certlife/certlife/keys"
@@ -365,6 +366,22 @@ type IssuerStatus struct {
 	// ReasonIssuerNotReady, ReasonIssuerUnhealthy); Message in words.
 	Reason  string `json:"reason"`
 	Message string `json:"message,omitempty"`
+	// Skipped are the issuers this choice of Revision passed over because
+	// a host reported them unhealthy (Snapshot.IssuerHealth), each with
+	// when it may be tried again. Every host deciding on Revision skips
+	// them too until then, with the issuers its own report names: hosts
+	// that share the certificate (replicas, each with its own circuits)
+	// decide on what they know together, and none undoes another's
+	// choice for what only the other knew.
+	Skipped []IssuerSkip `json:"skipped,omitempty"`
+}
+
+// Equal reports whether s and o are the same choice, skipped issuers
+// included.
+func (s IssuerStatus) Equal(o IssuerStatus) bool {
+	return s.Revision == o.Revision && s.Index == o.Index && s.IssuerRef == o.IssuerRef &&
+		s.FailedAttempts == o.FailedAttempts && s.Reason == o.Reason && s.Message == o.Message &&
+		slices.EqualFunc(s.Skipped, o.Skipped, func(a, b IssuerSkip) bool { return a.IssuerRef == b.IssuerRef && a.Until.Equal(b.Until) })
 }
 
 // RenewalInfoStatus is what the CA last said of a certificate's renewal

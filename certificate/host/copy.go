@@ -142,6 +142,9 @@ func copyCertificate(c *certificate.Certificate) *certificate.Certificate {
 	}
 	st.RenewalInfo = deep(st.RenewalInfo)
 	st.Issuer = ptr(st.Issuer)
+	if st.Issuer != nil {
+		st.Issuer.Skipped = slices.Clone(st.Issuer.Skipped)
+	}
 	return out
 }
 
