@@ -328,7 +328,8 @@ func fullStatus() certificate.Status {
 		NotBefore: new(t0), NotAfter: new(t0.Add(90 * 24 * time.Hour)), RenewalTime: new(t0.Add(60 * 24 * time.Hour)),
 		Renewal: &renewal.Status{Policy: renewal.PolicyScheduled, Windows: &renewal.WindowsStatus{Valid: "True", MatchedWindow: "windows[0]"}},
 		Issuer: &certificate.IssuerStatus{Revision: 4, Index: 1, IssuerRef: certificate.IssuerRef{Name: "zerossl", Kind: "ClusterIssuer", Group: "cert-manager.io"},
-			FailedAttempts: 1, Reason: certificate.ReasonIssuerFailedRepeatedly, Message: "spec.issuerRef failed"},
+			FailedAttempts: 1, Reason: certificate.ReasonIssuerFailedRepeatedly, Message: "spec.issuerRef failed",
+			Skipped: []certificate.IssuerSkip{{IssuerRef: certificate.IssuerRef{Name: "le", Kind: "ClusterIssuer", Group: "cert-manager.io"}, Until: t0.Add(time.Hour)}}},
 		RenewalInfo: &certificate.RenewalInfoStatus{
 			SuggestedWindow: &renewal.ARIWindow{Start: t0.Add(59 * 24 * time.Hour), End: t0.Add(61 * 24 * time.Hour), ExplanationURL: "https://ca.example/why"},
 			LastChecked:     new(t0.Add(2 * time.Minute)), NextCheck: new(t0.Add(6 * time.Hour)), LastError: "renewal information: 503"},
