@@ -118,8 +118,8 @@ func (p *pass) skippedUntil(i int) time.Time {
 	for _, h := range p.health {
 		skip(h)
 	}
-	if is := p.cert.Status.Issuer; is != nil && is.Revision == nextRevision(p.cert) {
-		for _, h := range is.Skipped {
+	if ch, recorded := p.choice(); recorded {
+		for _, h := range ch.Skipped {
 			skip(h)
 		}
 	}

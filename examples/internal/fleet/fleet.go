@@ -973,8 +973,6 @@ func fraction(domain, key string) float64 {
 	return float64(hash64(domain, key)>>11) / (1 << 53)
 }
 
-// trace writes a line about the object named name when it concerns the
-// traced certificate.
 // traced reports whether the story of the object name is printed: the
 // traced certificate's and its secrets' and requests'.
 func (s *shard) traced(name string) bool {
@@ -985,8 +983,9 @@ func (s *shard) traced(name string) bool {
 	return rest == "" || rest[0] == '-' // not another certificate whose name starts the same
 }
 
-// trace prints a line of the story of name; callers check traced first,
-// so that a line nobody reads is not formatted.
+// trace writes a line about the object named name when it concerns the
+// traced certificate; callers check traced first, so that a line nobody
+// reads is not formatted.
 func (s *shard) trace(name, what, line string) {
 	if !s.traced(name) {
 		return

@@ -119,8 +119,7 @@ type writes struct {
 }
 
 func (w *writes) note(verb string, obj runtime.Object, err error) {
-	kind := fmt.Sprintf("%T", obj)
-	kind = kind[strings.LastIndex(kind, ".")+1:]
+	kind := typeName(obj)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err != nil {

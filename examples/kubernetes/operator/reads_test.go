@@ -93,28 +93,28 @@ func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 // discovery and anything else.
 func apiRead(path string) (string, bool) {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
-	var rest []string
+	var res []string // the resource and what follows it
 	switch {
 	case len(parts) >= 3 && parts[0] == "api":
-		rest = parts[2:]
+		res = parts[2:]
 	case len(parts) >= 4 && parts[0] == "apis":
-		rest = parts[3:]
+		res = parts[3:]
 	default:
 		return "", false
 	}
-	if len(rest) >= 2 && rest[0] == "namespaces" {
-		if len(rest) == 2 {
+	if len(res) >= 2 && res[0] == "namespaces" {
+		if len(res) == 2 {
 			return "api get namespaces", true
 		}
-		rest = rest[2:]
+		res = res[2:]
 	}
-	switch len(rest) {
+	switch len(res) {
 	case 1:
-		return "api list " + rest[0], true
+		return "api list " + res[0], true
 	case 2:
-		return "api get " + rest[0], true
+		return "api get " + res[0], true
 	case 3:
-		return "api get " + rest[0] + "/" + rest[2], true
+		return "api get " + res[0] + "/" + res[2], true
 	}
 	return "", false
 }
