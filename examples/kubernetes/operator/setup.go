@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -164,6 +165,7 @@ func NewManager(cfg *rest.Config, mo manager.Options, o Options) (manager.Manage
 	namespaces := mo.Cache.DefaultNamespaces
 	mo.Cache = CacheOptions()
 	mo.Cache.DefaultNamespaces = namespaces
+	mo.MapperProvider = newRememberingMapper(mo.MapperProvider)
 	if servesHTTPRoutes(cfg) {
 		mo.Cache.ByObject[&gwapi.HTTPRoute{}] = cache.ByObject{Label: routingSelector()}
 	}
@@ -475,41 +477,59 @@ func namespacedIndex(ctx context.Context, c cache.Cache, obj client.Object, fiel
 }
 
 // reporting is an event handler that tells the store's watchers of each
-// add, update and delete, then queues the Certificates keys names.
-// A deleted object is handed to each of deleted first.
+// add, update and delete, then queues the Certificates keys names — all
+// but the one whose pass made the write the event shows, which the pass
+// after that write has read (echoes). A deleted object is handed to each
+// of deleted first.
 //
 // Keys go to the queue as work under way (sf.add), but for a created
 // Certificate itself, which is work not yet begun (sf.addNew).
 func reporting[T client.Object](st *store, sf *startedFirst, kind host.Kind, keys func(context.Context, T) []reconcile.Request, deleted ...func(T)) handler.TypedEventHandler[T, reconcile.Request] {
-	queue := func(ctx context.Context, obj T, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	// queue queues the keys, but for the Certificate whose pass wrote
+	// what the event shows (echoes).
+	queue := func(ctx context.Context, obj T, deleted bool, q workqueue.TypedRateLimitingInterface[reconcile.Request], isNew bool) {
+		ns := obj.GetNamespace()
+		writer := st.echoes.echo(kind, obj, deleted, func(writer string) {
+			sf.add(q, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: writer}})
+		})
 		for _, r := range keys(ctx, obj) {
-			sf.add(q, r)
+			switch {
+			case r.Name == writer && r.Namespace == ns:
+				// The pass after that write reads it.
+			case isNew && kind == host.KindCertificate && r.Name == obj.GetName():
+				sf.addNew(q, r)
+			default:
+				sf.add(q, r)
+			}
 		}
 	}
 	return handler.TypedFuncs[T, reconcile.Request]{
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			st.changed(kind, e.Object, false)
-			for _, r := range keys(ctx, e.Object) {
-				if kind == host.KindCertificate && r.Name == e.Object.GetName() {
-					sf.addNew(q, r)
-				} else {
-					sf.add(q, r)
-				}
-			}
+			queue(ctx, e.Object, false, q, true)
 		},
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			st.changed(kind, e.ObjectNew, false)
-			queue(ctx, e.ObjectNew, q)
+			if e.ObjectOld.GetResourceVersion() == e.ObjectNew.GetResourceVersion() {
+				// A resync: nobody wrote.
+				for _, r := range keys(ctx, e.ObjectNew) {
+					sf.add(q, r)
+				}
+				return
+			}
+			queue(ctx, e.ObjectNew, false, q, false)
 		},
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			st.changed(kind, e.Object, true)
 			for _, f := range deleted {
 				f(e.Object)
 			}
-			queue(ctx, e.Object, q)
+			queue(ctx, e.Object, true, q, false)
 		},
 		GenericFunc: func(ctx context.Context, e event.TypedGenericEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			queue(ctx, e.Object, q)
+			for _, r := range keys(ctx, e.Object) {
+				sf.add(q, r)
+			}
 		},
 	}
 }

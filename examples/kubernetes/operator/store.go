@@ -48,6 +48,9 @@ type store struct {
 
 	mu       sync.Mutex
 	watchers []func(host.Change)
+	// echoes are the writes whose watch events need not queue the
+	// Certificate whose pass wrote them.
+	echoes echoes
 }
 
 var (
@@ -278,7 +281,10 @@ func (c certificates) Update(ctx context.Context, obj *certificate.Certificate) 
 	at := cur.DeepCopy()
 	if !equality.Semantic.DeepEqual(want.Status, cur.Status) {
 		at.Status = want.Status
-		if err := c.s.client.Status().Update(ctx, at); err != nil {
+		f := c.s.echoes.send(host.KindCertificate, at.Namespace, at.Name, at.Name)
+		err := c.s.client.Status().Update(ctx, at)
+		c.s.echoes.landed(f, at, false, err == nil)
+		if err != nil {
 			return nil, storeError(what, err)
 		}
 		wrote = true
@@ -286,7 +292,10 @@ func (c certificates) Update(ctx context.Context, obj *certificate.Certificate) 
 	if !maps.Equal(want.Annotations, at.Annotations) {
 		patched := at.DeepCopy()
 		patched.Annotations = want.Annotations
-		if err := c.s.client.Patch(ctx, patched, mergePatch(at)); err != nil {
+		f := c.s.echoes.send(host.KindCertificate, at.Namespace, at.Name, at.Name)
+		err := c.s.client.Patch(ctx, patched, mergePatch(at))
+		c.s.echoes.landed(f, patched, false, err == nil)
+		if err != nil {
 			return nil, storeError(what, err)
 		}
 		at = patched
@@ -364,7 +373,10 @@ func (c secrets) Create(ctx context.Context, obj *certificate.Secret) (*certific
 		sec.OwnerReferences = nil
 	}
 	sec.ResourceVersion, sec.UID = "", ""
-	if err := c.s.client.Create(ctx, sec); err != nil {
+	f := c.s.echoes.send(host.KindSecret, sec.Namespace, sec.Name, writerOf(host.KindSecret, sec))
+	err := c.s.client.Create(ctx, sec)
+	c.s.echoes.landed(f, sec, false, err == nil)
+	if err != nil {
 		return nil, storeError(describe(host.KindSecret, obj.Namespace, obj.Name), err)
 	}
 	return SecretToCore(sec), nil
@@ -412,7 +424,10 @@ func (c secrets) Update(ctx context.Context, obj *certificate.Secret) (*certific
 	if obj.OwnerUID != "" {
 		upd.OwnerReferences = ownedBy(upd.OwnerReferences, from.OwnerReferences[0], isNextKey(obj) || c.s.ownerRefs)
 	}
-	if err := c.s.client.Patch(ctx, upd, mergePatch(cur)); err != nil {
+	f := c.s.echoes.send(host.KindSecret, upd.Namespace, upd.Name, writerOf(host.KindSecret, upd))
+	err = c.s.client.Patch(ctx, upd, mergePatch(cur))
+	c.s.echoes.landed(f, upd, false, err == nil)
+	if err != nil {
 		return nil, storeError(what, err)
 	}
 	if upd.ResourceVersion == cur.ResourceVersion {
@@ -459,7 +474,9 @@ func (c secrets) Delete(ctx context.Context, namespace, name string) error {
 // deleteUID deletes obj with its UID as precondition.
 func (s *store) deleteUID(ctx context.Context, kind host.Kind, obj client.Object) error {
 	uid := obj.GetUID()
+	f := s.echoes.send(kind, obj.GetNamespace(), obj.GetName(), writerOf(kind, obj))
 	err := s.client.Delete(ctx, obj, client.Preconditions{UID: &uid})
+	s.echoes.landed(f, obj, true, err == nil)
 	if apierrors.IsConflict(err) {
 		return fmt.Errorf("%s: a newer object of the name is there: %w", describe(kind, obj.GetNamespace(), obj.GetName()), host.ErrNotFound)
 	}
@@ -531,7 +548,10 @@ func (c requests) Create(ctx context.Context, obj *certificate.CertificateReques
 			r.Annotations = annotations
 		}
 	}
-	if err := c.s.client.Create(ctx, r); err != nil {
+	f := c.s.echoes.send(host.KindRequest, r.Namespace, r.Name, writerOf(host.KindRequest, r))
+	err := c.s.client.Create(ctx, r)
+	c.s.echoes.landed(f, r, false, err == nil)
+	if err != nil {
 		return nil, storeError(describe(host.KindRequest, obj.Namespace, obj.Name), err)
 	}
 	return RequestToCore(r), nil

@@ -1,0 +1,182 @@
+package operator
+
+import (
+	"sync"
+	"time"
+
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/certlife/certlife/certificate/host"
+)
+
+// echoes are the writes of Certificate passes whose watch events would
+// bring their Certificate nothing new. A pass that writes is always
+// followed by another pass over the same Certificate — at once
+// (host.Event.Next), or after the work queue's delay when it failed
+// later on — and that pass reads what was written (through
+// host.ReadYourWrites, or from the cache once it shows it). So the watch
+// event of such a write would only queue one more pass, deciding what the
+// pass after the write decides, after reading everything again. The
+// Certificate controller's event handlers ask echo before they queue, and
+// skip the Certificate whose pass wrote; every other Certificate an event
+// concerns (those sharing its Secret) is queued as before, and every
+// event still reaches host.ReadYourWrites.
+//
+// The API server often sends a write's event before the write call
+// returns to the operator, so a write is known from the moment it is
+// sent. Until it returns, an event about its object is held back from the
+// writer's queue: when the write succeeds, the pass after it reads what
+// any such event shows (the informer's cache takes an event in before its
+// handlers see it); when the write fails, the pass may end without
+// another, and the held-back keys are queued then. After the write
+// returns, its event is known by the object's version written (a
+// deletion's by the UID deleted), never by the name alone: an event of a
+// version the operator did not write is queued as always. A record whose
+// event never comes (a relist folded it into a later one) is swept a
+// minute on; versions and UIDs are not reused, so it matches nothing
+// meanwhile.
+type echoes struct {
+	mu       sync.Mutex
+	inFlight map[objectKey]*flight
+	written  map[echoKey]echo
+	// sweepAt is how many records of written may be kept before the old
+	// ones are swept.
+	sweepAt int
+}
+
+type objectKey struct {
+	kind            host.Kind
+	namespace, name string
+}
+
+type echoKey struct {
+	objectKey
+	// version is the resource version written, or "deleted " and the UID
+	// of the object deleted.
+	version string
+}
+
+type echo struct {
+	// writer is the Certificate whose pass wrote.
+	writer string
+	at     time.Time
+}
+
+// flight is a write sent and not yet returned.
+type flight struct {
+	key    objectKey
+	writer string
+	// held are the queueings of the writer held back meanwhile.
+	held []func()
+}
+
+// echoSweepAge is how long a write's record waits for its event.
+const echoSweepAge = time.Minute
+
+// send records that writer's pass is about to write the object kind
+// namespace/name: the caller calls landed with the result. A nil flight
+// (no writer; or another write of the object under way, from another
+// Certificate's pass sharing it) holds nothing back.
+func (e *echoes) send(kind host.Kind, namespace, name, writer string) *flight {
+	if writer == "" {
+		return nil
+	}
+	k := objectKey{kind, namespace, name}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.inFlight == nil {
+		e.inFlight = map[objectKey]*flight{}
+	}
+	if f, ok := e.inFlight[k]; ok {
+		f.writer = "" // two writers: neither is sure of a pass after
+		return nil
+	}
+	f := &flight{key: k, writer: writer}
+	e.inFlight[k] = f
+	return f
+}
+
+// landed ends a flight: obj as written (a deletion: the object deleted),
+// or ok false when the write failed, when the queueings held back are
+// made now.
+func (e *echoes) landed(f *flight, obj client.Object, deleted, ok bool) {
+	if f == nil {
+		return
+	}
+	e.mu.Lock()
+	if e.inFlight[f.key] == f {
+		delete(e.inFlight, f.key)
+	}
+	held := f.held
+	if ok && f.writer != "" {
+		held = nil
+		if v := versionOf(obj, deleted); v != "" {
+			e.remember(echoKey{f.key, v}, f.writer)
+		}
+	}
+	e.mu.Unlock()
+	for _, q := range held {
+		q()
+	}
+}
+
+// remember records a write whose event is still to come.
+func (e *echoes) remember(k echoKey, writer string) {
+	now := time.Now()
+	if e.written == nil {
+		e.written = map[echoKey]echo{}
+	}
+	if len(e.written) >= max(e.sweepAt, 1024) {
+		for k, w := range e.written {
+			if now.Sub(w.at) > echoSweepAge {
+				delete(e.written, k)
+			}
+		}
+		e.sweepAt = 2 * len(e.written)
+	}
+	e.written[k] = echo{writer: writer, at: now}
+}
+
+func versionOf(obj client.Object, deleted bool) string {
+	if deleted {
+		if obj.GetUID() == "" {
+			return ""
+		}
+		return "deleted " + string(obj.GetUID())
+	}
+	return obj.GetResourceVersion()
+}
+
+// echo reports the Certificate whose pass wrote, or is writing, what an
+// event shows: "" when there is none, and the event queues everyone it
+// concerns. While the write is under way, queue is held back, to be
+// called should the write fail. A record of a written version is dropped
+// once its event came.
+func (e *echoes) echo(kind host.Kind, obj client.Object, deleted bool, queue func(writer string)) (writer string) {
+	k := objectKey{kind, obj.GetNamespace(), obj.GetName()}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if f, ok := e.inFlight[k]; ok && f.writer != "" {
+		w := f.writer
+		f.held = append(f.held, func() { queue(w) })
+		return w
+	}
+	v := versionOf(obj, deleted)
+	w, ok := e.written[echoKey{k, v}]
+	if !ok || v == "" {
+		return ""
+	}
+	delete(e.written, echoKey{k, v})
+	return w.writer
+}
+
+// writerOf is the Certificate an object a Certificate's pass writes
+// belongs to: the Certificate itself, or the one a Secret's or
+// CertificateRequest's certificate-name annotation names.
+func writerOf(kind host.Kind, obj client.Object) string {
+	if kind == host.KindCertificate {
+		return obj.GetName()
+	}
+	return obj.GetAnnotations()[cmapi.CertificateNameKey]
+}

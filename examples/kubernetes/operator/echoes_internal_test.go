@@ -1,0 +1,91 @@
+package operator
+
+import (
+	"testing"
+
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/certlife/certlife/certificate/host"
+)
+
+func secretAt(name, rv, uid, writer string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name, ResourceVersion: rv, UID: types.UID("uid-" + uidOr(uid, name)),
+		Annotations: map[string]string{cmapi.CertificateNameKey: writer}}}
+}
+
+func uidOr(uid, name string) string {
+	if uid != "" {
+		return uid
+	}
+	return name
+}
+
+// The event of a write whose call returned is known by its version: it
+// is the writer's echo once, and an event of any other version is not.
+func TestEchoOfAWriteThatReturned(t *testing.T) {
+	var e echoes
+	noQueue := func(string) { t.Fatal("nothing is held back after the write returned") }
+	f := e.send(host.KindSecret, "team", "web-tls", "web")
+	e.landed(f, secretAt("web-tls", "7", "", "web"), false, true)
+
+	assert.Empty(t, e.echo(host.KindSecret, secretAt("web-tls", "6", "", "web"), false, noQueue), "an older version: someone else's write")
+	assert.Empty(t, e.echo(host.KindCertificate, secretAt("web-tls", "7", "", "web"), false, noQueue), "another kind")
+	assert.Equal(t, "web", e.echo(host.KindSecret, secretAt("web-tls", "7", "", "web"), false, noQueue))
+	assert.Empty(t, e.echo(host.KindSecret, secretAt("web-tls", "7", "", "web"), false, noQueue), "an echo is the writer's once")
+	assert.Empty(t, e.echo(host.KindSecret, secretAt("web-tls", "8", "", "web"), false, noQueue), "a later write by someone else")
+}
+
+// A deletion is known by the UID deleted.
+func TestEchoOfADeletion(t *testing.T) {
+	var e echoes
+	noQueue := func(string) { t.Fatal("nothing is held back after the write returned") }
+	gone := secretAt("web-next-key-1", "9", "a", "web")
+	f := e.send(host.KindSecret, "team", gone.Name, "web")
+	e.landed(f, gone, true, true)
+	assert.Empty(t, e.echo(host.KindSecret, secretAt("web-next-key-1", "9", "b", "web"), true, noQueue), "another object of the name")
+	assert.Empty(t, e.echo(host.KindSecret, gone, false, noQueue), "an update of it is not its deletion")
+	assert.Equal(t, "web", e.echo(host.KindSecret, gone, true, noQueue))
+}
+
+// An event that comes while the write is under way is held back from
+// the writer's queue: dropped when the write succeeds, queued when it
+// fails (the pass may then end without another).
+func TestEchoWhileTheWriteIsUnderWay(t *testing.T) {
+	for _, ok := range []bool{true, false} {
+		var e echoes
+		var queued []string
+		queue := func(w string) { queued = append(queued, w) }
+		f := e.send(host.KindRequest, "team", "web-1", "web")
+		assert.Equal(t, "web", e.echo(host.KindRequest, secretAt("web-1", "3", "", "web"), false, queue))
+		assert.Equal(t, "web", e.echo(host.KindRequest, secretAt("web-1", "4", "", "web"), false, queue), "any version: the pass after the write reads the cache, which has it")
+		assert.Empty(t, e.echo(host.KindRequest, secretAt("web-2", "4", "", "web"), false, queue), "another object")
+		assert.Empty(t, queued)
+		e.landed(f, secretAt("web-1", "3", "", "web"), false, ok)
+		if ok {
+			assert.Empty(t, queued, "the write succeeded: the pass after it reads both")
+		} else {
+			assert.Equal(t, []string{"web", "web"}, queued, "the write failed: the events queue their writer now")
+		}
+		assert.Empty(t, e.echo(host.KindRequest, secretAt("web-1", "5", "", "web"), false, queue), "the flight is over")
+	}
+}
+
+// Two writes of one object at once (Certificates sharing a Secret) hold
+// nothing back: neither writer is sure of a pass after the other's.
+func TestEchoOfTwoWritersAtOnce(t *testing.T) {
+	var e echoes
+	var queued []string
+	queue := func(w string) { queued = append(queued, w) }
+	a := e.send(host.KindSecret, "team", "shared", "a")
+	assert.Nil(t, e.send(host.KindSecret, "team", "shared", "b"))
+	assert.Empty(t, e.echo(host.KindSecret, secretAt("shared", "2", "", "a"), false, queue))
+	e.landed(a, secretAt("shared", "2", "", "a"), false, true)
+	assert.Empty(t, e.echo(host.KindSecret, secretAt("shared", "2", "", "a"), false, queue))
+	assert.Empty(t, queued)
+
+	assert.Nil(t, e.send(host.KindSecret, "team", "x", ""), "a write with no writer is not recorded")
+}
