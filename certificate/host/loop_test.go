@@ -531,7 +531,7 @@ func TestPassNextIsThisPasssNext(t *testing.T) {
 
 // racingSecrets is a store in which a user makes secret name by hand
 // between a decision that found no such secret and the loop's write of
-// it: at the write's read of the secret, which follows its read of the
+// it: just before the loop's create of it, which follows its read of the
 // next private key once the request is issued.
 type racingSecrets struct {
 	*host.MemoryStore
@@ -547,15 +547,6 @@ func (s *racingSecrets) Secrets() host.Collection[*certificate.Secret] { return 
 type racingCollection struct{ s *racingSecrets }
 
 func (c racingCollection) Get(ctx context.Context, namespace, name string) (*certificate.Secret, error) {
-	inner := c.s.MemoryStore.Secrets()
-	if name == c.s.name && c.s.made == nil && c.s.armed {
-		made, err := inner.Create(ctx, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: namespace, Name: name},
-			Data: map[string][]byte{keys.SecretPrivateKey: []byte("the user's own key"), keys.SecretCertificate: []byte("the user's own certificate")}})
-		if err != nil {
-			return nil, err
-		}
-		c.s.made = made
-	}
 	c.s.armed = false
 	if strings.HasPrefix(name, "web-next-key-") {
 		reqs, err := c.s.MemoryStore.Requests().List(ctx, host.ListOptions{Namespace: namespace})
@@ -567,7 +558,7 @@ func (c racingCollection) Get(ctx context.Context, namespace, name string) (*cer
 			c.s.armed = c.s.armed || ready != nil && ready.Status == certificate.StatusTrue
 		}
 	}
-	return inner.Get(ctx, namespace, name)
+	return c.s.MemoryStore.Secrets().Get(ctx, namespace, name)
 }
 
 func (c racingCollection) List(ctx context.Context, o host.ListOptions) ([]*certificate.Secret, error) {
@@ -575,7 +566,17 @@ func (c racingCollection) List(ctx context.Context, o host.ListOptions) ([]*cert
 }
 
 func (c racingCollection) Create(ctx context.Context, obj *certificate.Secret) (*certificate.Secret, error) {
-	return c.s.MemoryStore.Secrets().Create(ctx, obj)
+	inner := c.s.MemoryStore.Secrets()
+	if obj.Name == c.s.name && c.s.made == nil && c.s.armed {
+		made, err := inner.Create(ctx, &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Namespace: obj.Namespace, Name: obj.Name},
+			Data: map[string][]byte{keys.SecretPrivateKey: []byte("the user's own key"), keys.SecretCertificate: []byte("the user's own certificate")}})
+		if err != nil {
+			return nil, err
+		}
+		c.s.made = made
+	}
+	c.s.armed = false
+	return inner.Create(ctx, obj)
 }
 
 func (c racingCollection) Update(ctx context.Context, obj *certificate.Secret) (*certificate.Secret, error) {

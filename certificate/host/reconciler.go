@@ -1005,27 +1005,30 @@ func (r *Reconciler) certificateLives(ctx context.Context, namespace, uid string
 func (p *pass) writeSecret(ctx context.Context, name, ownerUID, rv string, data map[string][]byte, labels, annotations map[string]string) error {
 	secrets := p.r.store.Secrets()
 	ns := p.c.Namespace
-	sec, err := secrets.Get(ctx, ns, name)
-	switch {
-	case errors.Is(err, ErrNotFound) && rv != "":
-		return fmt.Errorf("secret %s was read at version %s and is gone: %w", name, rv, ErrConflict)
-	case errors.Is(err, ErrNotFound):
-		sec = &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Name: name, Namespace: ns}}
-	case err != nil:
-		return err
-	case rv == "":
-		// Made since the decision found none, by someone else: the next
-		// decision reads it, and judges whether it may be written.
-		return fmt.Errorf("secret %s exists, but the decision found none: %w", name, ErrConflict)
-	case sec.ResourceVersion != rv:
-		return fmt.Errorf("secret %s is at version %s, the decision read %s: %w", name, sec.ResourceVersion, rv, ErrConflict)
+	sec := &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Name: name, Namespace: ns}}
+	if rv != "" {
+		// Written over what is there, whose labels and annotations stay.
+		var err error
+		sec, err = secrets.Get(ctx, ns, name)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return fmt.Errorf("secret %s was read at version %s and is gone: %w", name, rv, ErrConflict)
+		case err != nil:
+			return err
+		case sec.ResourceVersion != rv:
+			return fmt.Errorf("secret %s is at version %s, the decision read %s: %w", name, sec.ResourceVersion, rv, ErrConflict)
+		}
 	}
 	sec.OwnerUID = ownerUID
 	sec.Labels = mergeInto(sec.Labels, labels)
 	sec.Annotations = mergeInto(sec.Annotations, annotations)
 	sec.Data = data
 	var made *certificate.Secret
+	var err error
 	if sec.ResourceVersion == "" {
+		// Made since the decision found none, by someone else, it is a
+		// conflict: the next decision reads it, and judges whether it may
+		// be written.
 		made, err = secrets.Create(ctx, sec)
 		if errors.Is(err, ErrAlreadyExists) {
 			err = fmt.Errorf("secret %s was made since the decision found none: %w", name, ErrConflict)
