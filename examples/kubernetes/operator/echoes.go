@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -67,8 +68,10 @@ type echo struct {
 type flight struct {
 	key    objectKey
 	writer string
-	// held are the queueings of the writer held back meanwhile.
+	// held are the queueings of the writer held back meanwhile, and seen
+	// the versions their events showed.
 	held []func()
+	seen []string
 }
 
 // echoSweepAge is how long a write's record waits for its event.
@@ -111,8 +114,8 @@ func (e *echoes) landed(f *flight, obj client.Object, deleted, ok bool) {
 	held := f.held
 	if ok && f.writer != "" {
 		held = nil
-		if v := versionOf(obj, deleted); v != "" {
-			e.remember(echoKey{f.key, v}, f.writer)
+		if v := versionOf(obj, deleted); v != "" && !slices.Contains(f.seen, v) {
+			e.remember(echoKey{f.key, v}, f.writer) // its event is still to come
 		}
 	}
 	e.mu.Unlock()
@@ -157,12 +160,13 @@ func (e *echoes) echo(kind host.Kind, obj client.Object, deleted bool, queue fun
 	k := objectKey{kind, obj.GetNamespace(), obj.GetName()}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	v := versionOf(obj, deleted)
 	if f, ok := e.inFlight[k]; ok && f.writer != "" {
 		w := f.writer
 		f.held = append(f.held, func() { queue(w) })
+		f.seen = append(f.seen, v)
 		return w
 	}
-	v := versionOf(obj, deleted)
 	w, ok := e.written[echoKey{k, v}]
 	if !ok || v == "" {
 		return ""

@@ -71,6 +71,8 @@ func TestEchoWhileTheWriteIsUnderWay(t *testing.T) {
 			assert.Equal(t, []string{"web", "web"}, queued, "the write failed: the events queue their writer now")
 		}
 		assert.Empty(t, e.echo(host.KindRequest, secretAt("web-1", "5", "", "web"), false, queue), "the flight is over")
+		assert.Empty(t, e.echo(host.KindRequest, secretAt("web-1", "3", "", "web"), false, queue), "an echo that came during the flight is not waited for again")
+		assert.Empty(t, e.written, "nothing is left to wait for")
 	}
 }
 

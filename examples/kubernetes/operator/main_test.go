@@ -338,6 +338,13 @@ func (p *passed) lastPasses(name string) []string {
 	return slices.Clone(p.last[name])
 }
 
+// forgetLast drops the record of the last passes.
+func (p *passed) forgetLast() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last = nil
+}
+
 // has reports whether the operator has decided on the Certificate name.
 func (p *passed) has(name string) bool {
 	p.mu.Lock()
