@@ -45,6 +45,9 @@ type CertificateReconciler struct {
 	// gone are the UIDs of Certificates deleted since the controller
 	// last looked at them (types.NamespacedName → types.UID).
 	gone sync.Map
+	// echoes, when set, are the store's record of the passes' writes
+	// whose events will not queue their Certificate again.
+	echoes *echoes
 }
 
 // deleted keeps a deleted Certificate's UID for the pass that removes
@@ -87,6 +90,12 @@ func (r *CertificateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return r.notServed(ctx, &crt, problems)
 	}
 	ev, err := r.Reconciler.Certificate(ctx, req.Namespace, req.Name)
+	if err != nil && r.echoes != nil {
+		// The work queue retries after its delay: the events of the
+		// pass's writes, which show the store catching up, may come
+		// first and bring the retry sooner.
+		r.echoes.forgetWriter(req.Namespace, req.Name)
+	}
 	if ev.Result != nil || err != nil {
 		// What the pass changed is judged against the status it read,
 		// which shows the operator's own last writes, not against the

@@ -1,7 +1,6 @@
 package operator
 
 import (
-	"slices"
 	"sync"
 	"time"
 
@@ -27,16 +26,17 @@ import (
 // The API server often sends a write's event before the write call
 // returns to the operator, so a write is known from the moment it is
 // sent. Until it returns, an event about its object is held back from the
-// writer's queue: when the write succeeds, the pass after it reads what
-// any such event shows (the informer's cache takes an event in before its
-// handlers see it); when the write fails, the pass may end without
-// another, and the held-back keys are queued then. After the write
-// returns, its event is known by the object's version written (a
-// deletion's by the UID deleted), never by the name alone: an event of a
-// version the operator did not write is queued as always. A record whose
-// event never comes (a relist folded it into a later one) is swept a
-// minute on; versions and UIDs are not reused, so it matches nothing
-// meanwhile.
+// writer's queue; when the call returns, an event that showed what was
+// written is dropped, and every other one (someone else's write, or a
+// version from before) queues the writer then, as do all of them when the
+// write failed. After the write returns, its event is known by the
+// object's version written (a deletion's by the UID deleted), never by
+// the name alone: an event of a version the operator did not write is
+// queued as always. A record whose event never comes (a relist folded it
+// into a later one) matches nothing after a minute, and is swept; nor
+// would it before, since versions and UIDs are not reused. An object
+// with finalizers is only marked for deletion by the delete call: its
+// deletion, later, is someone else's doing, and no echo.
 type echoes struct {
 	mu       sync.Mutex
 	inFlight map[objectKey]*flight
@@ -68,10 +68,18 @@ type echo struct {
 type flight struct {
 	key    objectKey
 	writer string
-	// held are the queueings of the writer held back meanwhile, and seen
-	// the versions their events showed.
-	held []func()
-	seen []string
+	// held are the events about the object that came meanwhile: the
+	// writer's queueing held back, and the version each showed.
+	held []heldEvent
+	// terminating: an event showed the object marked for deletion, which
+	// is what deleting an object with finalizers does; its deletion comes
+	// later, and is no echo.
+	terminating bool
+}
+
+type heldEvent struct {
+	version string
+	queue   func()
 }
 
 // echoSweepAge is how long a write's record waits for its event.
@@ -101,25 +109,40 @@ func (e *echoes) send(kind host.Kind, namespace, name, writer string) *flight {
 }
 
 // landed ends a flight: obj as written (a deletion: the object deleted),
-// or ok false when the write failed, when the queueings held back are
-// made now.
-func (e *echoes) landed(f *flight, obj client.Object, deleted, ok bool) {
+// or ok false when the write failed. The events held back meanwhile that
+// showed what was written are dropped (the pass after the write reads
+// it); the others, someone else's or from before, and all of them when
+// the write failed, queue the writer now. With await, the written
+// version's event, when it has not come yet, is waited for: it will not
+// queue the writer either. A caller whose pass must see that event (a
+// second write to the object in one Update, which ReadYourWrites does not
+// keep apart from the first) passes false.
+func (e *echoes) landed(f *flight, obj client.Object, deleted, ok, await bool) {
 	if f == nil {
 		return
+	}
+	v := ""
+	if ok {
+		v = versionOf(obj, deleted)
 	}
 	e.mu.Lock()
 	if e.inFlight[f.key] == f {
 		delete(e.inFlight, f.key)
 	}
-	held := f.held
-	if ok && f.writer != "" {
-		held = nil
-		if v := versionOf(obj, deleted); v != "" && !slices.Contains(f.seen, v) {
-			e.remember(echoKey{f.key, v}, f.writer) // its event is still to come
+	var queue []func()
+	seen := false
+	for _, h := range f.held {
+		if ok && f.writer != "" && v != "" && h.version == v {
+			seen = true
+			continue
 		}
+		queue = append(queue, h.queue)
+	}
+	if ok && await && f.writer != "" && v != "" && !seen && !(deleted && f.terminating) {
+		e.remember(echoKey{f.key, v}, f.writer) // its event is still to come
 	}
 	e.mu.Unlock()
-	for _, q := range held {
+	for _, q := range queue {
 		q()
 	}
 }
@@ -154,17 +177,23 @@ func versionOf(obj client.Object, deleted bool) string {
 // echo reports the Certificate whose pass wrote, or is writing, what an
 // event shows: "" when there is none, and the event queues everyone it
 // concerns. While the write is under way, queue is held back, to be
-// called should the write fail. A record of a written version is dropped
-// once its event came.
+// called when the write fails or the event turns out not to show it. A
+// record of a written version is dropped once its event came, or a
+// minute on. An object marked for deletion is not deleted yet: the
+// deletion still to come is no echo.
 func (e *echoes) echo(kind host.Kind, obj client.Object, deleted bool, queue func(writer string)) (writer string) {
 	k := objectKey{kind, obj.GetNamespace(), obj.GetName()}
+	v := versionOf(obj, deleted)
+	terminating := !deleted && obj.GetDeletionTimestamp() != nil
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	v := versionOf(obj, deleted)
+	if terminating {
+		delete(e.written, echoKey{k, versionOf(obj, true)})
+	}
 	if f, ok := e.inFlight[k]; ok && f.writer != "" {
 		w := f.writer
-		f.held = append(f.held, func() { queue(w) })
-		f.seen = append(f.seen, v)
+		f.held = append(f.held, heldEvent{version: v, queue: func() { queue(w) }})
+		f.terminating = f.terminating || terminating
 		return w
 	}
 	w, ok := e.written[echoKey{k, v}]
@@ -172,7 +201,24 @@ func (e *echoes) echo(kind host.Kind, obj client.Object, deleted bool, queue fun
 		return ""
 	}
 	delete(e.written, echoKey{k, v})
+	if time.Since(w.at) > echoSweepAge {
+		return ""
+	}
 	return w.writer
+}
+
+// forgetWriter drops the records of the writes of the Certificate
+// namespace/name whose events are still to come: its pass failed, and
+// the work queue retries it after a delay, which those events, when they
+// show the store has caught up, should not wait for.
+func (e *echoes) forgetWriter(namespace, name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k, w := range e.written {
+		if k.namespace == namespace && w.writer == name {
+			delete(e.written, k)
+		}
+	}
 }
 
 // writerOf is the Certificate an object a Certificate's pass writes

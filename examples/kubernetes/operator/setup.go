@@ -282,7 +282,7 @@ func Setup(mgr manager.Manager, o Options) error {
 		return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name, Clock: o.Clock, DelayingQueue: dq})
 	}
 
-	certs := &CertificateReconciler{Reconciler: rec, Cache: mgr.GetCache(), Client: mgr.GetClient(), Clock: o.Clock, Recorder: recorder, Metrics: o.Metrics}
+	certs := &CertificateReconciler{Reconciler: rec, Cache: mgr.GetCache(), Client: mgr.GetClient(), Clock: o.Clock, Recorder: recorder, Metrics: o.Metrics, echoes: &st.echoes}
 	// The Certificate controller's sources tell the store's watchers
 	// (the loop) of each change before they queue what it concerns: a
 	// pass that waits for its own last writes to show finds them shown.

@@ -283,7 +283,7 @@ func (c certificates) Update(ctx context.Context, obj *certificate.Certificate) 
 		at.Status = want.Status
 		f := c.s.echoes.send(host.KindCertificate, at.Namespace, at.Name, at.Name)
 		err := c.s.client.Status().Update(ctx, at)
-		c.s.echoes.landed(f, at, false, err == nil)
+		c.s.echoes.landed(f, at, false, err == nil, true)
 		if err != nil {
 			return nil, storeError(what, err)
 		}
@@ -294,7 +294,10 @@ func (c certificates) Update(ctx context.Context, obj *certificate.Certificate) 
 		patched.Annotations = want.Annotations
 		f := c.s.echoes.send(host.KindCertificate, at.Namespace, at.Name, at.Name)
 		err := c.s.client.Patch(ctx, patched, mergePatch(at))
-		c.s.echoes.landed(f, patched, false, err == nil)
+		// After a status write, the pass after this one may read that
+		// version (ReadYourWrites takes it for this one's): the patch's
+		// event brings the pass that reads the annotations.
+		c.s.echoes.landed(f, patched, false, err == nil, !wrote)
 		if err != nil {
 			return nil, storeError(what, err)
 		}
@@ -375,7 +378,7 @@ func (c secrets) Create(ctx context.Context, obj *certificate.Secret) (*certific
 	sec.ResourceVersion, sec.UID = "", ""
 	f := c.s.echoes.send(host.KindSecret, sec.Namespace, sec.Name, writerOf(host.KindSecret, sec))
 	err := c.s.client.Create(ctx, sec)
-	c.s.echoes.landed(f, sec, false, err == nil)
+	c.s.echoes.landed(f, sec, false, err == nil, true)
 	if err != nil {
 		return nil, storeError(describe(host.KindSecret, obj.Namespace, obj.Name), err)
 	}
@@ -426,7 +429,7 @@ func (c secrets) Update(ctx context.Context, obj *certificate.Secret) (*certific
 	}
 	f := c.s.echoes.send(host.KindSecret, upd.Namespace, upd.Name, writerOf(host.KindSecret, upd))
 	err = c.s.client.Patch(ctx, upd, mergePatch(cur))
-	c.s.echoes.landed(f, upd, false, err == nil)
+	c.s.echoes.landed(f, upd, false, err == nil, true)
 	if err != nil {
 		return nil, storeError(what, err)
 	}
@@ -476,7 +479,7 @@ func (s *store) deleteUID(ctx context.Context, kind host.Kind, obj client.Object
 	uid := obj.GetUID()
 	f := s.echoes.send(kind, obj.GetNamespace(), obj.GetName(), writerOf(kind, obj))
 	err := s.client.Delete(ctx, obj, client.Preconditions{UID: &uid})
-	s.echoes.landed(f, obj, true, err == nil)
+	s.echoes.landed(f, obj, true, err == nil, true)
 	if apierrors.IsConflict(err) {
 		return fmt.Errorf("%s: a newer object of the name is there: %w", describe(kind, obj.GetNamespace(), obj.GetName()), host.ErrNotFound)
 	}
@@ -550,7 +553,7 @@ func (c requests) Create(ctx context.Context, obj *certificate.CertificateReques
 	}
 	f := c.s.echoes.send(host.KindRequest, r.Namespace, r.Name, writerOf(host.KindRequest, r))
 	err := c.s.client.Create(ctx, r)
-	c.s.echoes.landed(f, r, false, err == nil)
+	c.s.echoes.landed(f, r, false, err == nil, true)
 	if err != nil {
 		return nil, storeError(describe(host.KindRequest, obj.Namespace, obj.Name), err)
 	}
