@@ -1006,9 +1006,9 @@ func (p *pass) writeSecret(ctx context.Context, name, ownerUID, rv string, data 
 	secrets := p.r.store.Secrets()
 	ns := p.c.Namespace
 	sec := &certificate.Secret{ObjectMeta: certificate.ObjectMeta{Name: name, Namespace: ns}}
+	var err error
 	if rv != "" {
 		// Written over what is there, whose labels and annotations stay.
-		var err error
 		sec, err = secrets.Get(ctx, ns, name)
 		switch {
 		case errors.Is(err, ErrNotFound):
@@ -1024,8 +1024,7 @@ func (p *pass) writeSecret(ctx context.Context, name, ownerUID, rv string, data 
 	sec.Annotations = mergeInto(sec.Annotations, annotations)
 	sec.Data = data
 	var made *certificate.Secret
-	var err error
-	if sec.ResourceVersion == "" {
+	if rv == "" {
 		// Made since the decision found none, by someone else, it is a
 		// conflict: the next decision reads it, and judges whether it may
 		// be written.

@@ -13,7 +13,9 @@ import (
 	"github.com/certlife/certlife/certificate/host"
 )
 
-func secretAt(name, rv, uid, writer string) *corev1.Secret {
+// objectAt is an object (a Secret, standing for any kind) with the
+// certificate-name annotation writer.
+func objectAt(name, rv, uid, writer string) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name, ResourceVersion: rv, UID: types.UID("uid-" + uidOr(uid, name)),
 		Annotations: map[string]string{cmapi.CertificateNameKey: writer}}}
 }
@@ -31,23 +33,23 @@ func TestEchoOfAWriteThatReturned(t *testing.T) {
 	var e echoes
 	noQueue := func(string) { t.Fatal("nothing is held back after the write returned") }
 	f := e.send(host.KindSecret, "team", "web-tls", "web")
-	e.landed(f, secretAt("web-tls", "7", "", "web"), false, true, true)
+	e.landed(f, objectAt("web-tls", "7", "", "web"), false, true, true)
 
-	assert.Empty(t, e.echo(host.KindSecret, secretAt("web-tls", "6", "", "web"), false, noQueue), "an older version: someone else's write")
-	assert.Empty(t, e.echo(host.KindCertificate, secretAt("web-tls", "7", "", "web"), false, noQueue), "another kind")
-	assert.Equal(t, "web", e.echo(host.KindSecret, secretAt("web-tls", "7", "", "web"), false, noQueue))
-	assert.Empty(t, e.echo(host.KindSecret, secretAt("web-tls", "7", "", "web"), false, noQueue), "an echo is the writer's once")
-	assert.Empty(t, e.echo(host.KindSecret, secretAt("web-tls", "8", "", "web"), false, noQueue), "a later write by someone else")
+	assert.Empty(t, e.echo(host.KindSecret, objectAt("web-tls", "6", "", "web"), false, noQueue), "an older version: someone else's write")
+	assert.Empty(t, e.echo(host.KindCertificate, objectAt("web-tls", "7", "", "web"), false, noQueue), "another kind")
+	assert.Equal(t, "web", e.echo(host.KindSecret, objectAt("web-tls", "7", "", "web"), false, noQueue))
+	assert.Empty(t, e.echo(host.KindSecret, objectAt("web-tls", "7", "", "web"), false, noQueue), "an echo is the writer's once")
+	assert.Empty(t, e.echo(host.KindSecret, objectAt("web-tls", "8", "", "web"), false, noQueue), "a later write by someone else")
 }
 
 // A deletion is known by the UID deleted.
 func TestEchoOfADeletion(t *testing.T) {
 	var e echoes
 	noQueue := func(string) { t.Fatal("nothing is held back after the write returned") }
-	gone := secretAt("web-next-key-1", "9", "a", "web")
+	gone := objectAt("web-next-key-1", "9", "a", "web")
 	f := e.send(host.KindSecret, "team", gone.Name, "web")
 	e.landed(f, gone, true, true, true)
-	assert.Empty(t, e.echo(host.KindSecret, secretAt("web-next-key-1", "9", "b", "web"), true, noQueue), "another object of the name")
+	assert.Empty(t, e.echo(host.KindSecret, objectAt("web-next-key-1", "9", "b", "web"), true, noQueue), "another object of the name")
 	assert.Empty(t, e.echo(host.KindSecret, gone, false, noQueue), "an update of it is not its deletion")
 	assert.Equal(t, "web", e.echo(host.KindSecret, gone, true, noQueue))
 }
@@ -62,19 +64,19 @@ func TestEchoWhileTheWriteIsUnderWay(t *testing.T) {
 		var queued []string
 		queue := func(w string) { queued = append(queued, w) }
 		f := e.send(host.KindRequest, "team", "web-1", "web")
-		assert.Equal(t, "web", e.echo(host.KindRequest, secretAt("web-1", "3", "", "web"), false, queue))
-		assert.Equal(t, "web", e.echo(host.KindRequest, secretAt("web-1", "2", "", "web"), false, queue), "another version, held too")
-		assert.Empty(t, e.echo(host.KindRequest, secretAt("web-2", "4", "", "web"), false, queue), "another object")
+		assert.Equal(t, "web", e.echo(host.KindRequest, objectAt("web-1", "3", "", "web"), false, queue))
+		assert.Equal(t, "web", e.echo(host.KindRequest, objectAt("web-1", "2", "", "web"), false, queue), "another version, held too")
+		assert.Empty(t, e.echo(host.KindRequest, objectAt("web-2", "4", "", "web"), false, queue), "another object")
 		assert.Empty(t, queued)
-		e.landed(f, secretAt("web-1", "3", "", "web"), false, ok, true)
+		e.landed(f, objectAt("web-1", "3", "", "web"), false, ok, true)
 		if ok {
 			assert.Equal(t, []string{"web"}, queued, "the write succeeded: its own event is dropped, the other's queues the writer")
 		} else {
 			assert.Equal(t, []string{"web", "web"}, queued, "the write failed: the events queue their writer now")
 		}
 		queued = nil
-		assert.Empty(t, e.echo(host.KindRequest, secretAt("web-1", "5", "", "web"), false, queue), "the flight is over")
-		assert.Empty(t, e.echo(host.KindRequest, secretAt("web-1", "3", "", "web"), false, queue), "an echo that came during the flight is not waited for again")
+		assert.Empty(t, e.echo(host.KindRequest, objectAt("web-1", "5", "", "web"), false, queue), "the flight is over")
+		assert.Empty(t, e.echo(host.KindRequest, objectAt("web-1", "3", "", "web"), false, queue), "an echo that came during the flight is not waited for again")
 		assert.Empty(t, e.written, "nothing is left to wait for")
 		assert.Empty(t, queued)
 	}
@@ -92,18 +94,18 @@ func TestEchoOfADeletionWithFinalizers(t *testing.T) {
 	}
 	// The mark comes after the delete call returned.
 	var e echoes
-	obj := secretAt("web-1", "3", "a", "web")
+	obj := objectAt("web-1", "3", "a", "web")
 	e.landed(e.send(host.KindRequest, "team", "web-1", "web"), obj, true, true, true)
-	assert.Empty(t, e.echo(host.KindRequest, marked(secretAt("web-1", "4", "a", "web")), false, noQueue), "the mark is an update nobody waited for")
-	assert.Empty(t, e.echo(host.KindRequest, secretAt("web-1", "5", "a", "web"), true, noQueue), "the deletion, later, queues the writer")
+	assert.Empty(t, e.echo(host.KindRequest, marked(objectAt("web-1", "4", "a", "web")), false, noQueue), "the mark is an update nobody waited for")
+	assert.Empty(t, e.echo(host.KindRequest, objectAt("web-1", "5", "a", "web"), true, noQueue), "the deletion, later, queues the writer")
 
 	// The mark comes while the call is under way.
 	var queued []string
 	f := e.send(host.KindRequest, "team", "web-1", "web")
-	assert.Equal(t, "web", e.echo(host.KindRequest, marked(secretAt("web-1", "4", "a", "web")), false, func(w string) { queued = append(queued, w) }))
+	assert.Equal(t, "web", e.echo(host.KindRequest, marked(objectAt("web-1", "4", "a", "web")), false, func(w string) { queued = append(queued, w) }))
 	e.landed(f, obj, true, true, true)
 	assert.Equal(t, []string{"web"}, queued, "the mark is not the deletion: it queues the writer")
-	assert.Empty(t, e.echo(host.KindRequest, secretAt("web-1", "5", "a", "web"), true, noQueue), "nor is the deletion waited for")
+	assert.Empty(t, e.echo(host.KindRequest, objectAt("web-1", "5", "a", "web"), true, noQueue), "nor is the deletion waited for")
 }
 
 // A write whose event the pass after must see is not waited for; nor are
@@ -111,19 +113,19 @@ func TestEchoOfADeletionWithFinalizers(t *testing.T) {
 func TestEchoesNotWaitedFor(t *testing.T) {
 	noQueue := func(string) { t.Fatal("nothing is held back after the write returned") }
 	var e echoes
-	e.landed(e.send(host.KindCertificate, "team", "web", "web"), secretAt("web", "8", "", "web"), false, true, false)
-	assert.Empty(t, e.echo(host.KindCertificate, secretAt("web", "8", "", "web"), false, noQueue))
+	e.landed(e.send(host.KindCertificate, "team", "web", "web"), objectAt("web", "8", "", "web"), false, true, false)
+	assert.Empty(t, e.echo(host.KindCertificate, objectAt("web", "8", "", "web"), false, noQueue))
 
-	e.landed(e.send(host.KindSecret, "team", "web-tls", "web"), secretAt("web-tls", "9", "", "web"), false, true, true)
-	e.landed(e.send(host.KindSecret, "team", "api-tls", "api"), secretAt("api-tls", "10", "", "api"), false, true, true)
+	e.landed(e.send(host.KindSecret, "team", "web-tls", "web"), objectAt("web-tls", "9", "", "web"), false, true, true)
+	e.landed(e.send(host.KindSecret, "team", "api-tls", "api"), objectAt("api-tls", "10", "", "api"), false, true, true)
 	e.forgetWriter("team", "web")
-	assert.Empty(t, e.echo(host.KindSecret, secretAt("web-tls", "9", "", "web"), false, noQueue), "web's pass failed")
-	assert.Equal(t, "api", e.echo(host.KindSecret, secretAt("api-tls", "10", "", "api"), false, noQueue), "api's did not")
+	assert.Empty(t, e.echo(host.KindSecret, objectAt("web-tls", "9", "", "web"), false, noQueue), "web's pass failed")
+	assert.Equal(t, "api", e.echo(host.KindSecret, objectAt("api-tls", "10", "", "api"), false, noQueue), "api's did not")
 
-	e.landed(e.send(host.KindSecret, "team", "web-tls", "web"), secretAt("web-tls", "11", "", "web"), false, true, true)
+	e.landed(e.send(host.KindSecret, "team", "web-tls", "web"), objectAt("web-tls", "11", "", "web"), false, true, true)
 	k := echoKey{objectKey{host.KindSecret, "team", "web-tls"}, "11"}
 	e.written[k] = echo{writer: "web", at: e.written[k].at.Add(-echoSweepAge - time.Second)}
-	assert.Empty(t, e.echo(host.KindSecret, secretAt("web-tls", "11", "", "web"), false, noQueue), "a record over a minute old")
+	assert.Empty(t, e.echo(host.KindSecret, objectAt("web-tls", "11", "", "web"), false, noQueue), "a record over a minute old")
 }
 
 // Two writes of one object at once (Certificates sharing a Secret) hold
@@ -134,9 +136,9 @@ func TestEchoOfTwoWritersAtOnce(t *testing.T) {
 	queue := func(w string) { queued = append(queued, w) }
 	a := e.send(host.KindSecret, "team", "shared", "a")
 	assert.Nil(t, e.send(host.KindSecret, "team", "shared", "b"))
-	assert.Empty(t, e.echo(host.KindSecret, secretAt("shared", "2", "", "a"), false, queue))
-	e.landed(a, secretAt("shared", "2", "", "a"), false, true, true)
-	assert.Empty(t, e.echo(host.KindSecret, secretAt("shared", "2", "", "a"), false, queue))
+	assert.Empty(t, e.echo(host.KindSecret, objectAt("shared", "2", "", "a"), false, queue))
+	e.landed(a, objectAt("shared", "2", "", "a"), false, true, true)
+	assert.Empty(t, e.echo(host.KindSecret, objectAt("shared", "2", "", "a"), false, queue))
 	assert.Empty(t, queued)
 
 	assert.Nil(t, e.send(host.KindSecret, "team", "x", ""), "a write with no writer is not recorded")

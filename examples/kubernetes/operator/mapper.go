@@ -2,7 +2,6 @@ package operator
 
 import (
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 
@@ -59,7 +58,7 @@ func (m *rememberingMapper) RESTMapping(gk schema.GroupKind, versions ...string)
 		c := *found
 		return &c, nil
 	}
-	found, err := m.RESTMapper.RESTMapping(gk, slices.Clone(versions)...)
+	found, err := m.RESTMapper.RESTMapping(gk, versions...)
 	if err != nil {
 		return nil, err
 	}

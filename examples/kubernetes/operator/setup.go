@@ -485,6 +485,11 @@ func namespacedIndex(ctx context.Context, c cache.Cache, obj client.Object, fiel
 // Keys go to the queue as work under way (sf.add), but for a created
 // Certificate itself, which is work not yet begun (sf.addNew).
 func reporting[T client.Object](st *store, sf *startedFirst, kind host.Kind, keys func(context.Context, T) []reconcile.Request, deleted ...func(T)) handler.TypedEventHandler[T, reconcile.Request] {
+	all := func(ctx context.Context, obj T, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, r := range keys(ctx, obj) {
+			sf.add(q, r)
+		}
+	}
 	// queue queues the keys, but for the Certificate whose pass wrote
 	// what the event shows (echoes).
 	queue := func(ctx context.Context, obj T, deleted bool, q workqueue.TypedRateLimitingInterface[reconcile.Request], isNew bool) {
@@ -511,10 +516,7 @@ func reporting[T client.Object](st *store, sf *startedFirst, kind host.Kind, key
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			st.changed(kind, e.ObjectNew, false)
 			if e.ObjectOld.GetResourceVersion() == e.ObjectNew.GetResourceVersion() {
-				// A resync: nobody wrote.
-				for _, r := range keys(ctx, e.ObjectNew) {
-					sf.add(q, r)
-				}
+				all(ctx, e.ObjectNew, q) // a resync: nobody wrote
 				return
 			}
 			queue(ctx, e.ObjectNew, false, q, false)
@@ -527,9 +529,7 @@ func reporting[T client.Object](st *store, sf *startedFirst, kind host.Kind, key
 			queue(ctx, e.Object, true, q, false)
 		},
 		GenericFunc: func(ctx context.Context, e event.TypedGenericEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			for _, r := range keys(ctx, e.Object) {
-				sf.add(q, r)
-			}
+			all(ctx, e.Object, q)
 		},
 	}
 }
