@@ -45,7 +45,7 @@ func Reconcile(s *Snapshot, now time.Time, cfg Config) Result {
 		return res
 	}
 	p := newPass(s, now, cfg)
-	var out Result
+	out := Result{Steps: make([]Step, 0, len(stageOrder))}
 	head := -1
 	for i, st := range stageOrder {
 		r := runStage(st, p, now, cfg)

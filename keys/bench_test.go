@@ -212,3 +212,43 @@ func BenchmarkCheckTemplate(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkIssuedSecret is what a host does with a certificate its request
+// was just answered with: parse the chain (the issuing decision), build the
+// secret's data (SecretData), and read the secret back on its next pass
+// (ParseSecretData). "plain" parses each time; "cache" goes through a new
+// ParseCache each iteration, as a host meets each issued certificate once.
+func BenchmarkIssuedSecret(b *testing.B) {
+	data, _ := benchSecret(b)
+	key, err := DecodePrivateKey(data[SecretPrivateKey])
+	if err != nil {
+		b.Fatal(err)
+	}
+	chain, ca := data[SecretCertificate], data[SecretCA]
+	for _, cached := range []bool{false, true} {
+		name := "plain"
+		if cached {
+			name = "cache"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var c *ParseCache
+				if cached {
+					c = NewParseCache(0)
+				}
+				if _, err := c.ParseCertificates(chain); err != nil {
+					b.Fatal(err)
+				}
+				out, err := c.SecretData(nil, key, chain, ca, OutputSpec{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				p, err := c.ParseSecretData(out)
+				if err != nil || !p.KeyMatches {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -103,6 +103,11 @@ func parseSecretData(data map[string][]byte, leafOf func([]byte) (*x509.Certific
 // parseLeaf parses the first PEM block of a non-empty tls.crt as a
 // certificate; restAt is where the blocks after it begin.
 func parseLeaf(crt []byte) (leaf *x509.Certificate, restAt int, err error) {
+	return parseLeafWith(crt, x509.ParseCertificate)
+}
+
+// parseLeafWith is parseLeaf with the leaf's DER parsed by parse.
+func parseLeafWith(crt []byte, parse func([]byte) (*x509.Certificate, error)) (leaf *x509.Certificate, restAt int, err error) {
 	block, rest := pem.Decode(crt)
 	switch {
 	case block == nil:
@@ -110,7 +115,7 @@ func parseLeaf(crt []byte) (leaf *x509.Certificate, restAt int, err error) {
 	case block.Type != "CERTIFICATE":
 		return nil, 0, fmt.Errorf("PEM block type %q is not CERTIFICATE", block.Type)
 	}
-	leaf, err = x509.ParseCertificate(block.Bytes)
+	leaf, err = parse(block.Bytes)
 	if err != nil {
 		return nil, 0, err
 	}

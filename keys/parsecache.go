@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"crypto/x509"
 	"encoding/pem"
+	"io"
 	"sync"
 )
 
@@ -173,7 +174,10 @@ func (c *ParseCache) ParseSecretData(data map[string][]byte) (*ParsedSecret, err
 
 func (c *ParseCache) leaf(crt []byte) (*x509.Certificate, int, error) {
 	e := c.get(kindLeaf, crt, func() *cacheEntry {
-		leaf, at, err := parseLeaf(crt)
+		// Through the certificates kept by DER: a certificate the host
+		// parsed when its request was answered (ParseCertificates) is
+		// not parsed again when it is read back from the secret.
+		leaf, at, err := parseLeafWith(crt, c.ParseCertificate)
 		return &cacheEntry{value: leaf, at: at, err: err}
 	})
 	leaf, _ := e.value.(*x509.Certificate)
@@ -204,6 +208,18 @@ func (c *ParseCache) ParseCertificate(der []byte) (*x509.Certificate, error) {
 // ErrTooLarge.
 func (c *ParseCache) ParseCertificates(pemBytes []byte) ([]*x509.Certificate, error) {
 	return parseBundle(pemBytes, c.ParseCertificate)
+}
+
+// SecretData is keys.SecretData with the chain and the CA parsed through
+// the cache, and the private key's encoding kept as EncodePrivateKey
+// keeps it: a host that parsed the chain when its request was answered
+// does not parse it again to write the secret, nor when it reads the
+// secret back.
+func (c *ParseCache) SecretData(rand io.Reader, key crypto.Signer, chainPEM, caPEM []byte, out OutputSpec) (map[string][]byte, error) {
+	if c == nil {
+		return SecretData(rand, key, chainPEM, caPEM, out)
+	}
+	return secretData(rand, key, chainPEM, caPEM, out, c.ParseCertificates, c.EncodePrivateKey)
 }
 
 // DecodeCertificateRequest is keys.DecodeCertificateRequest, cached: a

@@ -347,3 +347,72 @@ func TestParseCacheEncodePrivateKeyKeepsTheKey(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, b)
 }
+
+// A certificate parsed when its request was answered (ParseCertificates)
+// is not parsed again to write the secret (SecretData) nor when the
+// secret is read back (ParseSecretData): the three share one parse.
+func TestParseCacheParsesAnIssuedCertificateOnce(t *testing.T) {
+	blobs := newParseBlobs(t)
+	chain, caPEM := blobs.blobs["chain PEM"], blobs.blobs["chain PEM"][len(blobs.blobs["certificate PEM"]):]
+	key, err := DecodePrivateKey(blobs.blobs["key ECDSA PKCS#8"])
+	require.NoError(t, err)
+	c := NewParseCache(0)
+	certs, err := c.ParseCertificates(chain)
+	require.NoError(t, err)
+	require.Len(t, certs, 2)
+	parsed := c.Stats().Misses
+	require.EqualValues(t, 2, parsed, "the leaf and the CA are each parsed once")
+
+	data, err := c.SecretData(rand.Reader, key, chain, caPEM, OutputSpec{})
+	require.NoError(t, err)
+	assert.Equal(t, parsed, c.Stats().Misses, "writing the secret parsed the chain again")
+	want, err := SecretData(rand.Reader, key, chain, caPEM, OutputSpec{})
+	require.NoError(t, err)
+	assert.Equal(t, want, data, "the cache's SecretData gives what SecretData gives")
+
+	p, err := c.ParseSecretData(data)
+	require.NoError(t, err)
+	st := c.Stats()
+	// The leaf's PEM is a new entry (a miss), but its DER was found:
+	// no certificate was parsed. The key was kept when it was encoded.
+	assert.Equal(t, parsed+1, st.Misses, "reading the secret back parsed the leaf: %+v", st)
+	assert.Same(t, certs[0], p.Leaf, "the leaf read back is not the certificate parsed before")
+	assert.True(t, p.KeyMatches)
+}
+
+// The cache's SecretData refuses what SecretData refuses, with the same
+// error, and a nil cache is SecretData.
+func TestParseCacheSecretDataErrors(t *testing.T) {
+	blobs := newParseBlobs(t)
+	key, err := DecodePrivateKey(blobs.blobs["key ECDSA PKCS#8"])
+	require.NoError(t, err)
+	other := mustKey(t, KeySpec{Algorithm: AlgorithmEd25519})
+	chain := blobs.blobs["chain PEM"]
+	tests := map[string]struct {
+		key       crypto.Signer
+		chain, ca []byte
+		out       OutputSpec
+	}{
+		"another key":          {other, chain, nil, OutputSpec{}},
+		"no key":               {nil, chain, nil, OutputSpec{}},
+		"garbage for a chain":  {key, blobs.blobs["garbage"], nil, OutputSpec{}},
+		"no chain":             {key, nil, nil, OutputSpec{}},
+		"garbage for a CA":     {key, chain, blobs.blobs["garbage"], OutputSpec{}},
+		"a bad key encoding":   {key, chain, nil, OutputSpec{KeyEncoding: "PKCS#7"}},
+		"a good one, combined": {key, chain, nil, OutputSpec{CombinedPEM: true, DER: true}},
+	}
+	for name, tt := range tests {
+		want, wantErr := SecretData(rand.Reader, tt.key, tt.chain, tt.ca, tt.out)
+		for cname, c := range map[string]*ParseCache{"a cache": NewParseCache(0), "nil": nil} {
+			for i := range 2 {
+				got, err := c.SecretData(rand.Reader, tt.key, tt.chain, tt.ca, tt.out)
+				if wantErr != nil {
+					require.EqualError(t, err, wantErr.Error(), "%s, %s, call %d", name, cname, i+1)
+					continue
+				}
+				require.NoError(t, err, "%s, %s", name, cname)
+				assert.Equal(t, want, got, "%s, %s, call %d", name, cname, i+1)
+			}
+		}
+	}
+}

@@ -121,13 +121,20 @@ func (o OutputSpec) Validate() error {
 // chain or CA beyond MaxSecretValueBytes or MaxCertificates is an error
 // wrapping ErrTooLarge: the secret could not be read back.
 func SecretData(rand io.Reader, key crypto.Signer, chainPEM, caPEM []byte, out OutputSpec) (map[string][]byte, error) {
+	return secretData(rand, key, chainPEM, caPEM, out, parseCertificates, EncodePrivateKey)
+}
+
+// secretData is SecretData with the bundles parsed by parse and the key
+// encoded by encode.
+func secretData(rand io.Reader, key crypto.Signer, chainPEM, caPEM []byte, out OutputSpec,
+	parse func([]byte) ([]*x509.Certificate, error), encode func(crypto.Signer, Encoding) ([]byte, error)) (map[string][]byte, error) {
 	if err := out.Validate(); err != nil {
 		return nil, err
 	}
 	if key == nil {
 		return nil, errors.New("keys: SecretData needs a private key")
 	}
-	chain, err := parseCertificates(chainPEM)
+	chain, err := parse(chainPEM)
 	if err != nil || len(chain) == 0 {
 		if err == nil {
 			err = errors.New("no certificate")
@@ -139,11 +146,11 @@ func SecretData(rand io.Reader, key crypto.Signer, chainPEM, caPEM []byte, out O
 	}
 	var cas []*x509.Certificate
 	if len(bytes.TrimSpace(caPEM)) > 0 {
-		if cas, err = parseCertificates(caPEM); err != nil {
+		if cas, err = parse(caPEM); err != nil {
 			return nil, &FieldError{Field: SecretCA, Err: err}
 		}
 	}
-	keyPEM, err := EncodePrivateKey(key, out.KeyEncoding)
+	keyPEM, err := encode(key, out.KeyEncoding)
 	if err != nil {
 		return nil, err
 	}

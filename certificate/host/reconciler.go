@@ -911,7 +911,7 @@ func (p *pass) carryOut(ctx context.Context, a certificate.Action) error {
 		if err != nil {
 			return err
 		}
-		data, err := keys.SecretData(p.r.rand, key, a.Chain, a.CA, a.Output)
+		data, err := p.r.cfg.Certificate.ParseCache.SecretData(p.r.rand, key, a.Chain, a.CA, a.Output)
 		if err != nil {
 			return err
 		}
@@ -926,7 +926,7 @@ func (p *pass) carryOut(ctx context.Context, a certificate.Action) error {
 		if err != nil {
 			return err
 		}
-		data, err := keys.SecretData(p.r.rand, key, chain, nil, a.Output)
+		data, err := p.r.cfg.Certificate.ParseCache.SecretData(p.r.rand, key, chain, nil, a.Output)
 		if err != nil {
 			return err
 		}

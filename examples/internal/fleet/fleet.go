@@ -201,6 +201,9 @@ type Summary struct {
 	StaleReads int
 	// Passes of the loop over certificates, and its calls to the CA.
 	Passes, Answers int
+	// Parses is what the loops' parse caches did (hits, misses,
+	// evictions), summed over shards and restarts.
+	Parses keys.ParseCacheStats
 	// The CA: orders kept at most at once, orders answered after a delay,
 	// orders the loop told it to forget.
 	OrdersPeak, Delayed, Forgets int
@@ -244,6 +247,7 @@ func (s Summary) String() string {
 	if s.Issuances > 0 {
 		fmt.Fprintf(&b, "loop passes:             %d (%.1f per issuance), %d calls to the CA\n", s.Passes, float64(s.Passes)/float64(s.Issuances), s.Answers)
 	}
+	fmt.Fprintf(&b, "parse cache:             %d hits, %d misses, %d evictions\n", s.Parses.Hits, s.Parses.Misses, s.Parses.Evictions)
 	fmt.Fprintf(&b, "CA orders:               at most %d at once, %d answered after a delay, %d forgotten when their request went\n", s.OrdersPeak, s.Delayed, s.Forgets)
 	fmt.Fprintf(&b, "longest waits:           retry %v after the backoff allowed it (bound %v), un-Ready %v (bound %v)\n",
 		s.MaxRetryLate, RetryBound, s.MaxUnready, ReadyBound)
@@ -343,6 +347,10 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		sum.SpecChanges += s.specChanges
 		sum.Recreations += s.recreations
 		sum.Passes += s.passes
+		s.keepParses()
+		sum.Parses.Hits += s.parses.Hits
+		sum.Parses.Misses += s.parses.Misses
+		sum.Parses.Evictions += s.parses.Evictions
 		sum.Answers += s.answers
 		sum.OrdersPeak += s.ca.ordersPeak
 		sum.Delayed += s.delayed
@@ -434,6 +442,9 @@ type shard struct {
 	crashes, restarts, conflicts, manual, specChanges, recreations int
 	passes, answers, delayed                                       int
 	reasons                                                        map[string]int
+	// parses is what the loops' parse caches did, summed over restarts.
+	parses keys.ParseCacheStats
+	pc     *keys.ParseCache
 }
 
 func newShard(cfg Config, index int) (*shard, error) {
@@ -509,6 +520,9 @@ func (s *shard) start() error {
 		issuers[fallbackRef] = iss2
 	}
 	s.st.reopen()
+	s.keepParses()
+	// A restarted process starts with an empty cache, as a real one does.
+	s.pc = keys.NewParseCache(0)
 	var st host.Store = s.st
 	if s.cfg.claimAuthoritative {
 		st = authoritative{s.st}
@@ -516,7 +530,7 @@ func (s *shard) start() error {
 	loop, err := host.New(host.Config{
 		Store: st, Clock: s.clk, Rand: rand.Reader,
 		Issuers:     issuers,
-		Certificate: certificate.Config{Renewal: renewal.Options{Timing: renewal.Timing{Jitter: s.cfg.Jitter}}, Backoff: s.cfg.backoff},
+		Certificate: certificate.Config{Renewal: renewal.Options{Timing: renewal.Timing{Jitter: s.cfg.Jitter}}, Backoff: s.cfg.backoff, ParseCache: s.pc},
 		Observe:     s.observe,
 		// The simulation counts and checks every failure it provokes
 		// itself (Observe); a log line for each is noise.
@@ -527,6 +541,18 @@ func (s *shard) start() error {
 	}
 	s.loop, s.dead, s.restartAt = loop, false, time.Time{}
 	return nil
+}
+
+// keepParses adds what the loop's parse cache did to the shard's count.
+func (s *shard) keepParses() {
+	if s.pc == nil {
+		return
+	}
+	st := s.pc.Stats()
+	s.parses.Hits += st.Hits
+	s.parses.Misses += st.Misses
+	s.parses.Evictions += st.Evictions
+	s.pc = nil
 }
 
 // drop lets the host go, for the memory figure.
