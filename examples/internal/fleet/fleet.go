@@ -348,9 +348,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		sum.Recreations += s.recreations
 		sum.Passes += s.passes
 		s.keepParses()
-		sum.Parses.Hits += s.parses.Hits
-		sum.Parses.Misses += s.parses.Misses
-		sum.Parses.Evictions += s.parses.Evictions
+		addParses(&sum.Parses, s.parses)
 		sum.Answers += s.answers
 		sum.OrdersPeak += s.ca.ordersPeak
 		sum.Delayed += s.delayed
@@ -548,11 +546,16 @@ func (s *shard) keepParses() {
 	if s.pc == nil {
 		return
 	}
-	st := s.pc.Stats()
-	s.parses.Hits += st.Hits
-	s.parses.Misses += st.Misses
-	s.parses.Evictions += st.Evictions
+	addParses(&s.parses, s.pc.Stats())
 	s.pc = nil
+}
+
+// addParses adds st's lookups and evictions to sum (what a cache holds now
+// is no count).
+func addParses(sum *keys.ParseCacheStats, st keys.ParseCacheStats) {
+	sum.Hits += st.Hits
+	sum.Misses += st.Misses
+	sum.Evictions += st.Evictions
 }
 
 // drop lets the host go, for the memory figure.

@@ -129,16 +129,19 @@ func (e *echoes) landed(f *flight, obj client.Object, deleted, ok, await bool) {
 	if e.inFlight[f.key] == f {
 		delete(e.inFlight, f.key)
 	}
+	if f.writer == "" {
+		v = "" // another writer joined: nothing is known as this one's echo
+	}
 	var queue []func()
 	seen := false
 	for _, h := range f.held {
-		if ok && f.writer != "" && v != "" && h.version == v {
+		if v != "" && h.version == v {
 			seen = true
 			continue
 		}
 		queue = append(queue, h.queue)
 	}
-	if ok && await && f.writer != "" && v != "" && !seen && !(deleted && f.terminating) {
+	if await && v != "" && !seen && !(deleted && f.terminating) {
 		e.remember(echoKey{f.key, v}, f.writer) // its event is still to come
 	}
 	e.mu.Unlock()
