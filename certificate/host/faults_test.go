@@ -235,7 +235,7 @@ func newMatrixEnv(t *testing.T, o matrixOptions) *matrixEnv {
 	if o.wrap != nil {
 		iss = o.wrap(e.issuer)
 	}
-	e.loop, err = host.New(host.Config{Store: e.store, Clock: e.clk,
+	e.loop, err = host.New(host.Config{Store: hosttest.CheckReadOnly(t, e.store), Clock: e.clk,
 		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "pebble"}: iss},
 		Observe: e.observe})
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/certlife/certlife/certificate"
 	"github.com/certlife/certlife/certificate/host"
+	"github.com/certlife/certlife/certificate/host/hosttest"
 )
 
 // scripted is an issuer whose answer a test sets; it counts its calls
@@ -56,7 +57,7 @@ func newReplicaSet(t *testing.T, n int, leaseFor time.Duration) *replicaSet {
 	s.store = host.NewMemoryStore(s.clk)
 	for i := range n {
 		iss := &scripted{}
-		r, err := host.NewReconciler(host.Config{Store: s.store, Clock: s.clk, Identity: "replica-" + string(rune('a'+i)),
+		r, err := host.NewReconciler(host.Config{Store: hosttest.CheckReadOnly(t, s.store), Clock: s.clk, Identity: "replica-" + string(rune('a'+i)),
 			LeaseDuration: leaseFor, Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: iss},
 			Observe: func(ev host.Event) {
 				if ev.Held != nil {

@@ -38,6 +38,11 @@ import (
 // store shows later was made since, and reads as itself at once, not as
 // deleted until the watch reports the deletion.
 //
+// A read it answers from a write kept returns the object the store
+// behind returned for that write, the one the writer got back: as with
+// any Store (Collection), what a read returns is shared and must not be
+// changed.
+//
 // A Reconciler reads a Store that is not Authoritative through one of
 // its own; share one ReadYourWrites among everything that writes
 // through the same store in a process, so that each sees the others'
@@ -143,9 +148,10 @@ type object struct {
 // through it that the store behind has not been seen to show, and the
 // versions a write found stale.
 type written struct {
-	// wrote: there is a write to show; obj is the object as written (a
-	// *certificate.Certificate, Secret or CertificateRequest the caller
-	// never sees), nil for a deletion.
+	// wrote: there is a write to show; obj is the object the store
+	// behind returned for it (a *certificate.Certificate, Secret or
+	// CertificateRequest, shared with the writer and every read it
+	// answers, never changed), nil for a deletion.
 	wrote bool
 	obj   any
 	// rv is the version written, and uid its object's UID when the store
@@ -567,7 +573,7 @@ func (s *ReadYourWrites) judge(o object, found bool, rv, uid string) (kept keptW
 }
 
 // keptWrite is a create or update kept (nil obj: a deletion), which a read
-// answers with a deep copy of.
+// answers with.
 type keptWrite struct {
 	obj any
 }
@@ -646,7 +652,7 @@ func (c rywCollection[T]) Get(ctx context.Context, namespace, name string) (T, e
 	if kept.obj == nil {
 		return nil, fmt.Errorf("%s %s: deleted: %w", c.kind, key(namespace, name), ErrNotFound)
 	}
-	return deepCopy(kept.obj.(T)), nil
+	return kept.obj.(T), nil
 }
 
 func (c rywCollection[T]) List(ctx context.Context, opts ListOptions) ([]T, error) {
@@ -669,7 +675,7 @@ func (c rywCollection[T]) List(ctx context.Context, opts ListOptions) ([]T, erro
 		case kept.obj == nil:
 			// deleted
 		case opts.Matches(kept.obj):
-			out = append(out, deepCopy(kept.obj.(T)))
+			out = append(out, kept.obj.(T))
 		}
 	}
 	adds, lagging, behind := c.s.adds(c.kind, opts, listed)
@@ -677,7 +683,7 @@ func (c rywCollection[T]) List(ctx context.Context, opts ListOptions) ([]T, erro
 		return nil, fmt.Errorf("%s %s: the store does not list yet an object created through it: %w", c.kind, key(lagging.namespace, lagging.name), ErrConflict)
 	}
 	for _, kept := range adds {
-		out = append(out, deepCopy(kept.obj.(T)))
+		out = append(out, kept.obj.(T))
 	}
 	return out, nil
 }
@@ -713,9 +719,8 @@ func (c rywCollection[T]) keep(made T, over string, created bool) error {
 	if made == nil {
 		return fmt.Errorf("host: the store returned no %s from a write", c.kind)
 	}
-	k := deepCopy(made)
-	m := k.Meta()
-	c.s.record(object{c.kind, m.Namespace, m.Name}, k, m.ResourceVersion, m.UID, over, "", created, false)
+	m := made.Meta()
+	c.s.record(object{c.kind, m.Namespace, m.Name}, made, m.ResourceVersion, m.UID, over, "", created, false)
 	return nil
 }
 

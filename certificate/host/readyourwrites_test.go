@@ -431,7 +431,7 @@ func TestLoopDoesNotWaitForALaggingStore(t *testing.T) {
 			ctx := context.Background()
 			clk := testingclock.NewFakeClock(t0)
 			s := newLagStore(clk, func() lag { return mode })
-			loop, err := host.New(host.Config{Store: s, Clock: clk,
+			loop, err := host.New(host.Config{Store: hosttest.CheckReadOnly(t, s), Clock: clk,
 				Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: newCA(t, t0).Issuer(nil)}})
 			require.NoError(t, err)
 			names := []string{"api", "db", "web"}

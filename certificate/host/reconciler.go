@@ -1,7 +1,6 @@
 package host
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto"
@@ -14,7 +13,6 @@ import (
 	"log/slog"
 	"maps"
 	"reflect"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -504,7 +502,11 @@ func (r *Reconciler) request(ctx context.Context, ev Event, now time.Time) (Even
 			}
 		}
 	}
-	before := cloneRequestStatus(req.Status)
+	// The issuer answers on its own copy: what the store returned may be
+	// what it holds (Collection), and an issuer changes the request it
+	// is given in place.
+	before := req.Status
+	req = copyRequest(req)
 	next, aerr := iss.Answer(ctx, req, now)
 	ev.Request = req
 	ev.Next = next
@@ -546,23 +548,6 @@ func (r *Reconciler) request(ctx context.Context, ev Event, now time.Time) (Even
 		ev.Warning = errors.Join(ev.Warning, r.releaseLease(ctx, ev.Namespace, ev.Name))
 	}
 	return ev, aerr
-}
-
-// cloneRequestStatus is a deep copy of s, for telling what an issuer
-// changed in place.
-func cloneRequestStatus(s certificate.RequestStatus) certificate.RequestStatus {
-	s.Conditions = slices.Clone(s.Conditions)
-	s.Certificate = bytes.Clone(s.Certificate)
-	s.CA = bytes.Clone(s.CA)
-	if s.FailureTime != nil {
-		t := *s.FailureTime
-		s.FailureTime = &t
-	}
-	if s.RetryAfter != nil {
-		t := *s.RetryAfter
-		s.RetryAfter = &t
-	}
-	return s
 }
 
 // forget tells an issuer that keeps state that a request is gone.
@@ -1019,10 +1004,12 @@ func (p *pass) writeSecret(ctx context.Context, name, ownerUID, rv string, data 
 			return fmt.Errorf("secret %s is at version %s, the decision read %s: %w", name, sec.ResourceVersion, rv, ErrConflict)
 		}
 	}
+	// A new object over what was read, which may be what the store
+	// holds (Collection): nothing read is changed in place.
+	sec = &certificate.Secret{ObjectMeta: sec.ObjectMeta, Data: data}
 	sec.OwnerUID = ownerUID
 	sec.Labels = mergeInto(sec.Labels, labels)
 	sec.Annotations = mergeInto(sec.Annotations, annotations)
-	sec.Data = data
 	var made *certificate.Secret
 	if rv == "" {
 		// Made since the decision found none, by someone else, it is a
@@ -1042,15 +1029,16 @@ func (p *pass) writeSecret(ctx context.Context, name, ownerUID, rv string, data 
 	return nil
 }
 
+// mergeInto returns a copy of dst with src's entries set over it (dst
+// itself when src is empty): dst is not changed.
 func mergeInto(dst, src map[string]string) map[string]string {
 	if len(src) == 0 {
 		return dst
 	}
-	if dst == nil {
-		dst = map[string]string{}
-	}
-	maps.Copy(dst, src)
-	return dst
+	out := make(map[string]string, len(dst)+len(src))
+	maps.Copy(out, dst)
+	maps.Copy(out, src)
+	return out
 }
 
 // privateKey reads tls.key of a secret.

@@ -116,10 +116,19 @@ func (o ListOptions) MatchesLabels(labels map[string]string) bool {
 // Collection keeps the objects of one kind. Every object carries a
 // resource version that each write changes; an update names the version
 // it read and fails with ErrConflict when the object moved on, so a
-// decision made on a stale read never overwrites a newer object. What a
-// Collection returns is the caller's: changing it changes nothing stored;
-// and what it is given is not kept: changing it afterwards changes
-// nothing stored. Namespace and name are two keys: no name reaches an
+// decision made on a stale read never overwrites a newer object.
+//
+// What a Collection returns may be what it holds, shared with every other
+// caller, as a Kubernetes informer's cache shares its objects: a caller
+// treats it as read-only and copies an object before it changes it. The
+// loop never changes what a store returns (hosttest.CheckReadOnly checks
+// code of your own that reads a store beside it: an issuer, a hook). A
+// store that shares never changes an object after it returned it: a
+// write replaces what it holds. A store may as well return copies, as
+// MemoryStore and FileStore do. What a Collection is given is not kept:
+// changing it afterwards changes nothing stored.
+//
+// Namespace and name are two keys: no name reaches an
 // object of another namespace, and a call that names a namespace or name
 // no object can have (certificate.ValidateNamespace,
 // certificate.ValidateObjectName) fails — a store that joins the two

@@ -30,7 +30,7 @@ func TestExampleStore(t *testing.T) {
 }
 
 // Run the suite from a test of the package that implements your store.
-// The zero Config suits a store that copies what it takes and gives and
+// The zero Config suits a store that copies what it takes and
 // whose reads show every write at once. A store whose reads lag says how
 // to wait for them (Config.Settle, or its Watcher's reports); a store over
 // an API where users create certificates and updates write only the

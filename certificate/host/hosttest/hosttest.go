@@ -18,9 +18,11 @@
 //     an error.
 //   - Get of a missing object is ErrNotFound (errors.Is), and an object
 //     that exists is never reported missing with ErrAbsenceConfirmed.
-//   - What Get, List, Create and Update return is the caller's: changing
-//     it changes nothing stored; and what was passed to Create and Update
-//     is not kept: changing it afterwards changes nothing stored.
+//   - What Get, List, Create and Update return may be what the store
+//     holds (callers share it, and never change it), but the store never
+//     changes it afterwards: a write replaces what it holds. What was
+//     passed to Create and Update is not kept: changing it afterwards
+//     changes nothing stored.
 //   - List selects by ListOptions.Namespace, OwnerUID, SecretName and
 //     Labels and their combinations, across namespaces when Namespace is empty, each
 //     object once and at its latest version; an object whose owner or
@@ -155,14 +157,14 @@ type Config struct {
 	// suite expects them beside the labels it wrote. Nil means a secret's
 	// labels are exactly those written.
 	SecretLabels map[string]string
-	// SharesValues says that the objects the store returns and takes may
-	// share with what it holds the values the loop never changes in
-	// place: byte slices, pointers, and the slices of a spec (a lean
-	// store does, to hold a certificate in a few kilobytes). The suite
-	// then changes those by replacing them, as the loop does, and changes
-	// maps, condition slices and plain fields in place. False means the
-	// suite changes everything in place: a store copies all it takes and
-	// gives.
+	// SharesValues says that the objects the store takes may share with
+	// what it holds the values the loop never changes in place after it
+	// passed them: byte slices, pointers, and the slices of a spec (a
+	// lean store does, to hold a certificate in a few kilobytes). The
+	// suite then changes those by replacing them, as the loop does, and
+	// changes maps, condition slices and plain fields in place. False
+	// means the suite changes everything it passed in place: a store
+	// copies all it takes.
 	SharesValues bool
 	// SplitUpdates says that the store may carry out one Update as more
 	// than one write to its backing storage, each of which its Watcher
@@ -237,7 +239,7 @@ var subtests = []struct {
 }{
 	{"Create", testCreate},
 	{"GetMissing", testGetMissing},
-	{"CallersCopies", testCopies},
+	{"Isolation", testIsolation},
 	{"List", testList},
 	{"Update", testUpdate},
 	{"Generation", testGeneration},

@@ -144,26 +144,32 @@ func TestSuiteReportsEachDeparture(t *testing.T) {
 			}),
 			want: "Create of a name that is taken must fail: got error taken, want one wrapping",
 		},
-		"a Get that gives out the object it caches": {
+		"a store that changes an object it returned when it is written": {
 			open: faulty(func(f *faultyStore) {
-				type cached struct {
-					rv  string
-					obj *certificate.CertificateRequest
-				}
-				cache := map[string]cached{}
+				// It gives out what it caches, which is allowed, and
+				// writes over it in place, which is not: its callers
+				// share it.
+				cache := map[string]*certificate.CertificateRequest{}
 				f.reqs.get = func(ctx context.Context, ns, name string) (*certificate.CertificateRequest, error) {
 					got, err := f.MemoryStore.Requests().Get(ctx, ns, name)
 					if err != nil {
 						return nil, err
 					}
-					if c, ok := cache[ns+"/"+name]; ok && c.rv == got.ResourceVersion {
-						return c.obj, nil
+					if c, ok := cache[ns+"/"+name]; ok && c.ResourceVersion == got.ResourceVersion {
+						return c, nil
 					}
-					cache[ns+"/"+name] = cached{got.ResourceVersion, got}
+					cache[ns+"/"+name] = got
 					return got, nil
 				}
+				f.reqs.update = func(ctx context.Context, r *certificate.CertificateRequest) (*certificate.CertificateRequest, error) {
+					made, err := f.MemoryStore.Requests().Update(ctx, r)
+					if c, ok := cache[r.Namespace+"/"+r.Name]; ok && err == nil {
+						*c = *made
+					}
+					return made, err
+				}
 			}),
-			want: "changing what Get returned must change nothing stored: CertificateRequest",
+			want: "an object the store returned must not change when the store is written (a write replaces what the store holds, since callers share what it returns): CertificateRequest",
 		},
 		"an Update that keeps what it was passed": {
 			open: faulty(func(f *faultyStore) {

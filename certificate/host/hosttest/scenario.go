@@ -254,10 +254,13 @@ func newScenario(t tb, cfg ScenarioConfig) *scenario {
 		s.store = host.NewMemoryStore(s.clock)
 	}
 	_, s.watched = s.store.(host.Watcher)
-	s.user = failWrites(s.store, s.writes, true)
+	// The scenario's own writes read the store as a user's code would,
+	// and must not change what it returns either.
+	s.user = CheckReadOnly(t.testingT(), failWrites(s.store, s.writes, true))
 	s.ca = &scenarioCA{ca: root, issuer: root.Issuer(nil)}
 	s.loop, err = host.New(host.Config{
-		Store:   failWrites(s.store, s.writes, false),
+		// The loop must not change what the store returns.
+		Store:   CheckReadOnly(t.testingT(), failWrites(s.store, s.writes, false)),
 		Clock:   s.clock,
 		Issuers: map[certificate.IssuerRef]certificate.Issuer{{Name: "ca"}: s.ca},
 		Observe: s.observe,
@@ -297,7 +300,7 @@ func (s *scenario) do(cmd string) string {
 		s.wrote(host.KindCertificate, args[0])
 		s.run()
 	case "spec":
-		c := s.certificate(args[0])
+		c := clone(s.certificate(args[0])) // what a store returns is shared
 		s.applySpec(&c.Spec, args[1:])
 		c, err := certs.Update(s.ctx, c)
 		s.must(err)
@@ -334,7 +337,7 @@ func (s *scenario) do(cmd string) string {
 		s.ca.mode = args[1]
 		fmt.Fprintf(&s.out, "issuer %s: %s\n", args[0], args[1])
 	case "trigger":
-		c := s.certificate(args[0])
+		c := clone(s.certificate(args[0]))
 		c.Status.Conditions = append(slices.DeleteFunc(c.Status.Conditions, func(c certificate.Condition) bool { return c.Type == certificate.ConditionIssuing }),
 			certificate.Condition{Type: certificate.ConditionIssuing, Status: certificate.StatusTrue, Reason: certificate.ReasonManualTrigger,
 				Message: "renew now", LastTransitionTime: s.clock.Now()})
@@ -349,6 +352,7 @@ func (s *scenario) do(cmd string) string {
 	case "corrupt-secret", "strip-annotations":
 		sec, err := secrets.Get(s.ctx, scenarioNamespace, args[0])
 		s.must(err)
+		sec = clone(sec)
 		if fields[0] == "corrupt-secret" {
 			sec.Data[args[1]] = []byte("garbage")
 		} else {
@@ -370,6 +374,7 @@ func (s *scenario) do(cmd string) string {
 	case "annotate-secret":
 		sec, err := secrets.Get(s.ctx, scenarioNamespace, args[0])
 		s.must(err)
+		sec = clone(sec)
 		k, v, _ := strings.Cut(args[1], "=")
 		if sec.Annotations == nil {
 			sec.Annotations = map[string]string{}

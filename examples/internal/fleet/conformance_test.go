@@ -12,8 +12,8 @@ import (
 
 // The simulation's store keeps the contract, with its reads at once and
 // lagging as with -faults (each write showing up to 2*StoreLag later);
-// its reads share byte slices, pointers and a certificate's spec with
-// what it holds, by design (SharesValues).
+// what it is given shares byte slices, pointers and a certificate's spec
+// with what it holds, by design (SharesValues).
 func TestStoreConformance(t *testing.T) {
 	t.Run("AtOnce", func(t *testing.T) {
 		hosttest.TestStore(t, func(t *testing.T) host.Store {

@@ -434,8 +434,11 @@ type shard struct {
 	// starts; stop ends the step it died in.
 	dead      bool
 	restartAt time.Time
-	stop      context.CancelFunc
-	writes    uint64
+	// procCtx is the running process's: a restart cancels it (stop),
+	// ending the step in flight, and the next process gets a new one.
+	procCtx context.Context
+	stop    context.CancelFunc
+	writes  uint64
 
 	crashes, restarts, conflicts, manual, specChanges, recreations int
 	passes, answers, delayed                                       int
@@ -723,6 +726,11 @@ func (s *shard) run(ctx context.Context) error {
 	nextDay := s.cfg.Start.Add(24 * time.Hour)
 	var stuckAt time.Time
 	stuck := 0
+	defer func() {
+		if s.procCtx != nil {
+			s.stop()
+		}
+	}()
 	for ctx.Err() == nil {
 		next := nextDay
 		if s.loop != nil {
@@ -787,12 +795,14 @@ func (s *shard) step(ctx context.Context) error {
 	if s.loop == nil {
 		return nil
 	}
-	stepCtx, stop := context.WithCancel(ctx)
-	s.stop = stop
-	_, err := s.loop.Step(stepCtx)
-	stop()
+	if s.procCtx == nil {
+		s.procCtx, s.stop = context.WithCancel(ctx)
+	}
+	_, err := s.loop.Step(s.procCtx)
 	if s.dead {
 		s.loop = nil // a new one starts at restartAt
+		s.stop()
+		s.procCtx = nil
 		err = nil
 	}
 	if err != nil && ctx.Err() == nil {

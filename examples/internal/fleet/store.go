@@ -27,10 +27,12 @@ import (
 //     annotations as values against key lists the store interns, secret
 //     data as sorted pairs, rather than maps; a status write shares the
 //     spec of the version before; a secret's tls.crt shares its bytes with
-//     the request it came from, and ca.crt with the CA's. Reads build fresh maps and condition slices, which the caller
-//     may change; byte slices, time and integer pointers and a
-//     certificate's spec are shared with what the store holds, and the
-//     host loop never changes those in place.
+//     the request it came from, and ca.crt with the CA's. Reads build
+//     the label, annotation and data maps and share the rest with what
+//     the store holds, which callers never change (host.Collection);
+//     what a write is given shares its byte slices, pointers and spec
+//     with what the store keeps, which the loop never changes in place
+//     after the write.
 //   - Lagging: with a lag, a write shows in reads (and is reported to
 //     watchers, as an informer's watch does) only some time after it was
 //     made; each kind's writes show in the order they were made. Writes
@@ -854,14 +856,13 @@ func kindOf(obj any) host.Kind {
 	return host.KindRequest
 }
 
-// unpackAny is a copy of what e holds that the caller may change (byte
-// slices, pointers and a certificate's spec shared).
+// unpackAny is the object e holds, sharing with it everything but the
+// label and annotation maps, which it builds (host.Collection: callers
+// never change what a store returns).
 func unpackAny(kind host.Kind, e *entry) object {
 	switch b := e.body.(type) {
 	case *certBody:
-		c := &certificate.Certificate{ObjectMeta: e.unpackMeta(), Spec: *b.spec, Status: b.status}
-		c.Status.Conditions = slices.Clone(c.Status.Conditions)
-		return c
+		return &certificate.Certificate{ObjectMeta: e.unpackMeta(), Spec: *b.spec, Status: b.status}
 	case secretData:
 		sec := &certificate.Secret{ObjectMeta: e.unpackMeta(), Data: make(map[string][]byte, len(b))}
 		for _, d := range b {
@@ -869,9 +870,7 @@ func unpackAny(kind host.Kind, e *entry) object {
 		}
 		return sec
 	case *reqBody:
-		r := &certificate.CertificateRequest{ObjectMeta: e.unpackMeta(), Spec: *b.spec, Status: b.status}
-		r.Status.Conditions = slices.Clone(r.Status.Conditions)
-		return r
+		return &certificate.CertificateRequest{ObjectMeta: e.unpackMeta(), Spec: *b.spec, Status: b.status}
 	}
 	panic(fmt.Sprintf("fleet: a %s entry holds a %T", kind, e.body))
 }
