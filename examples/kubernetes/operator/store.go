@@ -118,7 +118,9 @@ func (s *store) secret(ctx context.Context, namespace, name string) (*corev1.Sec
 	}
 	key := types.NamespacedName{Namespace: namespace, Name: name}
 	var sec corev1.Secret
-	err := s.cache.Get(ctx, key, &sec)
+	// Without the cache's deep copy: what is read here is converted or
+	// copied before anything changes it, and a miss leaves sec as it was.
+	err := s.cache.Get(ctx, key, &sec, client.UnsafeDisableDeepCopy)
 	if apierrors.IsNotFound(err) {
 		err = s.api.Get(ctx, key, &sec)
 		if apierrors.IsNotFound(err) {
@@ -212,7 +214,9 @@ func (c certificates) Get(ctx context.Context, namespace, name string) (*certifi
 		return nil, err
 	}
 	var crt cmapi.Certificate
-	if err := c.s.cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &crt); err != nil {
+	// Without the cache's deep copy: CertificateToCore copies what it
+	// keeps.
+	if err := c.s.cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &crt, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, storeError(describe(host.KindCertificate, namespace, name), err)
 	}
 	pw, err := c.s.passwords(ctx, &crt)
@@ -226,7 +230,7 @@ func (c certificates) Get(ctx context.Context, namespace, name string) (*certifi
 // passwords, which only the certificate decided on needs).
 func (c certificates) List(ctx context.Context, opts host.ListOptions) ([]*certificate.Certificate, error) {
 	var list cmapi.CertificateList
-	lo := []client.ListOption{client.InNamespace(opts.Namespace)}
+	lo := []client.ListOption{client.InNamespace(opts.Namespace), client.UnsafeDisableDeepCopy}
 	if opts.SecretName != "" && opts.Namespace != "" {
 		lo = append(lo, client.MatchingFields{indexSecretName: opts.SecretName})
 	}
@@ -333,7 +337,9 @@ func (c secrets) Get(ctx context.Context, namespace, name string) (*certificate.
 // List reads the cached Secrets (those labelled LabelManaged).
 func (c secrets) List(ctx context.Context, opts host.ListOptions) ([]*certificate.Secret, error) {
 	var list corev1.SecretList
-	lo := []client.ListOption{client.InNamespace(opts.Namespace)}
+	// Without the cache's deep copy: a Secret's data is shared with the
+	// cache, as host.Collection allows (the loop never changes it).
+	lo := []client.ListOption{client.InNamespace(opts.Namespace), client.UnsafeDisableDeepCopy}
 	if opts.OwnerUID != "" && opts.Namespace != "" {
 		lo = append(lo, client.MatchingFields{indexOwner: opts.OwnerUID})
 	}
@@ -494,7 +500,9 @@ func (c requests) Get(ctx context.Context, namespace, name string) (*certificate
 		return nil, err
 	}
 	var r cmapi.CertificateRequest
-	if err := c.s.cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &r); err != nil {
+	// Without the cache's deep copy: the request's CSR and certificate
+	// are shared with the cache, as host.Collection allows.
+	if err := c.s.cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &r, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, storeError(describe(host.KindRequest, namespace, name), err)
 	}
 	return RequestToCore(&r), nil
@@ -503,7 +511,7 @@ func (c requests) Get(ctx context.Context, namespace, name string) (*certificate
 // List reads CertificateRequests from the cache.
 func (c requests) List(ctx context.Context, opts host.ListOptions) ([]*certificate.CertificateRequest, error) {
 	var list cmapi.CertificateRequestList
-	lo := []client.ListOption{client.InNamespace(opts.Namespace)}
+	lo := []client.ListOption{client.InNamespace(opts.Namespace), client.UnsafeDisableDeepCopy}
 	if opts.OwnerUID != "" && opts.Namespace != "" {
 		lo = append(lo, client.MatchingFields{indexOwner: opts.OwnerUID})
 	}
