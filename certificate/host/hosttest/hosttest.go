@@ -93,6 +93,14 @@
 //		})
 //	}
 //
+// # Code that reads a store
+//
+// What a store returns may be what it holds, shared with every caller
+// (host.Collection). CheckReadOnly wraps a store so that a test fails when
+// code reading through it — an issuer, a hook, a controller of your own —
+// changes an object it got instead of a copy; the scenarios run their
+// loop through it.
+//
 // # Driving a loop on a fake clock
 //
 // Settle steps a host.Loop until nothing more is due at the clock's time;

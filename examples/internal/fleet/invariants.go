@@ -589,10 +589,22 @@ func (t *tracker) sweep(now time.Time) {
 // orphans checks that what deleted certificates owned went within
 // OrphanBound: their requests and next private keys (their secrets stay,
 // as a deleted Kubernetes Certificate's do). gone is each deleted
-// certificate's UID and when it went.
+// certificate's UID and when it went; the UIDs past the bound with
+// nothing left go from it.
 func (t *tracker) orphans(s *store, gone map[string]time.Time, now time.Time) {
+	due := false
+	for _, at := range gone {
+		if now.Sub(at) > OrphanBound {
+			due = true
+			break
+		}
+	}
+	if !due {
+		return // nothing can be an orphan yet: no scan
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	left := map[string]bool{}
 	for _, tab := range s.tables[1:] {
 		for k, e := range tab.items {
 			if tab.kind == host.KindSecret && e.maps.label(certificate.LabelNextPrivateKey) != "true" {
@@ -600,8 +612,16 @@ func (t *tracker) orphans(s *store, gone map[string]time.Time, now time.Time) {
 			}
 			at, ok := gone[e.meta.OwnerUID]
 			if ok && now.Sub(at) > OrphanBound {
+				left[e.meta.OwnerUID] = true
 				t.violation("orphan", k.name, "%s %s of certificate UID %s, deleted at %s, is still there at %s", tab.kind, k, e.meta.OwnerUID, stamp(at), stamp(now))
 			}
+		}
+	}
+	// A certificate past the bound with nothing left of it never has
+	// again (a UID is never given twice): it is checked no more.
+	for uid, at := range gone {
+		if now.Sub(at) > OrphanBound && !left[uid] {
+			delete(gone, uid)
 		}
 	}
 }
