@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -170,17 +169,10 @@ func (r *readOnly) check(recs []*returned) {
 			continue
 		}
 		m := rec.obj.Meta()
-		r.t.Errorf("hosttest: %s %s, returned by %s, was changed after the store returned it (fields: %s): what a store returns may be what it holds, and must be copied before it is changed",
-			rec.kind, objectName(m.Namespace, m.Name), rec.call, strings.Join(changedFields(rec.enc, now), ", "))
+		r.t.Errorf("hosttest: %s, returned by %s, was changed after the store returned it (fields: %s): what a store returns may be what it holds, and must be copied before it is changed",
+			describe(rec.kind, m), rec.call, strings.Join(changedFields(rec.enc, now), ", "))
 		rec.enc = now // reported once
 	}
-}
-
-func objectName(namespace, name string) string {
-	if namespace == "" {
-		return name
-	}
-	return namespace + "/" + name
 }
 
 // isNil reports a typed nil pointer in o.
@@ -197,7 +189,7 @@ func isNil(o metaObject) bool {
 }
 
 // changedFields are the paths of the JSON fields that differ between a
-// and b, without their values.
+// and b, sorted, without their values.
 func changedFields(a, b []byte) []string {
 	var va, vb any
 	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
@@ -209,7 +201,7 @@ func changedFields(a, b []byte) []string {
 	if len(out) == 0 {
 		out = []string{"(the encoding)"}
 	}
-	return slices.Compact(out)
+	return out
 }
 
 func diffPaths(path string, a, b any, out *[]string) {
